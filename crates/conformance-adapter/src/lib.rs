@@ -1,0 +1,24 @@
+//! # openarmature-conformance
+//!
+//! Spec: conformance-adapter §3–§9 (OpenArmature specification, pinned release v0.109.0).
+//!
+//! Runs the upstream YAML conformance fixtures against the Rust crates through
+//! their public APIs. Fixtures are data read from a directory (see
+//! [`discovery`]); they are never copied into this repository.
+//!
+//! - [`discovery`] finds the fixture root and the fixture files.
+//! - [`deferrals`] reads `conformance.toml` (fixtures deferred with a reason).
+//! - [`runner`] parses one fixture file and runs a case against the engine.
+//! - [`report`] holds the case identifiers and outcomes both front ends print.
+
+pub mod deferrals;
+pub mod discovery;
+pub mod error;
+pub mod report;
+pub mod runner;
+
+pub use error::AdapterError;
+pub use report::{CaseId, CaseOutcome};
+
+/// The conformance-adapter spec release this adapter implements (§8.5).
+pub const CONFORMANCE_VERSION: &str = "0.109.0";

@@ -1,0 +1,359 @@
+//! Spec: graph-engine §3 (execution model), §4 (error semantics), §6 (event dispatch).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use crate::builder::{EdgeFn, Target};
+use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCategory};
+use crate::middleware::{Middleware, Next, Terminal};
+use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
+use crate::observer::{EventError, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration, StateRef};
+use crate::queue::{DrainSummary, EventQueue, Registry};
+use crate::state::State;
+use crate::subgraph::SubgraphFailure;
+
+pub(crate) enum ResolvedEdge<S: State> {
+    End,
+    To(usize),
+    Conditional(EdgeFn<S>),
+}
+
+pub(crate) struct CompiledNode<S: State> {
+    pub(crate) name: Arc<str>,
+    pub(crate) node: Arc<dyn Node<S>>,
+    pub(crate) chain: Vec<Arc<dyn Middleware<S>>>,
+    pub(crate) edge: ResolvedEdge<S>,
+}
+
+pub(crate) struct Inner<S: State> {
+    pub(crate) nodes: Vec<CompiledNode<S>>,
+    pub(crate) entry: usize,
+    pub(crate) defaults: S,
+    pub(crate) observers: RwLock<Vec<Registration>>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) sink: ObserverErrorSink,
+    pub(crate) warnings: Vec<CompileWarning>,
+}
+
+/// An immutable, executable graph (graph-engine §2 *Compiled graph*). Cheap to
+/// clone; clones share observers and drain state.
+pub struct CompiledGraph<S: State> {
+    pub(crate) inner: Arc<Inner<S>>,
+}
+
+impl<S: State> Clone for CompiledGraph<S> {
+    fn clone(&self) -> Self {
+        CompiledGraph { inner: Arc::clone(&self.inner) }
+    }
+}
+
+/// A completed invocation: the final state and the invocation's id.
+#[derive(Debug, Clone)]
+pub struct Completed<S> {
+    /// The state at `END`.
+    pub state: S,
+    /// The invocation id (caller-supplied or minted).
+    pub invocation_id: String,
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// Runs the graph from `initial` to `END`.
+    ///
+    /// Returns as soon as execution finishes; observer delivery may still be in
+    /// flight (use [`CompiledGraph::drain`]).
+    ///
+    /// # Errors
+    /// A [`GraphError`] with the §4 category and the recoverable state.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the run at its current await point; no further
+    /// node starts.
+    pub async fn invoke(&self, initial: S) -> Result<S, GraphError<S>> {
+        self.invoke_with(initial, InvokeOptions::default()).await.map(|c| c.state)
+    }
+
+    /// Runs the graph with invocation-scoped observers, ids and metadata.
+    ///
+    /// # Errors
+    /// A [`GraphError`] with the §4 category and the recoverable state.
+    pub async fn invoke_with(&self, initial: S, options: InvokeOptions) -> Result<Completed<S>, GraphError<S>> {
+        let id: Arc<str> = match options.invocation_id {
+            Some(id) => id.into(),
+            None => uuid::Uuid::new_v4().to_string().into(),
+        };
+        let queue = EventQueue::start(&self.inner.registry, Arc::clone(&id), Arc::clone(&self.inner.sink));
+        let inv = Arc::new(Invocation {
+            id: Arc::clone(&id),
+            correlation_id: options.correlation_id.map(Into::into),
+            metadata: options.metadata,
+            step: AtomicU64::new(0),
+            queue,
+            invocation_observers: options.observers,
+        });
+        let _close = CloseOnDrop(Arc::clone(&inv));
+        let attached = self.observers();
+        let scope = Arc::new(Scope {
+            recipients: Scope::recipients_for(&attached, &inv),
+            attached,
+            inv,
+            namespace_prefix: Arc::from([]),
+            parent_states: Arc::from([]),
+            fan_out_chain: Arc::from([]),
+            branch_chain: Arc::from([]),
+            inherited_attempt: 0,
+        });
+        if let Err(err) = initial.validate() {
+            return Err(GraphError {
+                category: RuntimeCategory::StateValidationError,
+                node: String::new(),
+                namespace: Vec::new(),
+                state: initial,
+                invocation_id: id.to_string(),
+                source: Box::new(err),
+            });
+        }
+        let state = self.inner.run_level(Arc::new(initial), scope).await?;
+        Ok(Completed { state: unwrap_arc(state), invocation_id: id.to_string() })
+    }
+
+    /// Attaches an observer; it fires from the next invocation on.
+    pub fn attach_observer(&self, registration: Registration) {
+        self.inner.observers.write().unwrap_or_else(PoisonError::into_inner).push(registration);
+    }
+
+    /// Removes every attached observer registered under `name`; true if any was.
+    pub fn detach_observer(&self, name: &str) -> bool {
+        let mut observers = self.inner.observers.write().unwrap_or_else(PoisonError::into_inner);
+        let before = observers.len();
+        observers.retain(|r| r.name() != name);
+        before != observers.len()
+    }
+
+    fn observers(&self) -> Vec<Registration> {
+        self.inner.observers.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Waits until every event of the invocations active now is delivered, or the
+    /// timeout elapses; on timeout the delivery workers are cancelled and the graph
+    /// stays usable (graph-engine §6 *Drain*). Worst case without a timeout: as long
+    /// as the slowest observer takes for all queued events.
+    pub async fn drain(&self, timeout: Option<Duration>) -> DrainSummary {
+        self.inner.registry.drain(timeout).await
+    }
+
+    /// Waits until every event `invocation_id` emitted so far is delivered, or the
+    /// timeout elapses; never cancels delivery (graph-engine §6 *Per-invocation drain*).
+    pub async fn drain_events_for(&self, invocation_id: &str, timeout: Option<Duration>) -> DrainSummary {
+        self.inner.registry.drain_events_for(invocation_id, timeout).await
+    }
+
+    /// The compile-time warnings (e.g. `projection_reducer_round_trip`).
+    pub fn warnings(&self) -> &[CompileWarning] {
+        &self.inner.warnings
+    }
+
+    /// The schema defaults the graph was built with.
+    pub fn defaults(&self) -> &S {
+        &self.inner.defaults
+    }
+
+    /// The declared node names, in declaration order.
+    pub fn node_names(&self) -> Vec<&str> {
+        self.inner.nodes.iter().map(|n| &*n.name).collect()
+    }
+}
+
+struct CloseOnDrop(Arc<Invocation>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.queue.close();
+    }
+}
+
+fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
+    Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
+}
+
+/// The attempt that produced the update the chain returned, if the node ran.
+type Succeeded = Mutex<Option<u32>>;
+
+struct AttemptTerminal<'a, S: State> {
+    node: &'a dyn Node<S>,
+    succeeded: &'a Succeeded,
+}
+
+impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
+    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+        Box::pin(async move {
+            emit(&ctx, Phase::Started, &state, None, None);
+            set(self.succeeded, None);
+            match self.node.run(Arc::clone(&state), ctx.clone()).await {
+                Ok(update) => {
+                    set(self.succeeded, Some(ctx.attempt_index));
+                    Ok(update)
+                }
+                Err(err) => {
+                    let error = EventError::capture(node_failure_category(&*err).as_str(), &*err);
+                    emit(&ctx, Phase::Completed, &state, None, Some(error));
+                    Err(err)
+                }
+            }
+        })
+    }
+}
+
+fn set(slot: &Succeeded, value: Option<u32>) {
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = value;
+}
+
+/// The category a node failure carries: a nested subgraph keeps its own.
+fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
+    err.downcast_ref::<SubgraphFailure>()
+        .map_or(RuntimeCategory::NodeException, SubgraphFailure::category)
+}
+
+pub(crate) fn emit<S: State>(
+    ctx: &NodeCtx,
+    phase: Phase,
+    pre: &Arc<S>,
+    post: Option<&Arc<S>>,
+    error: Option<EventError>,
+) {
+    let scope = &ctx.scope;
+    let event = NodeEvent {
+        phase,
+        node_name: Arc::clone(&ctx.node_name),
+        namespace: Arc::clone(&ctx.namespace),
+        step: ctx.step,
+        pre_state: Arc::clone(pre) as StateRef,
+        post_state: post.map(|p| Arc::clone(p) as StateRef),
+        error,
+        parent_states: Arc::clone(&scope.parent_states),
+        attempt_index: ctx.attempt_index,
+        fan_out_index: ctx.fan_out_index(),
+        branch_name: ctx.branch_name().map(str::to_owned),
+        fan_out_index_chain: Arc::clone(&scope.fan_out_chain),
+        branch_name_chain: Arc::clone(&scope.branch_chain),
+        invocation_id: Arc::clone(&scope.inv.id),
+        correlation_id: scope.inv.correlation_id.clone(),
+    };
+    scope.inv.queue.dispatch(ObserverEvent::Node(event), Arc::clone(&scope.recipients));
+}
+
+impl<S: State> Inner<S> {
+    /// Runs this graph's step loop inside `scope` (the outermost level or a subgraph).
+    pub(crate) async fn run_level(&self, initial: Arc<S>, scope: Arc<Scope>) -> Result<Arc<S>, GraphError<S>> {
+        let mut state = initial;
+        let mut current = self.entry;
+        loop {
+            let node = &self.nodes[current];
+            let namespace: Arc<[String]> = scope
+                .namespace_prefix
+                .iter()
+                .cloned()
+                .chain(std::iter::once(node.name.to_string()))
+                .collect();
+            let ctx = NodeCtx {
+                node_name: Arc::clone(&node.name),
+                namespace,
+                step: scope.inv.next_step(),
+                attempt_index: scope.inherited_attempt,
+                scope: Arc::clone(&scope),
+            };
+            let succeeded: Succeeded = Mutex::new(None);
+            let terminal = AttemptTerminal { node: &*node.node, succeeded: &succeeded };
+            let result = Next::new(&node.chain, &terminal).run(Arc::clone(&state), ctx.clone()).await;
+            let attempt = *succeeded.lock().unwrap_or_else(PoisonError::into_inner);
+            let completed_ctx = |i: u32| ctx.with_attempt_index(i);
+
+            let update = match result {
+                Ok(update) => update,
+                Err(err) => {
+                    let category = node_failure_category(&*err);
+                    if let Some(i) = attempt {
+                        // A middleware post-phase failed after a successful attempt.
+                        let error = EventError::capture(category.as_str(), &*err);
+                        emit(&completed_ctx(i), Phase::Completed, &state, None, Some(error));
+                    }
+                    return Err(self.fail(category, &ctx, err, &state));
+                }
+            };
+
+            let merged = match state.merge(update) {
+                Ok(merged) => merged,
+                Err(err) => {
+                    let err: BoxError = Box::new(err);
+                    return Err(self.fail_after(RuntimeCategory::ReducerError, &ctx, attempt, err, &state, &state));
+                }
+            };
+            if let Err(err) = merged.validate() {
+                let err: BoxError = Box::new(err);
+                return Err(self.fail_after(RuntimeCategory::StateValidationError, &ctx, attempt, err, &state, &state));
+            }
+            let merged = Arc::new(merged);
+
+            let next = match &node.edge {
+                ResolvedEdge::End => None,
+                ResolvedEdge::To(i) => Some(*i),
+                ResolvedEdge::Conditional(f) => match f(&merged) {
+                    Ok(Target::End) => None,
+                    Ok(Target::Node(name)) => match self.nodes.iter().position(|n| *n.name == *name) {
+                        Some(i) => Some(i),
+                        None => {
+                            let err: BoxError = Box::new(RoutingError { from: node.name.to_string(), destination: name });
+                            return Err(self.fail_after(RuntimeCategory::RoutingError, &ctx, attempt, err, &state, &merged));
+                        }
+                    },
+                    Err(err) => {
+                        return Err(self.fail_after(RuntimeCategory::EdgeException, &ctx, attempt, err, &state, &merged));
+                    }
+                },
+            };
+
+            if let Some(i) = attempt {
+                emit(&completed_ctx(i), Phase::Completed, &state, Some(&merged), None);
+            }
+            state = merged;
+            match next {
+                Some(i) => current = i,
+                None => return Ok(state),
+            }
+        }
+    }
+
+    /// A failure after the node returned: dispatch the pending `completed` event
+    /// with the error, then build the error with `recoverable` as its state.
+    fn fail_after(
+        &self,
+        category: RuntimeCategory,
+        ctx: &NodeCtx,
+        attempt: Option<u32>,
+        err: BoxError,
+        pre: &Arc<S>,
+        recoverable: &Arc<S>,
+    ) -> GraphError<S> {
+        if let Some(i) = attempt {
+            let error = EventError::capture(category.as_str(), &*err);
+            emit(&ctx.with_attempt_index(i), Phase::Completed, pre, None, Some(error));
+        }
+        self.fail(category, ctx, err, recoverable)
+    }
+
+    fn fail(&self, category: RuntimeCategory, ctx: &NodeCtx, err: BoxError, state: &Arc<S>) -> GraphError<S> {
+        let namespace = err
+            .downcast_ref::<SubgraphFailure>()
+            .map_or_else(|| ctx.namespace.to_vec(), |f| f.namespace().to_vec());
+        GraphError {
+            category,
+            node: ctx.node_name.to_string(),
+            namespace,
+            state: (**state).clone(),
+            invocation_id: ctx.scope.inv.id.to_string(),
+            source: err,
+        }
+    }
+}

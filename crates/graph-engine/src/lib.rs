@@ -1,0 +1,99 @@
+//! # openarmature-graph
+//!
+//! Spec: graph-engine (OpenArmature specification, pinned release v0.109.0).
+//!
+//! An async graph engine for LLM pipelines: typed state whose fields declare
+//! reducers, async nodes returning partial updates, static and conditional edges,
+//! subgraphs with explicit projection, and observers fed by a strictly serial
+//! delivery queue that never slows the run down.
+//!
+//! - State: [`state!`] for typed structs, [`DynState`] for run-time schemas; both
+//!   implement [`State`], and one engine runs either.
+//! - Build: [`GraphBuilder`] → [`GraphBuilder::compile`] (every §2 compile-error
+//!   category is a [`CompileError`]) → [`CompiledGraph`].
+//! - Run: [`CompiledGraph::invoke`]; failures are [`GraphError`]s with a §4
+//!   [`RuntimeCategory`] and the recoverable state.
+//! - Observe: [`Registration`] of an [`Observer`], graph-attached or per invocation;
+//!   [`CompiledGraph::drain`] / [`CompiledGraph::drain_events_for`].
+//! - Extend: [`Middleware`] + [`Next`] (per-graph middleware wraps per-node
+//!   middleware); retry and failure isolation live in `openarmature-pipeline`.
+//!
+//! The engine does no network I/O and depends on no other workspace crate.
+//!
+//! # Examples
+//! ```
+//! use std::sync::Arc;
+//! use openarmature_graph::{state, GraphBuilder, NodeCtx, Target, END};
+//!
+//! state! {
+//!     /// Counts and logs.
+//!     #[derive(Default)]
+//!     pub struct Counter => CounterUpdate {
+//!         /// Current count.
+//!         pub count: i64,
+//!         /// Visited nodes.
+//!         pub log: Vec<String> => append,
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let graph = GraphBuilder::new(Counter::default())
+//!     .add_node("inc", |s: Arc<Counter>, _: NodeCtx| async move {
+//!         Ok(CounterUpdate::default().count(s.count + 1).log(vec!["inc".into()]))
+//!     })
+//!     .add_conditional_edge(
+//!         "inc",
+//!         |s: &Counter| Ok(if s.count < 3 { Target::from("inc") } else { END }),
+//!         Some(vec![Target::from("inc"), END]),
+//!     )
+//!     .entry("inc")
+//!     .compile()
+//!     .unwrap();
+//! let out = graph.invoke(Counter::default()).await.unwrap();
+//! assert_eq!(out.count, 3);
+//! assert_eq!(out.log.len(), 3);
+//! # });
+//! ```
+
+mod builder;
+mod compiled;
+mod dynamic;
+mod error;
+mod middleware;
+mod node;
+mod observer;
+mod queue;
+pub mod reducers;
+mod state;
+mod subgraph;
+mod typed;
+
+pub use builder::{EdgeFn, GraphBuilder, Target, END};
+pub use compiled::{CompiledGraph, Completed};
+pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
+pub use error::{
+    category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError, MergeError,
+    RoutingError, RuntimeCategory, StateValidationError,
+};
+pub use middleware::{Middleware, Next};
+pub use node::{InvokeOptions, Node, NodeCtx};
+pub use observer::{
+    observer_fn, EmptyPhaseSet, ErrorLink, EventError, FnObserver, NodeEvent, Observer, ObserverErrorSink,
+    ObserverEvent, Phase, PhaseSet, Registration, StateRef,
+};
+pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
+pub use state::{is_round_trip_idempotent, State, StateView};
+pub use subgraph::{SubgraphFailure, SubgraphNode};
+
+/// The OpenArmature capability this crate implements.
+pub const SPEC_CAPABILITY: &str = "graph-engine";
+
+/// The OpenArmature specification release this crate targets.
+pub const SPEC_VERSION: &str = "0.109.0";
+
+/// Re-exports used by [`state!`]; not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+    pub use serde_json;
+}

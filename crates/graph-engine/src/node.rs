@@ -1,0 +1,191 @@
+//! Spec: graph-engine §2 *Node*, §6 *Node event shape* (the context a node runs in).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use crate::error::{BoxError, CompileError, CompileWarning};
+use crate::observer::{Registration, StateRef};
+use crate::queue::{DrainSummary, EventQueue};
+use crate::state::State;
+
+/// An async unit of work: receives the current state, returns a partial update.
+///
+/// Async closures `Fn(Arc<S>, NodeCtx) -> impl Future<Output = Result<S::Update, BoxError>>`
+/// are nodes.
+pub trait Node<S: State>: Send + Sync + 'static {
+    /// Runs the node once (one attempt).
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>>;
+
+    /// Compile-time checks against the parent graph's state (subgraph projections
+    /// use this). The default accepts.
+    ///
+    /// # Errors
+    /// A [`CompileError`] when the node is misconfigured for this graph.
+    fn check(&self, name: &str, parent: &S) -> Result<Vec<CompileWarning>, CompileError> {
+        let _ = (name, parent);
+        Ok(Vec::new())
+    }
+}
+
+impl<S, F, Fut> Node<S> for F
+where
+    S: State,
+    F: Fn(Arc<S>, NodeCtx) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<S::Update, BoxError>> + Send + 'static,
+{
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>> {
+        Box::pin(self(state, ctx))
+    }
+}
+
+/// Caller-supplied invocation inputs besides the initial state (graph-engine §3
+/// *Invocation entry surface*).
+#[derive(Clone, Default)]
+pub struct InvokeOptions {
+    /// Invocation-scoped observers, delivered after graph-attached ones.
+    pub observers: Vec<Registration>,
+    /// A caller correlation id, carried on every event.
+    pub correlation_id: Option<String>,
+    /// A caller invocation id, used verbatim (minted as a UUIDv4 when absent).
+    pub invocation_id: Option<String>,
+    /// Caller metadata (observability §3.4), kept with the invocation.
+    pub metadata: Map<String, Value>,
+}
+
+impl InvokeOptions {
+    /// Adds an invocation-scoped observer.
+    pub fn observer(mut self, registration: Registration) -> Self {
+        self.observers.push(registration);
+        self
+    }
+
+    /// Sets the invocation id.
+    pub fn invocation_id(mut self, id: impl Into<String>) -> Self {
+        self.invocation_id = Some(id.into());
+        self
+    }
+
+    /// Sets the correlation id.
+    pub fn correlation_id(mut self, id: impl Into<String>) -> Self {
+        self.correlation_id = Some(id.into());
+        self
+    }
+}
+
+/// State shared by everything that runs in one invocation of the outermost graph.
+pub(crate) struct Invocation {
+    pub(crate) id: Arc<str>,
+    pub(crate) correlation_id: Option<Arc<str>>,
+    pub(crate) metadata: Map<String, Value>,
+    pub(crate) step: AtomicU64,
+    pub(crate) queue: EventQueue,
+    pub(crate) invocation_observers: Vec<Registration>,
+}
+
+impl Invocation {
+    pub(crate) fn next_step(&self) -> u64 {
+        self.step.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+/// Where one graph level runs inside an invocation: lineage and observers.
+#[derive(Clone)]
+pub(crate) struct Scope {
+    pub(crate) inv: Arc<Invocation>,
+    pub(crate) namespace_prefix: Arc<[String]>,
+    pub(crate) parent_states: Arc<[StateRef]>,
+    /// Graph-attached observers, outermost graph first.
+    pub(crate) attached: Vec<Registration>,
+    /// `attached` followed by the invocation-scoped observers.
+    pub(crate) recipients: Arc<[Registration]>,
+    pub(crate) fan_out_chain: Arc<[Option<usize>]>,
+    pub(crate) branch_chain: Arc<[Option<String>]>,
+    /// The attempt index inherited from a re-attempting wrapper around this level.
+    pub(crate) inherited_attempt: u32,
+}
+
+impl Scope {
+    pub(crate) fn recipients_for(attached: &[Registration], inv: &Invocation) -> Arc<[Registration]> {
+        attached
+            .iter()
+            .chain(inv.invocation_observers.iter())
+            .cloned()
+            .collect::<Vec<_>>()
+            .into()
+    }
+}
+
+/// The context of one node attempt: identity, lineage and invocation handles.
+/// Middleware passes it down the chain; retry middleware sets the attempt index.
+#[derive(Clone)]
+pub struct NodeCtx {
+    pub(crate) node_name: Arc<str>,
+    pub(crate) namespace: Arc<[String]>,
+    pub(crate) step: u64,
+    pub(crate) attempt_index: u32,
+    pub(crate) scope: Arc<Scope>,
+}
+
+impl NodeCtx {
+    /// The node's name in its immediate graph.
+    pub fn node_name(&self) -> &str {
+        &self.node_name
+    }
+
+    /// Outermost-to-innermost node names leading to this node.
+    pub fn namespace(&self) -> &[String] {
+        &self.namespace
+    }
+
+    /// The invocation-wide step of this node execution.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// The current attempt index (0 unless a re-attempting middleware set it).
+    pub fn attempt_index(&self) -> u32 {
+        self.attempt_index
+    }
+
+    /// A copy with the attempt index set: what retry middleware passes to `next`.
+    pub fn with_attempt_index(&self, attempt_index: u32) -> NodeCtx {
+        NodeCtx { attempt_index, ..self.clone() }
+    }
+
+    /// The invocation id (caller-supplied or minted).
+    pub fn invocation_id(&self) -> &str {
+        &self.scope.inv.id
+    }
+
+    /// The caller's correlation id, if any.
+    pub fn correlation_id(&self) -> Option<&str> {
+        self.scope.inv.correlation_id.as_deref()
+    }
+
+    /// Caller-supplied invocation metadata.
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.scope.inv.metadata
+    }
+
+    /// The innermost enclosing fan-out instance index.
+    pub fn fan_out_index(&self) -> Option<usize> {
+        self.scope.fan_out_chain.iter().rev().find_map(|x| *x)
+    }
+
+    /// The innermost enclosing parallel branch name.
+    pub fn branch_name(&self) -> Option<&str> {
+        self.scope.branch_chain.iter().rev().find_map(|x| x.as_deref())
+    }
+
+    /// Waits until every observer event this invocation emitted so far is delivered,
+    /// or the timeout elapses (graph-engine §6 *Per-invocation drain*). Never cancels
+    /// delivery.
+    pub async fn drain_events(&self, timeout: Option<Duration>) -> DrainSummary {
+        self.scope.inv.queue.stats.drain_snapshot(timeout).await
+    }
+}

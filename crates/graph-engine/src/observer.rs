@@ -1,0 +1,280 @@
+//! Spec: graph-engine §6 — observer hooks: events, phases, registration.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::error::BoxError;
+use crate::state::StateView;
+
+/// A shared, immutable, type-erased state snapshot carried by events.
+pub type StateRef = Arc<dyn StateView>;
+
+/// A node event's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// Dispatched right before the wrapped node function runs.
+    Started,
+    /// Dispatched after the merge and edge resolution (or the failure).
+    Completed,
+}
+
+impl Phase {
+    /// `"started"` / `"completed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Started => "started",
+            Phase::Completed => "completed",
+        }
+    }
+}
+
+/// A non-empty set of phases an observer subscribes to (default: both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseSet {
+    started: bool,
+    completed: bool,
+}
+
+/// An empty phase set was passed at registration (graph-engine §6).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an observer must subscribe to at least one phase")]
+pub struct EmptyPhaseSet;
+
+impl PhaseSet {
+    /// Both phases.
+    pub const ALL: PhaseSet = PhaseSet { started: true, completed: true };
+
+    /// The set of `phases`.
+    ///
+    /// # Errors
+    /// [`EmptyPhaseSet`] when `phases` is empty.
+    pub fn new(phases: &[Phase]) -> Result<Self, EmptyPhaseSet> {
+        let set = PhaseSet {
+            started: phases.contains(&Phase::Started),
+            completed: phases.contains(&Phase::Completed),
+        };
+        if set.started || set.completed {
+            Ok(set)
+        } else {
+            Err(EmptyPhaseSet)
+        }
+    }
+
+    /// Whether `phase` is in the set.
+    pub fn contains(self, phase: Phase) -> bool {
+        match phase {
+            Phase::Started => self.started,
+            Phase::Completed => self.completed,
+        }
+    }
+}
+
+impl Default for PhaseSet {
+    fn default() -> Self {
+        PhaseSet::ALL
+    }
+}
+
+/// One link of an error's cause chain, outermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorLink {
+    /// The link's category, when it is a [`crate::CategorizedError`] or an engine error.
+    pub category: Option<String>,
+    /// The link's `Display` text.
+    pub message: String,
+}
+
+/// The error on a failed node's `completed` event: the §4 category plus a snapshot
+/// of the raised error (its message and cause chain). The error instance itself
+/// propagates to the caller; events carry an immutable snapshot of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventError {
+    /// The §4 category (`node_exception`, `reducer_error`, `routing_error`, …).
+    pub category: String,
+    /// The raised error's message.
+    pub message: String,
+    /// The raised error and its causes, outermost first.
+    pub chain: Vec<ErrorLink>,
+}
+
+impl EventError {
+    /// Snapshots `error` under the §4 `category`.
+    pub fn capture(category: &str, error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut chain = Vec::new();
+        let mut current = Some(error);
+        while let Some(err) = current {
+            chain.push(ErrorLink {
+                category: crate::error::category_of(err).map(str::to_owned),
+                message: err.to_string(),
+            });
+            current = err.source();
+        }
+        EventError {
+            category: category.to_owned(),
+            message: error.to_string(),
+            chain,
+        }
+    }
+}
+
+/// A node-boundary event (graph-engine §6 *Node event shape*).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NodeEvent {
+    /// Started or completed.
+    pub phase: Phase,
+    /// The node's name in its immediate graph.
+    pub node_name: Arc<str>,
+    /// Outermost-to-innermost node names leading to this node.
+    pub namespace: Arc<[String]>,
+    /// Monotonic per invocation, shared by all attempts of one node execution.
+    pub step: u64,
+    /// The state the node received.
+    pub pre_state: StateRef,
+    /// The merged state; only on successful `completed` events.
+    pub post_state: Option<StateRef>,
+    /// The failure; only on failed `completed` events.
+    pub error: Option<EventError>,
+    /// Containing graphs' states at subgraph entry, outermost first.
+    pub parent_states: Arc<[StateRef]>,
+    /// 0-based attempt index under the innermost re-attempting middleware.
+    pub attempt_index: u32,
+    /// The innermost enclosing fan-out instance index.
+    pub fan_out_index: Option<usize>,
+    /// The innermost enclosing parallel branch.
+    pub branch_name: Option<String>,
+    /// Fan-out lineage aligned to `namespace` boundaries (empty at top level).
+    pub fan_out_index_chain: Arc<[Option<usize>]>,
+    /// Branch lineage aligned to `namespace` boundaries (empty at top level).
+    pub branch_name_chain: Arc<[Option<String>]>,
+    /// The invocation that emitted the event.
+    pub invocation_id: Arc<str>,
+    /// The caller's correlation id, if any.
+    pub correlation_id: Option<Arc<str>>,
+}
+
+/// Everything the observer delivery queue carries. Open for later kinds
+/// (failure-isolation events, typed LLM events) — match with a wildcard arm.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ObserverEvent {
+    /// A node-boundary event.
+    Node(NodeEvent),
+}
+
+impl ObserverEvent {
+    /// The invocation that emitted the event.
+    pub fn invocation_id(&self) -> &str {
+        match self {
+            ObserverEvent::Node(e) => &e.invocation_id,
+        }
+    }
+
+    /// The node event, if this is one.
+    pub fn as_node(&self) -> Option<&NodeEvent> {
+        match self {
+            ObserverEvent::Node(e) => Some(e),
+        }
+    }
+
+    /// The phase, for node-boundary events (others carry none and are not filtered).
+    pub fn phase(&self) -> Option<Phase> {
+        self.as_node().map(|e| e.phase)
+    }
+}
+
+/// Receives events from the serial delivery queue. Observers cannot change control
+/// flow: a returned error (or a panic) is reported and otherwise ignored.
+pub trait Observer: Send + Sync + 'static {
+    /// Handles one event. The queue awaits this before delivering anything else.
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>>;
+}
+
+/// An [`Observer`] made from an async closure (see [`observer_fn`]).
+pub struct FnObserver<F>(F);
+
+/// Wraps an async closure as an [`Observer`].
+///
+/// # Examples
+/// ```
+/// use openarmature_graph::{observer_fn, ObserverEvent};
+/// let obs = observer_fn(|event: std::sync::Arc<ObserverEvent>| async move {
+///     if let Some(node) = event.as_node() {
+///         println!("{} {}", node.phase.as_str(), node.node_name);
+///     }
+///     Ok(())
+/// });
+/// # let _ = obs;
+/// ```
+pub fn observer_fn<F, Fut>(f: F) -> FnObserver<F>
+where
+    F: Fn(Arc<ObserverEvent>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    FnObserver(f)
+}
+
+impl<F, Fut> Observer for FnObserver<F>
+where
+    F: Fn(Arc<ObserverEvent>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin((self.0)(event))
+    }
+}
+
+/// An observer plus its phase subscription and a name for error reports.
+#[derive(Clone)]
+pub struct Registration {
+    pub(crate) name: Arc<str>,
+    pub(crate) phases: PhaseSet,
+    pub(crate) observer: Arc<dyn Observer>,
+}
+
+impl Registration {
+    /// Subscribes `observer` to both phases.
+    pub fn new(name: impl Into<Arc<str>>, observer: impl Observer) -> Self {
+        Registration {
+            name: name.into(),
+            phases: PhaseSet::ALL,
+            observer: Arc::new(observer),
+        }
+    }
+
+    /// Subscribes an already shared observer.
+    pub fn shared(name: impl Into<Arc<str>>, observer: Arc<dyn Observer>) -> Self {
+        Registration { name: name.into(), phases: PhaseSet::ALL, observer }
+    }
+
+    /// Restricts the subscription to `phases`.
+    pub fn phases(mut self, phases: PhaseSet) -> Self {
+        self.phases = phases;
+        self
+    }
+
+    /// The registration's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn wants(&self, event: &ObserverEvent) -> bool {
+        event.phase().is_none_or(|p| self.phases.contains(p))
+    }
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .field("phases", &self.phases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where observer failures are reported (graph-engine §6: "SHOULD report observer
+/// errors through a language-idiomatic warning channel").
+pub type ObserverErrorSink = Arc<dyn Fn(&str, &BoxError) + Send + Sync>;

@@ -1,0 +1,268 @@
+//! Spec: graph-engine §6 *Event delivery*, *Drain*, *Per-invocation drain*.
+//!
+//! One delivery worker per invocation of the outermost graph delivers events to
+//! observers strictly serially. The graph's execution loop only enqueues; it never
+//! awaits an observer.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::error::BoxError;
+use crate::observer::{ObserverErrorSink, ObserverEvent, Registration};
+
+/// What a drain returns (graph-engine §6): the same shape with or without a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DrainSummary {
+    /// Events still queued or in flight when the drain returned.
+    pub undelivered_count: u64,
+    /// Whether the timeout elapsed before delivery finished.
+    pub timeout_reached: bool,
+}
+
+/// A drain timeout given as seconds was negative or NaN (rejected before any work).
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("drain timeout must be a non-negative number of seconds, got {0}")]
+pub struct InvalidTimeout(pub f64);
+
+/// Converts a seconds value to a drain timeout, rejecting negative and NaN input.
+///
+/// # Errors
+/// [`InvalidTimeout`] for negative, NaN or infinite-and-unrepresentable input.
+pub fn timeout_from_secs(seconds: f64) -> Result<Duration, InvalidTimeout> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return Err(InvalidTimeout(seconds));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| InvalidTimeout(seconds))
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    delivered: u64,
+    finished: bool,
+}
+
+struct Envelope {
+    event: Arc<ObserverEvent>,
+    recipients: Arc<[Registration]>,
+}
+
+/// Per-invocation delivery counters, shared by the queue, its worker and drains.
+pub(crate) struct QueueStats {
+    emitted: AtomicU64,
+    progress: watch::Sender<Progress>,
+}
+
+impl QueueStats {
+    async fn wait_delivered(&self, target: u64) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(|p| p.delivered >= target || p.finished).await;
+    }
+
+    async fn wait_finished(&self) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(|p| p.finished).await;
+    }
+
+    fn undelivered(&self, target: u64) -> u64 {
+        let p = *self.progress.borrow();
+        if p.finished && p.delivered < target {
+            // Cancelled by a process-wide drain: what was not delivered never will be.
+            return target - p.delivered;
+        }
+        target.saturating_sub(p.delivered)
+    }
+
+    /// Waits for every event emitted so far (snapshot semantic) or the timeout.
+    pub(crate) async fn drain_snapshot(&self, timeout: Option<Duration>) -> DrainSummary {
+        let target = self.emitted.load(Ordering::SeqCst);
+        let wait = self.wait_delivered(target);
+        let reached = match timeout {
+            None => {
+                wait.await;
+                false
+            }
+            Some(limit) => tokio::time::timeout(limit, wait).await.is_err(),
+        };
+        DrainSummary {
+            undelivered_count: if reached { self.undelivered(target) } else { 0 },
+            timeout_reached: reached,
+        }
+    }
+}
+
+struct WorkerEntry {
+    key: u64,
+    invocation_id: Arc<str>,
+    stats: Arc<QueueStats>,
+    abort: tokio::task::AbortHandle,
+}
+
+/// The delivery workers of one compiled graph's active invocations.
+#[derive(Default)]
+pub(crate) struct Registry {
+    next_key: AtomicU64,
+    active: Mutex<Vec<Arc<WorkerEntry>>>,
+}
+
+impl Registry {
+    fn snapshot(&self) -> Vec<Arc<WorkerEntry>> {
+        self.active.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn remove(&self, key: u64) {
+        self.active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|e| e.key != key);
+    }
+
+    /// Process-wide drain: waits for the workers active now; on timeout cancels them.
+    pub(crate) async fn drain(&self, timeout: Option<Duration>) -> DrainSummary {
+        let entries = self.snapshot();
+        let wait_all = async {
+            for entry in &entries {
+                entry.stats.wait_finished().await;
+            }
+        };
+        let reached = match timeout {
+            None => {
+                wait_all.await;
+                false
+            }
+            Some(limit) => tokio::time::timeout(limit, wait_all).await.is_err(),
+        };
+        if !reached {
+            return DrainSummary::default();
+        }
+        let mut undelivered = 0;
+        for entry in &entries {
+            let target = entry.stats.emitted.load(Ordering::SeqCst);
+            if entry.stats.progress.borrow().finished {
+                continue;
+            }
+            entry.abort.abort();
+            undelivered += entry.stats.undelivered(target);
+            entry.stats.progress.send_modify(|p| p.finished = true);
+            self.remove(entry.key);
+        }
+        DrainSummary { undelivered_count: undelivered, timeout_reached: true }
+    }
+
+    /// Per-invocation drain: waits for events of `invocation_id` emitted so far.
+    /// Never cancels workers.
+    pub(crate) async fn drain_events_for(&self, invocation_id: &str, timeout: Option<Duration>) -> DrainSummary {
+        let entries: Vec<_> = self
+            .snapshot()
+            .into_iter()
+            .filter(|e| &*e.invocation_id == invocation_id)
+            .collect();
+        let targets: Vec<u64> = entries.iter().map(|e| e.stats.emitted.load(Ordering::SeqCst)).collect();
+        let wait = async {
+            for (entry, target) in entries.iter().zip(&targets) {
+                entry.stats.wait_delivered(*target).await;
+            }
+        };
+        let reached = match timeout {
+            None => {
+                wait.await;
+                false
+            }
+            Some(limit) => tokio::time::timeout(limit, wait).await.is_err(),
+        };
+        let undelivered = if reached {
+            entries.iter().zip(&targets).map(|(e, t)| e.stats.undelivered(*t)).sum()
+        } else {
+            0
+        };
+        DrainSummary { undelivered_count: undelivered, timeout_reached: reached }
+    }
+}
+
+/// The sending side of one invocation's delivery queue.
+pub(crate) struct EventQueue {
+    tx: Mutex<Option<mpsc::UnboundedSender<Envelope>>>,
+    pub(crate) stats: Arc<QueueStats>,
+}
+
+impl EventQueue {
+    /// Starts the invocation's delivery worker and registers it for drains.
+    pub(crate) fn start(registry: &Arc<Registry>, invocation_id: Arc<str>, sink: ObserverErrorSink) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (progress, _) = watch::channel(Progress::default());
+        let stats = Arc::new(QueueStats { emitted: AtomicU64::new(0), progress });
+        let key = registry.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut active = registry.active.lock().unwrap_or_else(PoisonError::into_inner);
+        let handle = tokio::spawn(deliver(rx, Arc::clone(&stats), Arc::clone(registry), key, sink));
+        active.push(Arc::new(WorkerEntry {
+            key,
+            invocation_id,
+            stats: Arc::clone(&stats),
+            abort: handle.abort_handle(),
+        }));
+        drop(active);
+        EventQueue { tx: Mutex::new(Some(tx)), stats }
+    }
+
+    /// Enqueues one event for `recipients`. Never waits.
+    pub(crate) fn dispatch(&self, event: ObserverEvent, recipients: Arc<[Registration]>) {
+        let guard = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = guard.as_ref() {
+            self.stats.emitted.fetch_add(1, Ordering::SeqCst);
+            // A send fails only after a process-wide drain cancelled the worker; the
+            // event is then counted as undelivered, which is what the drain reported.
+            let _ = tx.send(Envelope { event: Arc::new(event), recipients });
+        }
+    }
+
+    /// Closes the queue at the end of the invocation: the worker delivers what is
+    /// queued and stops. Later dispatches (from a task that outlived the
+    /// invocation) are dropped.
+    pub(crate) fn close(&self) {
+        self.tx.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
+async fn deliver(
+    mut rx: mpsc::UnboundedReceiver<Envelope>,
+    stats: Arc<QueueStats>,
+    registry: Arc<Registry>,
+    key: u64,
+    sink: ObserverErrorSink,
+) {
+    while let Some(envelope) = rx.recv().await {
+        for registration in envelope.recipients.iter() {
+            if !registration.wants(&envelope.event) {
+                continue;
+            }
+            let call = registration.observer.on_event(Arc::clone(&envelope.event));
+            match AssertUnwindSafe(call).catch_unwind().await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => sink(&registration.name, &err),
+                Err(_) => {
+                    let err: BoxError = "observer panicked".into();
+                    sink(&registration.name, &err);
+                }
+            }
+        }
+        stats.progress.send_modify(|p| p.delivered += 1);
+    }
+    stats.progress.send_modify(|p| p.finished = true);
+    registry.remove(key);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_negative_and_nan_timeouts() {
+        assert!(timeout_from_secs(-0.1).is_err());
+        assert!(timeout_from_secs(f64::NAN).is_err());
+        assert_eq!(timeout_from_secs(0.05), Ok(Duration::from_millis(50)));
+    }
+}
