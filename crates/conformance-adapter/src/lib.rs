@@ -14,8 +14,11 @@
 pub mod deferrals;
 pub mod discovery;
 pub mod error;
+mod ge;
+mod matchers;
 pub mod report;
 pub mod runner;
+mod yaml;
 
 pub use error::AdapterError;
 pub use report::{CaseId, CaseOutcome};

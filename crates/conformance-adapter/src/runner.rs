@@ -1,21 +1,156 @@
-//! Spec: conformance-adapter §4, §5, §8 — parse a fixture and run its cases.
-//! (Work in progress: filled in with the graph-engine runner.)
+//! Spec: conformance-adapter §4 (fixture shapes), §4.4 (version pinning), §8.
+//!
+//! Parses one fixture file, lists its cases, and runs a case on a fresh
+//! current-thread runtime with a paused clock (timers advance virtually, so drain
+//! timeouts and slow observers are deterministic and fast).
 
 use std::path::Path;
 
-use crate::{AdapterError, CaseId, CaseOutcome};
+use serde_norway::Value;
+
+use crate::yaml::Y;
+use crate::{AdapterError, CaseId, CaseOutcome, CONFORMANCE_VERSION};
+
+fn load(path: &Path) -> Result<Value, AdapterError> {
+    let text = std::fs::read_to_string(path).map_err(|source| AdapterError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    let doc: Value = serde_norway::from_str(&text).map_err(|e| AdapterError::SchemaInvalid {
+        file: path.to_path_buf(),
+        location: "document".into(),
+        message: format!("invalid YAML: {e}"),
+    })?;
+    if !doc.is_mapping() {
+        return Err(AdapterError::SchemaInvalid {
+            file: path.to_path_buf(),
+            location: "document".into(),
+            message: "a fixture is a YAML mapping".into(),
+        });
+    }
+    check_version(&Y::root(&doc, path))?;
+    Ok(doc)
+}
+
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next().unwrap_or(Some(0))?,
+        parts.next().unwrap_or(Some(0))?,
+    ))
+}
+
+/// §4.4: a fixture pinned to a newer conformance-adapter version is rejected.
+fn check_version(root: &Y<'_>) -> Result<(), AdapterError> {
+    let Some(v) = root.get("conformance_version") else {
+        return Ok(());
+    };
+    let declared = match v.value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return Err(v.invalid("conformance_version must be a version string")),
+    };
+    let want = parse_version(&declared)
+        .ok_or_else(|| v.invalid(format!("unparseable version `{declared}`")))?;
+    let have = parse_version(CONFORMANCE_VERSION).unwrap_or((0, 0, 0));
+    if want > have {
+        return Err(AdapterError::VersionUnsupported {
+            file: root.file.to_path_buf(),
+            declared,
+            supported: CONFORMANCE_VERSION.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn case_names(root: &Y<'_>) -> Result<Option<Vec<String>>, AdapterError> {
+    let Some(cases) = root.get("cases") else {
+        return Ok(None);
+    };
+    let mut names = Vec::new();
+    for (i, case) in cases.seq()?.iter().enumerate() {
+        let name = match case.get("name") {
+            Some(n) => n.str()?.to_owned(),
+            None => format!("case-{}", i + 1),
+        };
+        if names.contains(&name) {
+            return Err(case.invalid(format!("duplicate case name `{name}`")));
+        }
+        names.push(name);
+    }
+    Ok(Some(names))
+}
 
 /// Lists the runnable cases of one fixture file.
 ///
 /// # Errors
 /// Returns an [`AdapterError`] when the file cannot be read or parsed.
 pub fn list_cases(capability: &str, path: &Path) -> Result<Vec<CaseId>, AdapterError> {
-    let _ = (capability, path);
-    Ok(Vec::new())
+    let doc = load(path)?;
+    let fixture = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let id = |case: Option<String>| CaseId {
+        capability: capability.to_owned(),
+        fixture: fixture.clone(),
+        case,
+    };
+    Ok(match case_names(&Y::root(&doc, path))? {
+        Some(names) => names.into_iter().map(|n| id(Some(n))).collect(),
+        None => vec![id(None)],
+    })
 }
 
 /// Runs one case and reports its outcome. Never panics on bad fixture input.
 pub fn run_case(path: &Path, id: &CaseId) -> CaseOutcome {
-    let _ = (path, id);
-    CaseOutcome::Failed("runner not implemented".into())
+    let doc = match load(path) {
+        Ok(doc) => doc,
+        Err(e) => return CaseOutcome::Failed(e.to_string()),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return CaseOutcome::Failed(format!("cannot start a runtime: {e}")),
+    };
+    let result = runtime.block_on(run(&doc, path, id));
+    match result {
+        Ok(()) => CaseOutcome::Passed,
+        Err(message) => CaseOutcome::Failed(message),
+    }
+}
+
+async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
+    let root = Y::root(doc, path);
+    let case = match &id.case {
+        None => root.clone(),
+        Some(name) => {
+            let names = case_names(&root)
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+            let index = names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| format!("no case named `{name}`"))?;
+            root.req("cases")
+                .and_then(|c| c.seq())
+                .map_err(|e| e.to_string())?
+                .swap_remove(index)
+        }
+    };
+    match id.capability.as_str() {
+        "graph-engine" => crate::ge::run_case(&root, &case).await,
+        other => Err(format!(
+            "harness_primitive_missing: {}: no runner for capability `{other}` yet",
+            path.display()
+        )),
+    }
 }

@@ -133,7 +133,13 @@ impl<S: State> GraphBuilder<S> {
             self.duplicate.get_or_insert(name);
             return self;
         }
-        self.nodes.insert(name, NodeDecl { node, middleware: Vec::new() });
+        self.nodes.insert(
+            name,
+            NodeDecl {
+                node,
+                middleware: Vec::new(),
+            },
+        );
         self
     }
 
@@ -143,7 +149,8 @@ impl<S: State> GraphBuilder<S> {
         match self.nodes.get_mut(node) {
             Some(decl) => decl.middleware.push(middleware),
             None => {
-                self.undeclared_middleware.get_or_insert_with(|| node.to_owned());
+                self.undeclared_middleware
+                    .get_or_insert_with(|| node.to_owned());
             }
         }
         self
@@ -166,11 +173,22 @@ impl<S: State> GraphBuilder<S> {
     /// used only for the reachability check (`None`: every node counts as reachable
     /// from here). An undeclared destination returned at run time is a
     /// `routing_error`.
-    pub fn add_conditional_edge<F>(mut self, from: impl Into<String>, f: F, hints: Option<Vec<Target>>) -> Self
+    pub fn add_conditional_edge<F>(
+        mut self,
+        from: impl Into<String>,
+        f: F,
+        hints: Option<Vec<Target>>,
+    ) -> Self
     where
         F: Fn(&S) -> Result<Target, BoxError> + Send + Sync + 'static,
     {
-        self.edges.push((from.into(), Edge::Conditional { f: Arc::new(f), hints }));
+        self.edges.push((
+            from.into(),
+            Edge::Conditional {
+                f: Arc::new(f),
+                hints,
+            },
+        ));
         self
     }
 
@@ -204,23 +222,35 @@ impl<S: State> GraphBuilder<S> {
             return Err(CompileError::DuplicateNode { node });
         }
         if let Some(node) = self.undeclared_middleware {
-            return Err(CompileError::DanglingEdge { from: "<middleware>".into(), to: node });
+            return Err(CompileError::DanglingEdge {
+                from: "<middleware>".into(),
+                to: node,
+            });
         }
         let entry = self.entry.clone().ok_or(CompileError::NoDeclaredEntry)?;
-        let entry_index = self
-            .nodes
-            .get_index_of(&entry)
-            .ok_or_else(|| CompileError::DanglingEdge { from: "<entry>".into(), to: entry.clone() })?;
+        let entry_index =
+            self.nodes
+                .get_index_of(&entry)
+                .ok_or_else(|| CompileError::DanglingEdge {
+                    from: "<entry>".into(),
+                    to: entry.clone(),
+                })?;
 
         let mut edges: Vec<Option<Edge<S>>> = (0..self.nodes.len()).map(|_| None).collect();
         for (from, edge) in self.edges {
-            let index = self
-                .nodes
-                .get_index_of(&from)
-                .ok_or_else(|| CompileError::DanglingEdge { from: from.clone(), to: from.clone() })?;
+            let index =
+                self.nodes
+                    .get_index_of(&from)
+                    .ok_or_else(|| CompileError::DanglingEdge {
+                        from: from.clone(),
+                        to: from.clone(),
+                    })?;
             if let Edge::Static(Target::Node(to)) = &edge {
                 if !self.nodes.contains_key(to) {
-                    return Err(CompileError::DanglingEdge { from, to: to.clone() });
+                    return Err(CompileError::DanglingEdge {
+                        from,
+                        to: to.clone(),
+                    });
                 }
             }
             if edges[index].is_some() {
@@ -249,8 +279,18 @@ impl<S: State> GraphBuilder<S> {
                     }
                     Some(Edge::Conditional { f, .. }) => ResolvedEdge::Conditional(f),
                 };
-                let chain = self.graph_middleware.iter().cloned().chain(decl.middleware).collect();
-                CompiledNode { name: Arc::from(name.as_str()), node: decl.node, chain, edge }
+                let chain = self
+                    .graph_middleware
+                    .iter()
+                    .cloned()
+                    .chain(decl.middleware)
+                    .collect();
+                CompiledNode {
+                    name: Arc::from(name.as_str()),
+                    node: decl.node,
+                    chain,
+                    edge,
+                }
             })
             .collect();
 
@@ -285,7 +325,9 @@ fn check_reachability<S: State>(
         let next: Vec<usize> = match &edges[i] {
             None | Some(Edge::Static(Target::End)) => Vec::new(),
             Some(Edge::Static(Target::Node(to))) => nodes.get_index_of(to).into_iter().collect(),
-            Some(Edge::Conditional { hints: Some(hints), .. }) => hints
+            Some(Edge::Conditional {
+                hints: Some(hints), ..
+            }) => hints
                 .iter()
                 .filter_map(|t| match t {
                     Target::Node(n) => nodes.get_index_of(n),

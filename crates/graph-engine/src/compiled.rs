@@ -10,7 +10,9 @@ use crate::builder::{EdgeFn, Target};
 use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCategory};
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
-use crate::observer::{EventError, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration, StateRef};
+use crate::observer::{
+    EventError, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration, StateRef,
+};
 use crate::queue::{DrainSummary, EventQueue, Registry};
 use crate::state::State;
 use crate::subgraph::SubgraphFailure;
@@ -46,7 +48,9 @@ pub struct CompiledGraph<S: State> {
 
 impl<S: State> Clone for CompiledGraph<S> {
     fn clone(&self) -> Self {
-        CompiledGraph { inner: Arc::clone(&self.inner) }
+        CompiledGraph {
+            inner: Arc::clone(&self.inner),
+        }
     }
 }
 
@@ -72,19 +76,29 @@ impl<S: State> CompiledGraph<S> {
     /// Dropping the future stops the run at its current await point; no further
     /// node starts.
     pub async fn invoke(&self, initial: S) -> Result<S, GraphError<S>> {
-        self.invoke_with(initial, InvokeOptions::default()).await.map(|c| c.state)
+        self.invoke_with(initial, InvokeOptions::default())
+            .await
+            .map(|c| c.state)
     }
 
     /// Runs the graph with invocation-scoped observers, ids and metadata.
     ///
     /// # Errors
     /// A [`GraphError`] with the §4 category and the recoverable state.
-    pub async fn invoke_with(&self, initial: S, options: InvokeOptions) -> Result<Completed<S>, GraphError<S>> {
+    pub async fn invoke_with(
+        &self,
+        initial: S,
+        options: InvokeOptions,
+    ) -> Result<Completed<S>, GraphError<S>> {
         let id: Arc<str> = match options.invocation_id {
             Some(id) => id.into(),
             None => uuid::Uuid::new_v4().to_string().into(),
         };
-        let queue = EventQueue::start(&self.inner.registry, Arc::clone(&id), Arc::clone(&self.inner.sink));
+        let queue = EventQueue::start(
+            &self.inner.registry,
+            Arc::clone(&id),
+            Arc::clone(&self.inner.sink),
+        );
         let inv = Arc::new(Invocation {
             id: Arc::clone(&id),
             correlation_id: options.correlation_id.map(Into::into),
@@ -116,24 +130,39 @@ impl<S: State> CompiledGraph<S> {
             });
         }
         let state = self.inner.run_level(Arc::new(initial), scope).await?;
-        Ok(Completed { state: unwrap_arc(state), invocation_id: id.to_string() })
+        Ok(Completed {
+            state: unwrap_arc(state),
+            invocation_id: id.to_string(),
+        })
     }
 
     /// Attaches an observer; it fires from the next invocation on.
     pub fn attach_observer(&self, registration: Registration) {
-        self.inner.observers.write().unwrap_or_else(PoisonError::into_inner).push(registration);
+        self.inner
+            .observers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(registration);
     }
 
     /// Removes every attached observer registered under `name`; true if any was.
     pub fn detach_observer(&self, name: &str) -> bool {
-        let mut observers = self.inner.observers.write().unwrap_or_else(PoisonError::into_inner);
+        let mut observers = self
+            .inner
+            .observers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         let before = observers.len();
         observers.retain(|r| r.name() != name);
         before != observers.len()
     }
 
     fn observers(&self) -> Vec<Registration> {
-        self.inner.observers.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.inner
+            .observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Waits until every event of the invocations active now is delivered, or the
@@ -146,8 +175,15 @@ impl<S: State> CompiledGraph<S> {
 
     /// Waits until every event `invocation_id` emitted so far is delivered, or the
     /// timeout elapses; never cancels delivery (graph-engine §6 *Per-invocation drain*).
-    pub async fn drain_events_for(&self, invocation_id: &str, timeout: Option<Duration>) -> DrainSummary {
-        self.inner.registry.drain_events_for(invocation_id, timeout).await
+    pub async fn drain_events_for(
+        &self,
+        invocation_id: &str,
+        timeout: Option<Duration>,
+    ) -> DrainSummary {
+        self.inner
+            .registry
+            .drain_events_for(invocation_id, timeout)
+            .await
     }
 
     /// The compile-time warnings (e.g. `projection_reducer_round_trip`).
@@ -184,21 +220,33 @@ type Succeeded = Mutex<Option<u32>>;
 struct AttemptTerminal<'a, S: State> {
     node: &'a dyn Node<S>,
     succeeded: &'a Succeeded,
+    emits: bool,
 }
 
 impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
-    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    fn run<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
-            emit(&ctx, Phase::Started, &state, None, None);
+            if self.emits {
+                emit(&ctx, Phase::Started, &state, None, None);
+            }
             set(self.succeeded, None);
             match self.node.run(Arc::clone(&state), ctx.clone()).await {
                 Ok(update) => {
-                    set(self.succeeded, Some(ctx.attempt_index));
+                    if self.emits {
+                        set(self.succeeded, Some(ctx.attempt_index));
+                    }
                     Ok(update)
                 }
                 Err(err) => {
-                    let error = EventError::capture(node_failure_category(&*err).as_str(), &*err);
-                    emit(&ctx, Phase::Completed, &state, None, Some(error));
+                    if self.emits {
+                        let error =
+                            EventError::capture(node_failure_category(&*err).as_str(), &*err);
+                        emit(&ctx, Phase::Completed, &state, None, Some(error));
+                    }
                     Err(err)
                 }
             }
@@ -241,12 +289,19 @@ pub(crate) fn emit<S: State>(
         invocation_id: Arc::clone(&scope.inv.id),
         correlation_id: scope.inv.correlation_id.clone(),
     };
-    scope.inv.queue.dispatch(ObserverEvent::Node(event), Arc::clone(&scope.recipients));
+    scope
+        .inv
+        .queue
+        .dispatch(ObserverEvent::Node(event), Arc::clone(&scope.recipients));
 }
 
 impl<S: State> Inner<S> {
     /// Runs this graph's step loop inside `scope` (the outermost level or a subgraph).
-    pub(crate) async fn run_level(&self, initial: Arc<S>, scope: Arc<Scope>) -> Result<Arc<S>, GraphError<S>> {
+    pub(crate) async fn run_level(
+        &self,
+        initial: Arc<S>,
+        scope: Arc<Scope>,
+    ) -> Result<Arc<S>, GraphError<S>> {
         let mut state = initial;
         let mut current = self.entry;
         loop {
@@ -260,13 +315,23 @@ impl<S: State> Inner<S> {
             let ctx = NodeCtx {
                 node_name: Arc::clone(&node.name),
                 namespace,
-                step: scope.inv.next_step(),
+                step: if node.node.emits_node_events() {
+                    scope.inv.next_step()
+                } else {
+                    scope.inv.peek_step()
+                },
                 attempt_index: scope.inherited_attempt,
                 scope: Arc::clone(&scope),
             };
             let succeeded: Succeeded = Mutex::new(None);
-            let terminal = AttemptTerminal { node: &*node.node, succeeded: &succeeded };
-            let result = Next::new(&node.chain, &terminal).run(Arc::clone(&state), ctx.clone()).await;
+            let terminal = AttemptTerminal {
+                node: &*node.node,
+                succeeded: &succeeded,
+                emits: node.node.emits_node_events(),
+            };
+            let result = Next::new(&node.chain, &terminal)
+                .run(Arc::clone(&state), ctx.clone())
+                .await;
             let attempt = *succeeded.lock().unwrap_or_else(PoisonError::into_inner);
             let completed_ctx = |i: u32| ctx.with_attempt_index(i);
 
@@ -277,7 +342,13 @@ impl<S: State> Inner<S> {
                     if let Some(i) = attempt {
                         // A middleware post-phase failed after a successful attempt.
                         let error = EventError::capture(category.as_str(), &*err);
-                        emit(&completed_ctx(i), Phase::Completed, &state, None, Some(error));
+                        emit(
+                            &completed_ctx(i),
+                            Phase::Completed,
+                            &state,
+                            None,
+                            Some(error),
+                        );
                     }
                     return Err(self.fail(category, &ctx, err, &state));
                 }
@@ -287,12 +358,26 @@ impl<S: State> Inner<S> {
                 Ok(merged) => merged,
                 Err(err) => {
                     let err: BoxError = Box::new(err);
-                    return Err(self.fail_after(RuntimeCategory::ReducerError, &ctx, attempt, err, &state, &state));
+                    return Err(self.fail_after(
+                        RuntimeCategory::ReducerError,
+                        &ctx,
+                        attempt,
+                        err,
+                        &state,
+                        &state,
+                    ));
                 }
             };
             if let Err(err) = merged.validate() {
                 let err: BoxError = Box::new(err);
-                return Err(self.fail_after(RuntimeCategory::StateValidationError, &ctx, attempt, err, &state, &state));
+                return Err(self.fail_after(
+                    RuntimeCategory::StateValidationError,
+                    &ctx,
+                    attempt,
+                    err,
+                    &state,
+                    &state,
+                ));
             }
             let merged = Arc::new(merged);
 
@@ -301,21 +386,46 @@ impl<S: State> Inner<S> {
                 ResolvedEdge::To(i) => Some(*i),
                 ResolvedEdge::Conditional(f) => match f(&merged) {
                     Ok(Target::End) => None,
-                    Ok(Target::Node(name)) => match self.nodes.iter().position(|n| *n.name == *name) {
-                        Some(i) => Some(i),
-                        None => {
-                            let err: BoxError = Box::new(RoutingError { from: node.name.to_string(), destination: name });
-                            return Err(self.fail_after(RuntimeCategory::RoutingError, &ctx, attempt, err, &state, &merged));
+                    Ok(Target::Node(name)) => {
+                        match self.nodes.iter().position(|n| *n.name == *name) {
+                            Some(i) => Some(i),
+                            None => {
+                                let err: BoxError = Box::new(RoutingError {
+                                    from: node.name.to_string(),
+                                    destination: name,
+                                });
+                                return Err(self.fail_after(
+                                    RuntimeCategory::RoutingError,
+                                    &ctx,
+                                    attempt,
+                                    err,
+                                    &state,
+                                    &merged,
+                                ));
+                            }
                         }
-                    },
+                    }
                     Err(err) => {
-                        return Err(self.fail_after(RuntimeCategory::EdgeException, &ctx, attempt, err, &state, &merged));
+                        return Err(self.fail_after(
+                            RuntimeCategory::EdgeException,
+                            &ctx,
+                            attempt,
+                            err,
+                            &state,
+                            &merged,
+                        ));
                     }
                 },
             };
 
             if let Some(i) = attempt {
-                emit(&completed_ctx(i), Phase::Completed, &state, Some(&merged), None);
+                emit(
+                    &completed_ctx(i),
+                    Phase::Completed,
+                    &state,
+                    Some(&merged),
+                    None,
+                );
             }
             state = merged;
             match next {
@@ -338,12 +448,24 @@ impl<S: State> Inner<S> {
     ) -> GraphError<S> {
         if let Some(i) = attempt {
             let error = EventError::capture(category.as_str(), &*err);
-            emit(&ctx.with_attempt_index(i), Phase::Completed, pre, None, Some(error));
+            emit(
+                &ctx.with_attempt_index(i),
+                Phase::Completed,
+                pre,
+                None,
+                Some(error),
+            );
         }
         self.fail(category, ctx, err, recoverable)
     }
 
-    fn fail(&self, category: RuntimeCategory, ctx: &NodeCtx, err: BoxError, state: &Arc<S>) -> GraphError<S> {
+    fn fail(
+        &self,
+        category: RuntimeCategory,
+        ctx: &NodeCtx,
+        err: BoxError,
+        state: &Arc<S>,
+    ) -> GraphError<S> {
         let namespace = err
             .downcast_ref::<SubgraphFailure>()
             .map_or_else(|| ctx.namespace.to_vec(), |f| f.namespace().to_vec());

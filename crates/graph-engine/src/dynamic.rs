@@ -93,10 +93,12 @@ impl FieldType {
 
 fn generic_arg<'a>(s: &'a str, head: &str) -> Result<Option<&'a str>, String> {
     match s.strip_prefix(head).map(str::trim_start) {
-        Some(rest) if rest.starts_with('<') => match rest.strip_prefix('<').and_then(|r| r.strip_suffix('>')) {
-            Some(inner) => Ok(Some(inner)),
-            None => Err(format!("unbalanced type arguments in `{s}`")),
-        },
+        Some(rest) if rest.starts_with('<') => {
+            match rest.strip_prefix('<').and_then(|r| r.strip_suffix('>')) {
+                Some(inner) => Ok(Some(inner)),
+                None => Err(format!("unbalanced type arguments in `{s}`")),
+            }
+        }
         _ => Ok(None),
     }
 }
@@ -159,7 +161,10 @@ impl DynSchema {
     /// # Errors
     /// When `values` is not a mapping, names an undeclared field, or a value has the
     /// wrong type.
-    pub fn state_from_json(self: &Arc<Self>, values: &Value) -> Result<DynState, StateValidationError> {
+    pub fn state_from_json(
+        self: &Arc<Self>,
+        values: &Value,
+    ) -> Result<DynState, StateValidationError> {
         let mut state = self.defaults();
         match values {
             Value::Null => {}
@@ -169,7 +174,10 @@ impl DynSchema {
                 }
             }
             other => {
-                return Err(StateValidationError::field("<state>", format!("initial state must be a mapping, got {other}")))
+                return Err(StateValidationError::field(
+                    "<state>",
+                    format!("initial state must be a mapping, got {other}"),
+                ))
             }
         }
         Ok(state)
@@ -201,16 +209,23 @@ impl DynSchemaBuilder {
     /// `conflicting_reducers` compile error.
     pub fn reducer(mut self, field: &str, reducer: Reducer) -> Self {
         if self.reducer_declared.iter().any(|f| f == field) {
-            self.schema.problems.push(CompileError::ConflictingReducers { field: field.to_owned() });
+            self.schema
+                .problems
+                .push(CompileError::ConflictingReducers {
+                    field: field.to_owned(),
+                });
             return self;
         }
         self.reducer_declared.push(field.to_owned());
         match self.schema.fields.get_mut(field) {
             Some(spec) => spec.reducer = reducer,
-            None => self.schema.problems.push(CompileError::ReducerConfigurationInvalid {
-                field: field.to_owned(),
-                message: "reducer declared for an undeclared field".into(),
-            }),
+            None => self
+                .schema
+                .problems
+                .push(CompileError::ReducerConfigurationInvalid {
+                    field: field.to_owned(),
+                    message: "reducer declared for an undeclared field".into(),
+                }),
         }
         self
     }
@@ -224,7 +239,10 @@ impl DynSchemaBuilder {
                 let mut this = self;
                 this.schema.problems.push(match err {
                     CompileError::ReducerConfigurationInvalid { message, .. } => {
-                        CompileError::ReducerConfigurationInvalid { field: field.to_owned(), message }
+                        CompileError::ReducerConfigurationInvalid {
+                            field: field.to_owned(),
+                            message,
+                        }
                     }
                     other => other,
                 });
@@ -266,7 +284,10 @@ impl DynState {
 
     /// One field's value.
     pub fn get(&self, field: &str) -> Option<&Value> {
-        self.schema.fields.get_index_of(field).and_then(|i| self.values.get(i))
+        self.schema
+            .fields
+            .get_index_of(field)
+            .and_then(|i| self.values.get(i))
     }
 }
 
@@ -292,7 +313,9 @@ impl DynUpdate {
     /// Builds an update from a JSON mapping (`None` if `value` is not a mapping).
     pub fn from_json(value: Value) -> Option<Self> {
         match value {
-            Value::Object(map) => Some(DynUpdate { fields: map.into_iter().collect() }),
+            Value::Object(map) => Some(DynUpdate {
+                fields: map.into_iter().collect(),
+            }),
             _ => None,
         }
     }
@@ -311,11 +334,14 @@ impl State for DynState {
                     field,
                 });
             };
-            let merged = spec.reducer.apply(&next.values[index], value).map_err(|source| MergeError {
-                field: field.clone(),
-                reducer: spec.reducer.name(),
-                source,
-            })?;
+            let merged = spec
+                .reducer
+                .apply(&next.values[index], value)
+                .map_err(|source| MergeError {
+                    field: field.clone(),
+                    reducer: spec.reducer.name(),
+                    source,
+                })?;
             next.values[index] = merged;
         }
         Ok(next)
@@ -330,11 +356,17 @@ impl State for DynState {
     }
 
     fn validate(&self) -> Result<(), StateValidationError> {
-        let mut err = StateValidationError { fields: Vec::new(), problems: Vec::new() };
+        let mut err = StateValidationError {
+            fields: Vec::new(),
+            problems: Vec::new(),
+        };
         for ((name, spec), value) in self.schema.fields.iter().zip(&self.values) {
             if !spec.ty.accepts(value) {
                 err.fields.push(name.clone());
-                err.problems.push(format!("`{name}`: {value} does not match type {:?}", spec.ty));
+                err.problems.push(format!(
+                    "`{name}`: {value} does not match type {:?}",
+                    spec.ty
+                ));
             }
         }
         if err.fields.is_empty() {
@@ -360,7 +392,10 @@ impl State for DynState {
     }
 
     fn reducer_round_trip_idempotent(&self, field: &str) -> Option<bool> {
-        self.schema.fields.get(field).and_then(|f| f.reducer.round_trip_idempotent())
+        self.schema
+            .fields
+            .get(field)
+            .and_then(|f| f.reducer.round_trip_idempotent())
     }
 
     fn field_json(&self, field: &str) -> Option<Value> {
@@ -369,20 +404,32 @@ impl State for DynState {
 
     fn with_field_json(&self, field: &str, value: Value) -> Result<Self, StateValidationError> {
         let Some((index, _, spec)) = self.schema.fields.get_full(field) else {
-            return Err(StateValidationError::field(field, "not declared in the state schema"));
+            return Err(StateValidationError::field(
+                field,
+                "not declared in the state schema",
+            ));
         };
         if !spec.ty.accepts(&value) {
-            return Err(StateValidationError::field(field, format!("{value} does not match type {:?}", spec.ty)));
+            return Err(StateValidationError::field(
+                field,
+                format!("{value} does not match type {:?}", spec.ty),
+            ));
         }
         let mut next = self.clone();
         next.values[index] = value;
         Ok(next)
     }
 
-    fn update_from_json(&self, fields: Vec<(String, Value)>) -> Result<DynUpdate, StateValidationError> {
+    fn update_from_json(
+        &self,
+        fields: Vec<(String, Value)>,
+    ) -> Result<DynUpdate, StateValidationError> {
         for (name, _) in &fields {
             if !self.schema.fields.contains_key(name) {
-                return Err(StateValidationError::field(name.clone(), "not declared in the state schema"));
+                return Err(StateValidationError::field(
+                    name.clone(),
+                    "not declared in the state schema",
+                ));
             }
         }
         Ok(DynUpdate { fields })
@@ -397,10 +444,15 @@ mod tests {
 
     #[test]
     fn parses_types() {
-        assert_eq!(FieldType::parse("list<string>").unwrap(), FieldType::List(Some(Box::new(FieldType::String))));
+        assert_eq!(
+            FieldType::parse("list<string>").unwrap(),
+            FieldType::List(Some(Box::new(FieldType::String)))
+        );
         assert_eq!(
             FieldType::parse("dict<string, list<int>>").unwrap(),
-            FieldType::Dict(Some(Box::new(FieldType::List(Some(Box::new(FieldType::Int))))))
+            FieldType::Dict(Some(Box::new(FieldType::List(Some(Box::new(
+                FieldType::Int
+            ))))))
         );
         assert!(FieldType::parse("list<int").is_err());
     }
@@ -408,12 +460,18 @@ mod tests {
     #[test]
     fn merge_applies_reducers_and_keeps_prior() {
         let schema = DynSchema::builder()
-            .field("log", FieldType::parse("list<string>").unwrap(), json!(["s"]))
+            .field(
+                "log",
+                FieldType::parse("list<string>").unwrap(),
+                json!(["s"]),
+            )
             .reducer("log", Reducer::Append)
             .field("v", FieldType::Int, json!(0))
             .build();
         let s0 = schema.defaults();
-        let s1 = s0.merge(DynUpdate::new().set("log", json!(["a"])).set("v", json!(2))).unwrap();
+        let s1 = s0
+            .merge(DynUpdate::new().set("log", json!(["a"])).set("v", json!(2)))
+            .unwrap();
         assert_eq!(State::to_json(&s1), json!({"log": ["s", "a"], "v": 2}));
         assert_eq!(State::to_json(&s0), json!({"log": ["s"], "v": 0}));
         assert!(s1.with_field_json("v", json!("x")).is_err());
@@ -426,6 +484,9 @@ mod tests {
             .reducer("v", Reducer::Append)
             .reducer("v", Reducer::LastWriteWins)
             .build();
-        assert_eq!(schema.defaults().check_schema().unwrap_err().category(), "conflicting_reducers");
+        assert_eq!(
+            schema.defaults().check_schema().unwrap_err().category(),
+            "conflicting_reducers"
+        );
     }
 }

@@ -72,14 +72,14 @@ pub use builder::{EdgeFn, GraphBuilder, Target, END};
 pub use compiled::{CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
 pub use error::{
-    category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError, MergeError,
-    RoutingError, RuntimeCategory, StateValidationError,
+    category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError,
+    MergeError, RoutingError, RuntimeCategory, StateValidationError,
 };
 pub use middleware::{Middleware, Next};
 pub use node::{InvokeOptions, Node, NodeCtx};
 pub use observer::{
-    observer_fn, EmptyPhaseSet, ErrorLink, EventError, FnObserver, NodeEvent, Observer, ObserverErrorSink,
-    ObserverEvent, Phase, PhaseSet, Registration, StateRef,
+    observer_fn, EmptyPhaseSet, ErrorLink, EventError, FnObserver, NodeEvent, Observer,
+    ObserverErrorSink, ObserverEvent, Phase, PhaseSet, Registration, StateRef,
 };
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};

@@ -15,12 +15,18 @@ use crate::state::State;
 /// One link of a node's middleware chain.
 pub trait Middleware<S: State>: Send + Sync + 'static {
     /// Handles one call; `next` runs the rest of the chain and finally the node.
-    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> BoxFuture<'a, Result<S::Update, BoxError>>;
+    fn call<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+        next: Next<'a, S>,
+    ) -> BoxFuture<'a, Result<S::Update, BoxError>>;
 }
 
 /// The innermost step of a chain: dispatches events and runs the node.
 pub(crate) trait Terminal<S: State>: Send + Sync {
-    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>>;
+    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx)
+        -> BoxFuture<'a, Result<S::Update, BoxError>>;
 }
 
 /// A cursor over the rest of a middleware chain. `Copy`, so a retry can call it
@@ -40,13 +46,23 @@ impl<S: State> Copy for Next<'_, S> {}
 
 impl<'a, S: State> Next<'a, S> {
     pub(crate) fn new(chain: &'a [Arc<dyn Middleware<S>>], terminal: &'a dyn Terminal<S>) -> Self {
-        Next { rest: chain, terminal }
+        Next {
+            rest: chain,
+            terminal,
+        }
     }
 
     /// Runs the remaining middleware, then the node.
     pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         match self.rest.split_first() {
-            Some((head, rest)) => head.call(state, ctx, Next { rest, terminal: self.terminal }),
+            Some((head, rest)) => head.call(
+                state,
+                ctx,
+                Next {
+                    rest,
+                    terminal: self.terminal,
+                },
+            ),
             None => self.terminal.run(state, ctx),
         }
     }

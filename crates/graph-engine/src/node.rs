@@ -21,6 +21,13 @@ pub trait Node<S: State>: Send + Sync + 'static {
     /// Runs the node once (one attempt).
     fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>>;
 
+    /// Whether the engine dispatches `started` / `completed` events for this node.
+    /// A subgraph-as-node is transparent: its inner nodes emit events, the wrapper
+    /// emits none and takes no step (graph-engine §6; fixtures 013 and 019).
+    fn emits_node_events(&self) -> bool {
+        true
+    }
+
     /// Compile-time checks against the parent graph's state (subgraph projections
     /// use this). The default accepts.
     ///
@@ -91,6 +98,10 @@ impl Invocation {
     pub(crate) fn next_step(&self) -> u64 {
         self.step.fetch_add(1, Ordering::SeqCst)
     }
+
+    pub(crate) fn peek_step(&self) -> u64 {
+        self.step.load(Ordering::SeqCst)
+    }
 }
 
 /// Where one graph level runs inside an invocation: lineage and observers.
@@ -110,7 +121,10 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    pub(crate) fn recipients_for(attached: &[Registration], inv: &Invocation) -> Arc<[Registration]> {
+    pub(crate) fn recipients_for(
+        attached: &[Registration],
+        inv: &Invocation,
+    ) -> Arc<[Registration]> {
         attached
             .iter()
             .chain(inv.invocation_observers.iter())
@@ -142,7 +156,9 @@ impl NodeCtx {
         &self.namespace
     }
 
-    /// The invocation-wide step of this node execution.
+    /// The invocation-wide step of this node execution (shared by all its attempts).
+    /// For a subgraph-as-node, which takes no step, the step its first inner node
+    /// will take.
     pub fn step(&self) -> u64 {
         self.step
     }
@@ -154,7 +170,10 @@ impl NodeCtx {
 
     /// A copy with the attempt index set: what retry middleware passes to `next`.
     pub fn with_attempt_index(&self, attempt_index: u32) -> NodeCtx {
-        NodeCtx { attempt_index, ..self.clone() }
+        NodeCtx {
+            attempt_index,
+            ..self.clone()
+        }
     }
 
     /// The invocation id (caller-supplied or minted).
@@ -179,7 +198,11 @@ impl NodeCtx {
 
     /// The innermost enclosing parallel branch name.
     pub fn branch_name(&self) -> Option<&str> {
-        self.scope.branch_chain.iter().rev().find_map(|x| x.as_deref())
+        self.scope
+            .branch_chain
+            .iter()
+            .rev()
+            .find_map(|x| x.as_deref())
     }
 
     /// Waits until every observer event this invocation emitted so far is delivered,

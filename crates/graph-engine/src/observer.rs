@@ -45,7 +45,10 @@ pub struct EmptyPhaseSet;
 
 impl PhaseSet {
     /// Both phases.
-    pub const ALL: PhaseSet = PhaseSet { started: true, completed: true };
+    pub const ALL: PhaseSet = PhaseSet {
+        started: true,
+        completed: true,
+    };
 
     /// The set of `phases`.
     ///
@@ -247,7 +250,11 @@ impl Registration {
 
     /// Subscribes an already shared observer.
     pub fn shared(name: impl Into<Arc<str>>, observer: Arc<dyn Observer>) -> Self {
-        Registration { name: name.into(), phases: PhaseSet::ALL, observer }
+        Registration {
+            name: name.into(),
+            phases: PhaseSet::ALL,
+            observer,
+        }
     }
 
     /// Restricts the subscription to `phases`.

@@ -111,7 +111,10 @@ pub(crate) struct Registry {
 
 impl Registry {
     fn snapshot(&self) -> Vec<Arc<WorkerEntry>> {
-        self.active.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn remove(&self, key: u64) {
@@ -150,18 +153,28 @@ impl Registry {
             entry.stats.progress.send_modify(|p| p.finished = true);
             self.remove(entry.key);
         }
-        DrainSummary { undelivered_count: undelivered, timeout_reached: true }
+        DrainSummary {
+            undelivered_count: undelivered,
+            timeout_reached: true,
+        }
     }
 
     /// Per-invocation drain: waits for events of `invocation_id` emitted so far.
     /// Never cancels workers.
-    pub(crate) async fn drain_events_for(&self, invocation_id: &str, timeout: Option<Duration>) -> DrainSummary {
+    pub(crate) async fn drain_events_for(
+        &self,
+        invocation_id: &str,
+        timeout: Option<Duration>,
+    ) -> DrainSummary {
         let entries: Vec<_> = self
             .snapshot()
             .into_iter()
             .filter(|e| &*e.invocation_id == invocation_id)
             .collect();
-        let targets: Vec<u64> = entries.iter().map(|e| e.stats.emitted.load(Ordering::SeqCst)).collect();
+        let targets: Vec<u64> = entries
+            .iter()
+            .map(|e| e.stats.emitted.load(Ordering::SeqCst))
+            .collect();
         let wait = async {
             for (entry, target) in entries.iter().zip(&targets) {
                 entry.stats.wait_delivered(*target).await;
@@ -175,11 +188,18 @@ impl Registry {
             Some(limit) => tokio::time::timeout(limit, wait).await.is_err(),
         };
         let undelivered = if reached {
-            entries.iter().zip(&targets).map(|(e, t)| e.stats.undelivered(*t)).sum()
+            entries
+                .iter()
+                .zip(&targets)
+                .map(|(e, t)| e.stats.undelivered(*t))
+                .sum()
         } else {
             0
         };
-        DrainSummary { undelivered_count: undelivered, timeout_reached: reached }
+        DrainSummary {
+            undelivered_count: undelivered,
+            timeout_reached: reached,
+        }
     }
 }
 
@@ -191,13 +211,29 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     /// Starts the invocation's delivery worker and registers it for drains.
-    pub(crate) fn start(registry: &Arc<Registry>, invocation_id: Arc<str>, sink: ObserverErrorSink) -> Self {
+    pub(crate) fn start(
+        registry: &Arc<Registry>,
+        invocation_id: Arc<str>,
+        sink: ObserverErrorSink,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let (progress, _) = watch::channel(Progress::default());
-        let stats = Arc::new(QueueStats { emitted: AtomicU64::new(0), progress });
+        let stats = Arc::new(QueueStats {
+            emitted: AtomicU64::new(0),
+            progress,
+        });
         let key = registry.next_key.fetch_add(1, Ordering::Relaxed);
-        let mut active = registry.active.lock().unwrap_or_else(PoisonError::into_inner);
-        let handle = tokio::spawn(deliver(rx, Arc::clone(&stats), Arc::clone(registry), key, sink));
+        let mut active = registry
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let handle = tokio::spawn(deliver(
+            rx,
+            Arc::clone(&stats),
+            Arc::clone(registry),
+            key,
+            sink,
+        ));
         active.push(Arc::new(WorkerEntry {
             key,
             invocation_id,
@@ -205,7 +241,10 @@ impl EventQueue {
             abort: handle.abort_handle(),
         }));
         drop(active);
-        EventQueue { tx: Mutex::new(Some(tx)), stats }
+        EventQueue {
+            tx: Mutex::new(Some(tx)),
+            stats,
+        }
     }
 
     /// Enqueues one event for `recipients`. Never waits.
@@ -215,7 +254,10 @@ impl EventQueue {
             self.stats.emitted.fetch_add(1, Ordering::SeqCst);
             // A send fails only after a process-wide drain cancelled the worker; the
             // event is then counted as undelivered, which is what the drain reported.
-            let _ = tx.send(Envelope { event: Arc::new(event), recipients });
+            let _ = tx.send(Envelope {
+                event: Arc::new(event),
+                recipients,
+            });
         }
     }
 
@@ -223,7 +265,10 @@ impl EventQueue {
     /// queued and stops. Later dispatches (from a task that outlived the
     /// invocation) are dropped.
     pub(crate) fn close(&self) {
-        self.tx.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.tx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }
 

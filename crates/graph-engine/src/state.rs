@@ -58,7 +58,8 @@ pub trait State: Clone + Debug + Send + Sync + 'static {
     /// Whether `field`'s reducer re-applies an already merged value without change
     /// (for the `projection_reducer_round_trip` warning); `None` when unknown.
     fn reducer_round_trip_idempotent(&self, field: &str) -> Option<bool> {
-        self.reducer_name(field).and_then(|r| is_round_trip_idempotent(&r))
+        self.reducer_name(field)
+            .and_then(|r| is_round_trip_idempotent(&r))
     }
 
     /// One field's current value as JSON (used by subgraph projection).
@@ -74,7 +75,10 @@ pub trait State: Clone + Debug + Send + Sync + 'static {
     ///
     /// # Errors
     /// When a field is undeclared or a value does not fit the field's update type.
-    fn update_from_json(&self, fields: Vec<(String, Value)>) -> Result<Self::Update, StateValidationError>;
+    fn update_from_json(
+        &self,
+        fields: Vec<(String, Value)>,
+    ) -> Result<Self::Update, StateValidationError>;
 }
 
 /// A type-erased, immutable view of some graph's state, as carried by observer events

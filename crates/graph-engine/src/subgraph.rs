@@ -89,7 +89,12 @@ impl<P: State, C: State> SubgraphNode<P, C> {
         A: Into<String>,
         B: Into<String>,
     {
-        self.inputs = Some(pairs.into_iter().map(|(a, b)| (a.into(), b.into())).collect());
+        self.inputs = Some(
+            pairs
+                .into_iter()
+                .map(|(a, b)| (a.into(), b.into()))
+                .collect(),
+        );
         self
     }
 
@@ -100,7 +105,12 @@ impl<P: State, C: State> SubgraphNode<P, C> {
         A: Into<String>,
         B: Into<String>,
     {
-        self.outputs = Some(pairs.into_iter().map(|(a, b)| (a.into(), b.into())).collect());
+        self.outputs = Some(
+            pairs
+                .into_iter()
+                .map(|(a, b)| (a.into(), b.into()))
+                .collect(),
+        );
         self
     }
 
@@ -152,16 +162,27 @@ impl<P: State, C: State> SubgraphNode<P, C> {
     }
 
     fn fail(&self, category: RuntimeCategory, namespace: Vec<String>, inner: BoxError) -> BoxError {
-        Box::new(SubgraphFailure { category, namespace, inner })
+        Box::new(SubgraphFailure {
+            category,
+            namespace,
+            inner,
+        })
     }
 }
 
 fn same_name(set: Option<&[String]>) -> Vec<(String, String)> {
-    set.unwrap_or_default().iter().map(|f| (f.clone(), f.clone())).collect()
+    set.unwrap_or_default()
+        .iter()
+        .map(|f| (f.clone(), f.clone()))
+        .collect()
 }
 
 fn undeclared(node: &str, side: &'static str, field: &str) -> CompileError {
-    CompileError::MappingReferencesUndeclaredField { node: node.to_owned(), side, field: field.to_owned() }
+    CompileError::MappingReferencesUndeclaredField {
+        node: node.to_owned(),
+        side,
+        field: field.to_owned(),
+    }
 }
 
 impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
@@ -170,14 +191,25 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
             let mut child = self.graph.defaults().clone();
             for (sub_field, parent_field) in self.in_pairs() {
                 let value = state.field_json(&parent_field).unwrap_or(Value::Null);
-                child = child
-                    .with_field_json(&sub_field, value)
-                    .map_err(|e| self.fail(RuntimeCategory::StateValidationError, ctx.namespace.to_vec(), Box::new(e)))?;
+                child = child.with_field_json(&sub_field, value).map_err(|e| {
+                    self.fail(
+                        RuntimeCategory::StateValidationError,
+                        ctx.namespace.to_vec(),
+                        Box::new(e),
+                    )
+                })?;
             }
 
             let outer = &ctx.scope;
             let mut attached = outer.attached.clone();
-            attached.extend(self.graph.inner.observers.read().map(|o| o.clone()).unwrap_or_default());
+            attached.extend(
+                self.graph
+                    .inner
+                    .observers
+                    .read()
+                    .map(|o| o.clone())
+                    .unwrap_or_default(),
+            );
             let parent_states: Arc<[StateRef]> = outer
                 .parent_states
                 .iter()
@@ -198,7 +230,11 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
             let done = match self.graph.inner.run_level(Arc::new(child), scope).await {
                 Ok(done) => done,
                 Err(err) => {
-                    let GraphError { category, ref namespace, .. } = err;
+                    let GraphError {
+                        category,
+                        ref namespace,
+                        ..
+                    } = err;
                     let namespace = namespace.clone();
                     return Err(self.fail(category, namespace, Box::new(err)));
                 }
@@ -208,15 +244,25 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
                 .into_iter()
                 .map(|(p, s)| (p, done.field_json(&s).unwrap_or(Value::Null)))
                 .collect();
-            state
-                .update_from_json(fields)
-                .map_err(|e| self.fail(RuntimeCategory::StateValidationError, ctx.namespace.to_vec(), Box::new(e)))
+            state.update_from_json(fields).map_err(|e| {
+                self.fail(
+                    RuntimeCategory::StateValidationError,
+                    ctx.namespace.to_vec(),
+                    Box::new(e),
+                )
+            })
         })
+    }
+
+    fn emits_node_events(&self) -> bool {
+        false
     }
 
     fn check(&self, name: &str, parent: &P) -> Result<Vec<CompileWarning>, CompileError> {
         if self.declared() && (self.inputs.is_some() || self.outputs.is_some()) {
-            return Err(CompileError::ConflictingProjectionForms { node: name.to_owned() });
+            return Err(CompileError::ConflictingProjectionForms {
+                node: name.to_owned(),
+            });
         }
         let parent_fields = parent.field_names();
         let child_fields = self.graph.defaults().field_names();
@@ -237,7 +283,12 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
                 return Err(undeclared(name, "subgraph", s));
             }
         }
-        for f in self.projects_in.iter().chain(self.projects_out.iter()).flatten() {
+        for f in self
+            .projects_in
+            .iter()
+            .chain(self.projects_out.iter())
+            .flatten()
+        {
             if !has(&parent_fields, f) {
                 return Err(undeclared(name, "parent", f));
             }
@@ -251,7 +302,9 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
         let outs = self.out_pairs(parent);
         let mut warnings = Vec::new();
         for (s_in, p_in) in self.in_pairs() {
-            let round_trips = outs.iter().any(|(p_out, s_out)| *p_out == p_in && *s_out == s_in);
+            let round_trips = outs
+                .iter()
+                .any(|(p_out, s_out)| *p_out == p_in && *s_out == s_in);
             if round_trips && parent.reducer_round_trip_idempotent(&p_in) == Some(false) {
                 warnings.push(CompileWarning::ProjectionReducerRoundTrip {
                     node: name.to_owned(),

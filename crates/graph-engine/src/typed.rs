@@ -202,31 +202,51 @@ macro_rules! __oa_update_ty {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __oa_apply {
-    ($prior:expr, $value:expr; ) => { $crate::reducers::typed::last_write_wins($prior, $value) };
-    ($prior:expr, $value:expr; last_write_wins) => { $crate::reducers::typed::last_write_wins($prior, $value) };
-    ($prior:expr, $value:expr; append) => { $crate::reducers::typed::append($prior, $value) };
-    ($prior:expr, $value:expr; merge) => { $crate::reducers::typed::merge($prior, $value) };
-    ($prior:expr, $value:expr; concat_flatten) => { $crate::reducers::typed::concat_flatten($prior, $value) };
-    ($prior:expr, $value:expr; merge_all) => { $crate::reducers::typed::merge_all($prior, $value) };
+    ($prior:expr, $value:expr; ) => {
+        $crate::reducers::typed::last_write_wins($prior, $value)
+    };
+    ($prior:expr, $value:expr; last_write_wins) => {
+        $crate::reducers::typed::last_write_wins($prior, $value)
+    };
+    ($prior:expr, $value:expr; append) => {
+        $crate::reducers::typed::append($prior, $value)
+    };
+    ($prior:expr, $value:expr; merge) => {
+        $crate::reducers::typed::merge($prior, $value)
+    };
+    ($prior:expr, $value:expr; concat_flatten) => {
+        $crate::reducers::typed::concat_flatten($prior, $value)
+    };
+    ($prior:expr, $value:expr; merge_all) => {
+        $crate::reducers::typed::merge_all($prior, $value)
+    };
     ($prior:expr, $value:expr; bounded_append($n:expr)) => {
         $crate::reducers::typed::bounded_append($prior, $value, ($n) as usize)
     };
-    ($prior:expr, $value:expr; dedupe_append) => { $crate::reducers::typed::dedupe_append_items($prior, $value) };
+    ($prior:expr, $value:expr; dedupe_append) => {
+        $crate::reducers::typed::dedupe_append_items($prior, $value)
+    };
     ($prior:expr, $value:expr; dedupe_append($key:expr)) => {
         $crate::reducers::typed::dedupe_append($prior, $value, $key)
     };
     ($prior:expr, $value:expr; merge_by_key($key:expr)) => {
         $crate::reducers::typed::merge_by_key($prior, $value, $key)
     };
-    ($prior:expr, $value:expr; custom($f:expr)) => { ($f)($prior, $value) };
+    ($prior:expr, $value:expr; custom($f:expr)) => {
+        ($f)($prior, $value)
+    };
 }
 
 /// The spec name of a field's reducer.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __oa_reducer_name {
-    () => { "last_write_wins" };
-    ($red:ident $($rest:tt)*) => { stringify!($red) };
+    () => {
+        "last_write_wins"
+    };
+    ($red:ident $($rest:tt)*) => {
+        stringify!($red)
+    };
 }
 
 /// Compile-time reducer configuration checks.
@@ -234,12 +254,19 @@ macro_rules! __oa_reducer_name {
 #[macro_export]
 macro_rules! __oa_check {
     ($field:expr; bounded_append($n:expr)) => {
-        $crate::reducers::check_bounded_max_len(($n) as i64).map(|_| ()).map_err(|e| match e {
-            $crate::CompileError::ReducerConfigurationInvalid { message, .. } => {
-                $crate::CompileError::ReducerConfigurationInvalid { field: $field.to_owned(), message }
-            }
-            other => other,
-        })
+        $crate::reducers::check_bounded_max_len(($n) as i64)
+            .map(|_| ())
+            .map_err(|e| match e {
+                $crate::CompileError::ReducerConfigurationInvalid { message, .. } => {
+                    $crate::CompileError::ReducerConfigurationInvalid {
+                        field: $field.to_owned(),
+                        message,
+                    }
+                }
+                other => other,
+            })
     };
-    ($field:expr; $($rest:tt)*) => { ::core::result::Result::<(), $crate::CompileError>::Ok(()) };
+    ($field:expr; $($rest:tt)*) => {
+        ::core::result::Result::<(), $crate::CompileError>::Ok(())
+    };
 }

@@ -76,7 +76,9 @@ pub fn field_key(field: impl Into<String>) -> KeyFn {
                 .get(&field)
                 .cloned()
                 .ok_or_else(|| format!("item has no key field `{field}`: {item}").into()),
-            other => Err(format!("key field `{field}` read from a non-mapping item: {other}").into()),
+            other => {
+                Err(format!("key field `{field}` read from a non-mapping item: {other}").into())
+            }
         }
     })
 }
@@ -162,7 +164,12 @@ impl Reducer {
                 let mut out = map(prior, "prior")?.clone();
                 match update {
                     Value::Object(u) => out.extend(u),
-                    other => return Err(fail(format!("merge update must be a mapping, got {}", kind(&other)))),
+                    other => {
+                        return Err(fail(format!(
+                            "merge update must be a mapping, got {}",
+                            kind(&other)
+                        )))
+                    }
                 }
                 Ok(Value::Object(out))
             }
@@ -263,21 +270,30 @@ fn kind(v: &Value) -> &'static str {
 fn list<'a>(v: &'a Value, what: &str) -> Result<&'a Vec<Value>, BoxError> {
     match v {
         Value::Array(items) => Ok(items),
-        other => Err(fail(format!("{what} value must be a list, got {}", kind(other)))),
+        other => Err(fail(format!(
+            "{what} value must be a list, got {}",
+            kind(other)
+        ))),
     }
 }
 
 fn map<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, BoxError> {
     match v {
         Value::Object(m) => Ok(m),
-        other => Err(fail(format!("{what} value must be a mapping, got {}", kind(other)))),
+        other => Err(fail(format!(
+            "{what} value must be a mapping, got {}",
+            kind(other)
+        ))),
     }
 }
 
 fn into_list(update: Value) -> Result<Vec<Value>, BoxError> {
     match update {
         Value::Array(items) => Ok(items),
-        other => Err(fail(format!("update must be a list, got {}: {other}", kind(&other)))),
+        other => Err(fail(format!(
+            "update must be a list, got {}: {other}",
+            kind(&other)
+        ))),
     }
 }
 
@@ -307,25 +323,41 @@ mod tests {
 
     #[test]
     fn bounded_append_config_and_semantics() {
-        assert_eq!(Reducer::bounded_append(0).unwrap_err().category(), "reducer_configuration_invalid");
+        assert_eq!(
+            Reducer::bounded_append(0).unwrap_err().category(),
+            "reducer_configuration_invalid"
+        );
         let r = Reducer::bounded_append(3).unwrap();
-        assert_eq!(r.apply(&json!([1]), json!([2, 3, 4, 5])).unwrap(), json!([3, 4, 5]));
+        assert_eq!(
+            r.apply(&json!([1]), json!([2, 3, 4, 5])).unwrap(),
+            json!([3, 4, 5])
+        );
     }
 
     #[test]
     fn dedupe_append_with_unhashable_item_fails() {
         let r = Reducer::DedupeAppend { key: None };
         assert!(r.apply(&json!([]), json!([[1]])).is_err());
-        let r = Reducer::DedupeAppend { key: Some(field_key("id")) };
-        let out = r.apply(&json!([{"id": 1}]), json!([{"id": 1, "v": 2}, {"id": 2}])).unwrap();
+        let r = Reducer::DedupeAppend {
+            key: Some(field_key("id")),
+        };
+        let out = r
+            .apply(&json!([{"id": 1}]), json!([{"id": 1, "v": 2}, {"id": 2}]))
+            .unwrap();
         assert_eq!(out, json!([{"id": 1}, {"id": 2}]));
     }
 
     #[test]
     fn merge_all_and_concat_flatten_shapes() {
-        let out = Reducer::MergeAll.apply(&json!({"a": 1}), json!([{"b": 2}, {"a": 3}])).unwrap();
+        let out = Reducer::MergeAll
+            .apply(&json!({"a": 1}), json!([{"b": 2}, {"a": 3}]))
+            .unwrap();
         assert_eq!(out, json!({"a": 3, "b": 2}));
-        assert!(Reducer::MergeAll.apply(&json!({}), json!({"a": 1})).is_err());
-        assert!(Reducer::ConcatFlatten.apply(&json!([]), json!([["a"], "b"])).is_err());
+        assert!(Reducer::MergeAll
+            .apply(&json!({}), json!({"a": 1}))
+            .is_err());
+        assert!(Reducer::ConcatFlatten
+            .apply(&json!([]), json!([["a"], "b"]))
+            .is_err());
     }
 }

@@ -32,7 +32,10 @@ where
 }
 
 /// `concat_flatten`: prior followed by the one-level flattening of the update.
-pub fn concat_flatten<T: Clone>(prior: &[T], update: Vec<Vec<T>>) -> Result<Vec<T>, ReducerFailure> {
+pub fn concat_flatten<T: Clone>(
+    prior: &[T],
+    update: Vec<Vec<T>>,
+) -> Result<Vec<T>, ReducerFailure> {
     let mut out = prior.to_vec();
     for chunk in update {
         out.extend(chunk);
@@ -127,23 +130,38 @@ mod tests {
 
     #[test]
     fn bounded_append_keeps_last_items_and_noop_on_empty() {
-        assert_eq!(bounded_append(&[1, 2], vec![3, 4, 5], 2).unwrap(), vec![4, 5]);
-        assert_eq!(bounded_append(&[1, 2, 3], vec![], 2).unwrap(), vec![1, 2, 3]);
+        assert_eq!(
+            bounded_append(&[1, 2], vec![3, 4, 5], 2).unwrap(),
+            vec![4, 5]
+        );
+        assert_eq!(
+            bounded_append(&[1, 2, 3], vec![], 2).unwrap(),
+            vec![1, 2, 3]
+        );
     }
 
     #[test]
     fn merge_by_key_replaces_last_duplicate_in_place() {
         let prior = vec![(1, "a"), (1, "b"), (2, "c")];
-        let out = merge_by_key(&prior, vec![(1, "B"), (2, "x"), (2, "C"), (3, "d")], |r| r.0).unwrap();
+        let out = merge_by_key(&prior, vec![(1, "B"), (2, "x"), (2, "C"), (3, "d")], |r| {
+            r.0
+        })
+        .unwrap();
         assert_eq!(out, vec![(1, "a"), (1, "B"), (2, "C"), (3, "d")]);
     }
 
     #[test]
     fn dedupe_and_merge_all_and_concat() {
-        assert_eq!(dedupe_append_items(&["s"], vec!["s", "a", "b", "a"]).unwrap(), vec!["s", "a", "b"]);
+        assert_eq!(
+            dedupe_append_items(&["s"], vec!["s", "a", "b", "a"]).unwrap(),
+            vec!["s", "a", "b"]
+        );
         let prior: BTreeMap<&str, i32> = [("k", 1)].into();
         let out = merge_all(&prior, vec![[("a", 1)].into(), [("k", 2), ("a", 3)].into()]).unwrap();
         assert_eq!(out, [("a", 3), ("k", 2)].into());
-        assert_eq!(concat_flatten(&[1], vec![vec![2, 3], vec![], vec![4]]).unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(
+            concat_flatten(&[1], vec![vec![2, 3], vec![], vec![4]]).unwrap(),
+            vec![1, 2, 3, 4]
+        );
     }
 }

@@ -1,0 +1,395 @@
+//! Spec: conformance-adapter §5.1–§5.4 — graph construction from fixture YAML.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use openarmature_graph::reducers::{json::field_key, Reducer};
+use openarmature_graph::{
+    timeout_from_secs, CompileError, CompiledGraph, DynSchema, DynState, FieldType, GraphBuilder,
+    Node, SubgraphNode, Target, END,
+};
+use serde_json::Value;
+
+use super::harness::{Harness, OrderRecorder, ScriptedNode, Step};
+use crate::yaml::Y;
+use crate::AdapterError;
+
+/// Keys a graph definition may carry.
+pub(crate) const GRAPH_KEYS: &[&str] =
+    &["state", "entry", "nodes", "edges", "subgraph", "subgraphs"];
+
+/// Compiles graphs of one case: the invoked graph and the named subgraphs it uses
+/// (each compiled once, so observers attached to a subgraph see every use).
+pub(crate) struct Builder<'a> {
+    pub(crate) defs: HashMap<String, Y<'a>>,
+    compiled: RefCell<HashMap<String, CompiledGraph<DynState>>>,
+    in_progress: RefCell<Vec<String>>,
+    pub(crate) harness: Arc<Harness>,
+}
+
+/// A compile outcome: the graph, or the compile error the engine raised.
+pub(crate) type Compiled = Result<CompiledGraph<DynState>, CompileError>;
+
+impl<'a> Builder<'a> {
+    pub(crate) fn new(harness: Arc<Harness>) -> Self {
+        Builder {
+            defs: HashMap::new(),
+            compiled: RefCell::new(HashMap::new()),
+            in_progress: RefCell::new(Vec::new()),
+            harness,
+        }
+    }
+
+    /// Registers `subgraph: {name, ...}` / `subgraphs: {name: {...}}` found in `y`.
+    pub(crate) fn collect_defs(&mut self, y: &Y<'a>) -> Result<(), AdapterError> {
+        if let Some(one) = y.get("subgraph") {
+            let name = one.req("name")?.str()?.to_owned();
+            self.defs.insert(name, one);
+        }
+        if let Some(many) = y.get("subgraphs") {
+            for (name, def) in many.entries()? {
+                self.defs.insert(name, def);
+            }
+        }
+        Ok(())
+    }
+
+    /// A compiled subgraph by name (compiled on first use).
+    pub(crate) fn subgraph(&self, name: &str, at: &Y<'a>) -> Result<Compiled, AdapterError> {
+        if let Some(g) = self.compiled.borrow().get(name) {
+            return Ok(Ok(g.clone()));
+        }
+        if self.in_progress.borrow().iter().any(|n| n == name) {
+            return Err(at.invalid(format!("subgraph `{name}` references itself")));
+        }
+        let def = self
+            .defs
+            .get(name)
+            .cloned()
+            .ok_or_else(|| at.invalid(format!("unknown subgraph `{name}`")))?;
+        def.check_keys(&[
+            "name",
+            "state",
+            "entry",
+            "nodes",
+            "edges",
+            "subgraph",
+            "subgraphs",
+        ])?;
+        self.in_progress.borrow_mut().push(name.to_owned());
+        let result = self.graph(&def, false, &[]);
+        self.in_progress.borrow_mut().retain(|n| n != name);
+        let compiled = result?;
+        if let Ok(g) = &compiled {
+            self.compiled
+                .borrow_mut()
+                .insert(name.to_owned(), g.clone());
+        }
+        Ok(compiled)
+    }
+
+    /// Builds and compiles one graph definition. `extra_fields` are undeclared
+    /// `initial_state` keys (adapter register: declared as `any`).
+    pub(crate) fn graph(
+        &self,
+        g: &Y<'a>,
+        outer: bool,
+        extra_fields: &[String],
+    ) -> Result<Compiled, AdapterError> {
+        let schema = schema(&g.req("state")?, extra_fields)?;
+        let errors = Arc::clone(&self.harness);
+        let mut builder =
+            GraphBuilder::new(schema.defaults()).on_observer_error(Arc::new(move |name, err| {
+                super::harness::lock(&errors.observer_errors).push(format!("{name}: {err}"));
+            }));
+        if let Some(entry) = g.get("entry") {
+            builder = builder.entry(entry.str()?);
+        }
+        if let Some(nodes) = g.get("nodes") {
+            for (name, spec) in nodes.entries()? {
+                let node = match self.node(&name, &spec)? {
+                    Ok(node) => node,
+                    Err(compile_error) => return Ok(Err(compile_error)),
+                };
+                let node: Arc<dyn Node<DynState>> = if outer {
+                    Arc::new(OrderRecorder {
+                        name: name.clone(),
+                        inner: node,
+                        harness: Arc::clone(&self.harness),
+                    })
+                } else {
+                    node
+                };
+                builder = builder.add_shared_node(name, node);
+            }
+        }
+        for edge in g
+            .get("edges")
+            .map(|e| e.seq())
+            .transpose()?
+            .unwrap_or_default()
+        {
+            builder = add_edge(builder, &edge)?;
+        }
+        Ok(builder.compile())
+    }
+
+    fn node(
+        &self,
+        name: &str,
+        spec: &Y<'a>,
+    ) -> Result<Result<Arc<dyn Node<DynState>>, CompileError>, AdapterError> {
+        if let Some(sub) = spec.get("subgraph") {
+            spec.check_keys(&[
+                "subgraph",
+                "inputs",
+                "outputs",
+                "projects_in",
+                "projects_out",
+            ])?;
+            let graph = match self.subgraph(sub.str()?, &sub)? {
+                Ok(g) => g,
+                Err(e) => return Ok(Err(e)),
+            };
+            let mut node = SubgraphNode::<DynState, DynState>::new(graph);
+            if let Some(inputs) = spec.get("inputs") {
+                node = node.inputs(string_pairs(&inputs)?);
+            }
+            if let Some(outputs) = spec.get("outputs") {
+                node = node.outputs(string_pairs(&outputs)?);
+            }
+            if let Some(set) = spec.get("projects_in") {
+                node = node.projects_in(set.strings()?);
+            }
+            if let Some(set) = spec.get("projects_out") {
+                node = node.projects_out(set.strings()?);
+            }
+            return Ok(Ok(Arc::new(node)));
+        }
+        let mut steps = Vec::new();
+        for (key, y) in spec.entries()? {
+            steps.push(match key.as_str() {
+                "update" | "update_pure" => Step::Update(json_pairs(&y)?),
+                "update_from_field" => {
+                    let mut writes = Vec::new();
+                    let mut multiplier = Value::from(1);
+                    for (k, v) in y.entries()? {
+                        if k == "multiplier" {
+                            multiplier = v.json()?;
+                        } else {
+                            writes.push((k, v.str()?.to_owned()));
+                        }
+                    }
+                    Step::UpdateFromField { writes, multiplier }
+                }
+                "raises" => Step::Raise(y.str()?.to_owned()),
+                "invoke_drain_events_for" => {
+                    y.check_keys(&["timeout_seconds", "snapshot_observer"])?;
+                    let timeout = match y.get("timeout_seconds") {
+                        Some(t) if !t.is_null() => Some(
+                            timeout_from_secs(t.f64()?).map_err(|e| t.invalid(e.to_string()))?,
+                        ),
+                        _ => None,
+                    };
+                    let snapshot_observer = y
+                        .get("snapshot_observer")
+                        .map(|o| o.str().map(str::to_owned))
+                        .transpose()?;
+                    Step::DrainEventsFor {
+                        timeout,
+                        snapshot_observer,
+                    }
+                }
+                _ => {
+                    return Err(AdapterError::DirectiveUnknown {
+                        file: y.file.to_path_buf(),
+                        directive: key,
+                        location: y.location().to_owned(),
+                    })
+                }
+            });
+        }
+        Ok(Ok(Arc::new(ScriptedNode {
+            name: name.to_owned(),
+            steps,
+            harness: Arc::clone(&self.harness),
+        })))
+    }
+}
+
+fn string_pairs(y: &Y<'_>) -> Result<Vec<(String, String)>, AdapterError> {
+    y.entries()?
+        .into_iter()
+        .map(|(k, v)| Ok((k, v.str()?.to_owned())))
+        .collect()
+}
+
+fn json_pairs(y: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError> {
+    y.entries()?
+        .into_iter()
+        .map(|(k, v)| Ok((k, v.json()?)))
+        .collect()
+}
+
+fn target(name: &str) -> Target {
+    if name == "END" {
+        END
+    } else {
+        Target::from(name)
+    }
+}
+
+fn value_target(v: &Value) -> Result<Target, openarmature_graph::BoxError> {
+    match v {
+        Value::String(s) => Ok(target(s)),
+        other => Err(format!("edge function produced a non-string destination {other}").into()),
+    }
+}
+
+fn add_edge(
+    b: GraphBuilder<DynState>,
+    edge: &Y<'_>,
+) -> Result<GraphBuilder<DynState>, AdapterError> {
+    edge.check_keys(&["from", "to", "condition"])?;
+    let from = edge.req("from")?.str()?.to_owned();
+    let to = edge.get("to").map(|t| t.str().map(target)).transpose()?;
+    let Some(cond) = edge.get("condition") else {
+        let to = to.ok_or_else(|| edge.invalid("an edge needs `to` or `condition`"))?;
+        return Ok(b.add_edge(from, to));
+    };
+    if let Some(callable) = cond.get("callable") {
+        let hints = to.map(|t| vec![t]);
+        return match callable.str()? {
+            "state_field_read" => {
+                cond.check_keys(&["callable", "field"])?;
+                let field = cond.req("field")?.str()?.to_owned();
+                Ok(b.add_conditional_edge(
+                    from,
+                    move |s: &DynState| value_target(s.get(&field).unwrap_or(&Value::Null)),
+                    hints,
+                ))
+            }
+            "edge_raises" => {
+                cond.check_keys(&["callable", "message"])?;
+                let message = cond.req("message")?.str()?.to_owned();
+                Ok(b.add_conditional_edge(
+                    from,
+                    move |_: &DynState| Err(message.clone().into()),
+                    hints,
+                ))
+            }
+            other => Err(AdapterError::DirectiveUnknown {
+                file: callable.file.to_path_buf(),
+                directive: format!("callable: {other}"),
+                location: callable.location().to_owned(),
+            }),
+        };
+    }
+    cond.check_keys(&["if_field", "equals", "then", "else"])?;
+    let field = cond.req("if_field")?.str()?.to_owned();
+    let equals = cond.req("equals")?.json()?;
+    let then = target(cond.req("then")?.str()?);
+    let otherwise = target(cond.req("else")?.str()?);
+    let hints = Some(vec![then.clone(), otherwise.clone()]);
+    Ok(b.add_conditional_edge(
+        from,
+        move |s: &DynState| {
+            let hit = s
+                .get(&field)
+                .is_some_and(|v| crate::matchers::json_eq(v, &equals));
+            Ok(if hit { then.clone() } else { otherwise.clone() })
+        },
+        hints,
+    ))
+}
+
+/// `state.fields.<f>: {type, default, reducer, alt_reducer}`.
+fn schema(state: &Y<'_>, extra_fields: &[String]) -> Result<Arc<DynSchema>, AdapterError> {
+    state.check_keys(&["fields"])?;
+    let mut b = DynSchema::builder();
+    let fields = state.req("fields")?;
+    let mut declared = Vec::new();
+    for (name, spec) in fields.entries()? {
+        spec.check_keys(&["type", "default", "reducer", "alt_reducer"])?;
+        let ty_y = spec.req("type")?;
+        let ty = FieldType::parse(ty_y.str()?).map_err(|m| ty_y.invalid(m))?;
+        let default = match spec.get("default") {
+            Some(d) => d.json()?,
+            None => zero_value(&ty),
+        };
+        b = b.field(name.clone(), ty, default);
+        for key in ["reducer", "alt_reducer"] {
+            if let Some(r) = spec.get(key) {
+                b = b.reducer_result(&name, reducer(&r)?);
+            }
+        }
+        declared.push(name);
+    }
+    for extra in extra_fields {
+        if !declared.contains(extra) {
+            // Adapter register R1 (GE 020): undeclared initial_state keys are
+            // declared as `any` fields with a null default.
+            b = b.field(extra.clone(), FieldType::Any, Value::Null);
+        }
+    }
+    Ok(b.build())
+}
+
+fn zero_value(ty: &FieldType) -> Value {
+    match ty {
+        FieldType::String => Value::from(""),
+        FieldType::Int => Value::from(0),
+        FieldType::Float => Value::from(0.0),
+        FieldType::Bool => Value::from(false),
+        FieldType::List(_) => Value::Array(Vec::new()),
+        FieldType::Dict(_) => Value::Object(serde_json::Map::new()),
+        _ => Value::Null,
+    }
+}
+
+/// A reducer spelling: a name, or a factory map `{bounded_append: {max_len: 3}}`.
+fn reducer(y: &Y<'_>) -> Result<Result<Reducer, CompileError>, AdapterError> {
+    if let Ok(name) = y.str() {
+        return Reducer::by_name(name)
+            .map(Ok)
+            .ok_or_else(|| AdapterError::DirectiveUnknown {
+                file: y.file.to_path_buf(),
+                directive: format!("reducer: {name}"),
+                location: y.location().to_owned(),
+            });
+    }
+    let entries = y.entries()?;
+    let [(factory, args)] = entries.as_slice() else {
+        return Err(y.invalid("a reducer factory is a single-key mapping"));
+    };
+    let key_of = |args: &Y<'_>| -> Result<Option<String>, AdapterError> {
+        match args.get("key") {
+            Some(k) if !k.is_null() => Ok(Some(k.str()?.to_owned())),
+            _ => Ok(None),
+        }
+    };
+    Ok(match factory.as_str() {
+        "bounded_append" => {
+            args.check_keys(&["max_len"])?;
+            Reducer::bounded_append(args.req("max_len")?.i64()?)
+        }
+        "dedupe_append" => {
+            args.check_keys(&["key"])?;
+            Ok(Reducer::DedupeAppend {
+                key: key_of(args)?.map(field_key),
+            })
+        }
+        "merge_by_key" => {
+            args.check_keys(&["key"])?;
+            Reducer::merge_by_key(key_of(args)?.map(field_key))
+        }
+        other => {
+            return Err(AdapterError::DirectiveUnknown {
+                file: y.file.to_path_buf(),
+                directive: format!("reducer factory: {other}"),
+                location: y.location().to_owned(),
+            })
+        }
+    })
+}

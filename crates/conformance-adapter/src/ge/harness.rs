@@ -1,0 +1,300 @@
+//! Spec: conformance-adapter §6.1 (in-memory observers), §6.6 (drain wiring) and the
+//! §5.1 scripted node behaviours used by the graph-engine suite.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use openarmature_graph::{
+    BoxError, CategorizedError, CompiledGraph, DrainSummary, DynState, DynUpdate, Node, NodeCtx,
+    Observer, ObserverEvent, Phase, State,
+};
+use serde_json::Value;
+
+/// Locks a mutex, recovering from poisoning (a panicking observer must not wedge
+/// the harness).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One delivery, as `delivery_order` asserts it.
+#[derive(Debug, Clone)]
+pub(crate) struct Delivery {
+    pub(crate) observer: String,
+    pub(crate) invocation_id: String,
+    pub(crate) step: u64,
+    pub(crate) phase: Phase,
+}
+
+/// A drain call and how long it took (virtual time).
+#[derive(Debug, Clone)]
+pub(crate) struct DrainCall {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) elapsed: Duration,
+}
+
+/// What a node's `invoke_drain_events_for` saw.
+#[derive(Debug, Clone)]
+pub(crate) struct NodeDrain {
+    pub(crate) node: String,
+    pub(crate) invocation_id: String,
+    pub(crate) summary: DrainSummary,
+    pub(crate) snapshot_observer: Option<String>,
+    pub(crate) snapshot: Vec<Arc<ObserverEvent>>,
+}
+
+/// Per-case recorders shared by scripted nodes and observers.
+#[derive(Default)]
+pub(crate) struct Harness {
+    /// `(invocation_id, node)` in run order.
+    pub(crate) order: Mutex<Vec<(String, String)>>,
+    pub(crate) deliveries: Arc<Mutex<Vec<Delivery>>>,
+    pub(crate) observers: Mutex<HashMap<String, Arc<HarnessObserver>>>,
+    pub(crate) node_drains: Mutex<Vec<NodeDrain>>,
+    pub(crate) drains: Mutex<Vec<DrainCall>>,
+    pub(crate) outer: OnceLock<CompiledGraph<DynState>>,
+    pub(crate) observer_errors: Mutex<Vec<String>>,
+}
+
+impl Harness {
+    /// The nodes of the invoked graph that ran in `invocation_id`, in order.
+    pub(crate) fn order_for(&self, invocation_id: &str) -> Vec<String> {
+        lock(&self.order)
+            .iter()
+            .filter(|(i, _)| i == invocation_id)
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
+
+    pub(crate) fn observer(&self, name: &str) -> Option<Arc<HarnessObserver>> {
+        lock(&self.observers).get(name).cloned()
+    }
+}
+
+/// An observer's scripted behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Behavior {
+    Record,
+    Accumulate,
+    Raise,
+}
+
+/// `sleep_ms_per_event`: fixed, or different for the first invocation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Pace {
+    Fixed(u64),
+    FirstThenRest { first: u64, rest: u64 },
+}
+
+/// A recording / accumulating / raising observer (§6.1).
+pub(crate) struct HarnessObserver {
+    pub(crate) name: String,
+    pub(crate) behavior: Behavior,
+    pub(crate) pace: Pace,
+    pub(crate) events: Mutex<Vec<Arc<ObserverEvent>>>,
+    pub(crate) deliveries: Arc<Mutex<Vec<Delivery>>>,
+    pub(crate) log_deliveries: bool,
+    invocations_seen: Mutex<Vec<String>>,
+}
+
+impl HarnessObserver {
+    pub(crate) fn new(
+        name: &str,
+        behavior: Behavior,
+        pace: Pace,
+        deliveries: Arc<Mutex<Vec<Delivery>>>,
+        log_deliveries: bool,
+    ) -> Self {
+        HarnessObserver {
+            name: name.to_owned(),
+            behavior,
+            pace,
+            events: Mutex::new(Vec::new()),
+            deliveries,
+            log_deliveries,
+            invocations_seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The events this observer received for one invocation.
+    pub(crate) fn events_for(&self, invocation_id: &str) -> Vec<Arc<ObserverEvent>> {
+        lock(&self.events)
+            .iter()
+            .filter(|e| e.invocation_id() == invocation_id)
+            .cloned()
+            .collect()
+    }
+
+    fn pace_for(&self, invocation_id: &str) -> u64 {
+        match self.pace {
+            Pace::Fixed(ms) => ms,
+            Pace::FirstThenRest { first, rest } => {
+                let mut seen = lock(&self.invocations_seen);
+                if !seen.iter().any(|s| s == invocation_id) {
+                    seen.push(invocation_id.to_owned());
+                }
+                if seen.first().is_some_and(|s| s == invocation_id) {
+                    first
+                } else {
+                    rest
+                }
+            }
+        }
+    }
+}
+
+impl Observer for HarnessObserver {
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin(async move {
+            let ms = self.pace_for(event.invocation_id());
+            if ms > 0 {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            if let (true, Some(node)) = (self.log_deliveries, event.as_node()) {
+                lock(&self.deliveries).push(Delivery {
+                    observer: self.name.clone(),
+                    invocation_id: node.invocation_id.to_string(),
+                    step: node.step,
+                    phase: node.phase,
+                });
+            }
+            match self.behavior {
+                Behavior::Raise => Err(format!("observer `{}` raises by design", self.name).into()),
+                Behavior::Record | Behavior::Accumulate => {
+                    lock(&self.events).push(event);
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// One scripted directive of a node, run in document order (§8.3).
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    /// `update` / `update_pure`: literal field writes.
+    Update(Vec<(String, Value)>),
+    /// `update_from_field: {target: source, multiplier}`.
+    UpdateFromField {
+        writes: Vec<(String, String)>,
+        multiplier: Value,
+    },
+    /// `raises: "msg"`: an uncategorised error whose message is `msg`.
+    Raise(String),
+    /// `invoke_drain_events_for`.
+    DrainEventsFor {
+        timeout: Option<Duration>,
+        snapshot_observer: Option<String>,
+    },
+}
+
+/// A node made of scripted steps.
+pub(crate) struct ScriptedNode {
+    pub(crate) name: String,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) harness: Arc<Harness>,
+}
+
+fn multiply(value: &Value, by: &Value) -> Result<Value, BoxError> {
+    match (value.as_i64(), by.as_i64()) {
+        (Some(a), Some(b)) => Ok(Value::from(a.checked_mul(b).ok_or("integer overflow")?)),
+        _ => match (value.as_f64(), by.as_f64()) {
+            (Some(a), Some(b)) => {
+                Ok(serde_json::Number::from_f64(a * b).map_or(Value::Null, Value::Number))
+            }
+            _ => Err(format!("update_from_field: cannot multiply {value} by {by}").into()),
+        },
+    }
+}
+
+impl Node<DynState> for ScriptedNode {
+    fn run(
+        &self,
+        state: Arc<DynState>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+        Box::pin(async move {
+            let mut update = DynUpdate::new();
+            for step in &self.steps {
+                match step {
+                    Step::Update(writes) => update.fields.extend(writes.iter().cloned()),
+                    Step::UpdateFromField { writes, multiplier } => {
+                        for (target, source) in writes {
+                            let value = state.field_json(source).unwrap_or(Value::Null);
+                            update
+                                .fields
+                                .push((target.clone(), multiply(&value, multiplier)?));
+                        }
+                    }
+                    Step::Raise(message) => {
+                        let err: BoxError = Box::new(CategorizedError::new(None, message.clone()));
+                        return Err(err);
+                    }
+                    Step::DrainEventsFor {
+                        timeout,
+                        snapshot_observer,
+                    } => {
+                        let graph = self
+                            .harness
+                            .outer
+                            .get()
+                            .ok_or("outer graph not compiled yet")?;
+                        let started = tokio::time::Instant::now();
+                        let summary = graph.drain_events_for(ctx.invocation_id(), *timeout).await;
+                        lock(&self.harness.drains).push(DrainCall {
+                            timeout: *timeout,
+                            elapsed: started.elapsed(),
+                        });
+                        let snapshot = snapshot_observer
+                            .as_deref()
+                            .and_then(|o| self.harness.observer(o))
+                            .map(|o| o.events_for(ctx.invocation_id()))
+                            .unwrap_or_default();
+                        lock(&self.harness.node_drains).push(NodeDrain {
+                            node: self.name.clone(),
+                            invocation_id: ctx.invocation_id().to_owned(),
+                            summary,
+                            snapshot_observer: snapshot_observer.clone(),
+                            snapshot,
+                        });
+                    }
+                }
+            }
+            Ok(update)
+        })
+    }
+}
+
+/// Records `execution_order`: a node of the invoked graph whose body runs on its
+/// first attempt.
+pub(crate) struct OrderRecorder {
+    pub(crate) name: String,
+    pub(crate) inner: Arc<dyn Node<DynState>>,
+    pub(crate) harness: Arc<Harness>,
+}
+
+impl Node<DynState> for OrderRecorder {
+    fn run(
+        &self,
+        state: Arc<DynState>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+        if ctx.attempt_index() == 0 {
+            lock(&self.harness.order).push((ctx.invocation_id().to_owned(), self.name.clone()));
+        }
+        self.inner.run(state, ctx)
+    }
+
+    fn emits_node_events(&self) -> bool {
+        self.inner.emits_node_events()
+    }
+
+    fn check(
+        &self,
+        name: &str,
+        parent: &DynState,
+    ) -> Result<Vec<openarmature_graph::CompileWarning>, openarmature_graph::CompileError> {
+        self.inner.check(name, parent)
+    }
+}

@@ -1,0 +1,64 @@
+//! Repository chores, run as `cargo xtask <command>` (see `cargo xtask help`).
+//!
+//! - `conformance [CAPABILITY]`: runs every conformance fixture case, deferred
+//!   ones included, prints a per-capability table and closes with
+//!   `N passed, M failed, K skipped`.
+//!
+//! The argument parsing is hand-rolled to keep this crate free of dependencies
+//! beyond the conformance adapter.
+
+use std::process::ExitCode;
+
+mod conformance;
+
+const HELP: &str = "\
+cargo xtask <COMMAND>
+
+Commands:
+  conformance [CAPABILITY] [OPTIONS]
+        Run every conformance fixture case against the crates, deferred ones
+        included. A deferred case that fails counts as skipped; one that passes
+        is an error (remove it from conformance.toml). Prints each failure, a
+        per-capability table, and ends with `N passed, M failed, K skipped`.
+        Exits non-zero on any failure, on a deferred case that passes, on a
+        stale conformance.toml entry, or when conformance.toml cannot be loaded.
+
+        CAPABILITY        only this capability (graph-engine, pipeline-utilities,
+                          llm-provider, observability, ...)
+        --list            print the case ids (deferred ones marked) and exit
+        -v, --verbose     print failure messages in full (default: truncated)
+        -j, --jobs N      worker threads (default: available parallelism)
+
+        Fixtures are read from $OPENARMATURE_SPEC_DIR (an openarmature-spec
+        checkout holding <capability>/conformance/*.yaml), else from
+        ../shared/openarmature-spec beside this repository, plus the project's
+        own fixtures under spec/conformance/<capability>/. Without upstream
+        fixtures the run only warns, except when $CI is set.
+
+  help  Print this help.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    };
+    match command.as_str() {
+        "help" | "-h" | "--help" => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        "conformance" => match conformance::Options::parse(rest) {
+            Ok(options) => conformance::run(&options),
+            Err(message) => usage_error(&message),
+        },
+        other => usage_error(&format!("unknown command `{other}`")),
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}\n");
+    eprint!("{HELP}");
+    ExitCode::from(2)
+}
