@@ -214,13 +214,43 @@ fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
     Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
 }
 
-/// The attempt that produced the update the chain returned, if the node ran.
-type Succeeded = Mutex<Option<u32>>;
+/// The node attempt whose terminal (`completed`) event is still owed.
+struct OpenAttempt<S> {
+    ctx: NodeCtx,
+    pre: Arc<S>,
+    /// The node's failure, when the attempt raised.
+    failure: Option<EventError>,
+}
 
+/// Tracks one node execution's attempts so every `started` gets exactly one
+/// `completed` (graph-engine §6 *Event dispatch*):
+///
+/// - a failed attempt's `completed` is owed until its outcome is final: it is sent
+///   when a re-attempting middleware (one that passed a context made by
+///   [`NodeCtx::with_attempt_index`]) sees the failure, when another attempt starts,
+///   or when the chain ends with an error;
+/// - if the chain instead recovers (a middleware catches the failure and returns an
+///   update), the attempt completes with the merged state — the outcome the engine
+///   saw (pipeline-utilities §2/§5, fixture 006);
+/// - a successful attempt completes after the merge and edge resolution.
 struct AttemptTerminal<'a, S: State> {
     node: &'a dyn Node<S>,
-    succeeded: &'a Succeeded,
     emits: bool,
+    open: Mutex<Option<OpenAttempt<S>>>,
+}
+
+impl<S: State> AttemptTerminal<'_, S> {
+    fn take_open(&self) -> Option<OpenAttempt<S>> {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn flush(open: OpenAttempt<S>, error: Option<EventError>) {
+        let error = error.or(open.failure);
+        emit(&open.ctx, Phase::Completed, &open.pre, None, error);
+    }
 }
 
 impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
@@ -230,32 +260,41 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
         ctx: NodeCtx,
     ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
+            let ctx = ctx.unscoped();
             if self.emits {
+                if let Some(previous) = self.take_open() {
+                    // A new attempt began without the previous one being closed.
+                    if previous.failure.is_some() {
+                        Self::flush(previous, None);
+                    }
+                }
                 emit(&ctx, Phase::Started, &state, None, None);
             }
-            set(self.succeeded, None);
-            match self.node.run(Arc::clone(&state), ctx.clone()).await {
-                Ok(update) => {
-                    if self.emits {
-                        set(self.succeeded, Some(ctx.attempt_index));
-                    }
-                    Ok(update)
-                }
-                Err(err) => {
-                    if self.emits {
-                        let error =
-                            EventError::capture(node_failure_category(&*err).as_str(), &*err);
-                        emit(&ctx, Phase::Completed, &state, None, Some(error));
-                    }
-                    Err(err)
-                }
+            let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
+            if self.emits {
+                let failure = result
+                    .as_ref()
+                    .err()
+                    .map(|err| EventError::capture(node_failure_category(&**err).as_str(), &**err));
+                *self.open.lock().unwrap_or_else(PoisonError::into_inner) = Some(OpenAttempt {
+                    ctx,
+                    pre: state,
+                    failure,
+                });
             }
+            result
         })
     }
-}
 
-fn set(slot: &Succeeded, value: Option<u32>) {
-    *slot.lock().unwrap_or_else(PoisonError::into_inner) = value;
+    fn attempt_failed(&self) {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.as_ref().is_some_and(|o| o.failure.is_some()) {
+            if let Some(attempt) = open.take() {
+                drop(open);
+                Self::flush(attempt, None);
+            }
+        }
+    }
 }
 
 /// The category a node failure carries: a nested subgraph keeps its own.
@@ -321,34 +360,31 @@ impl<S: State> Inner<S> {
                     scope.inv.peek_step()
                 },
                 attempt_index: scope.inherited_attempt,
+                attempt_scoped: false,
                 scope: Arc::clone(&scope),
             };
-            let succeeded: Succeeded = Mutex::new(None);
             let terminal = AttemptTerminal {
                 node: &*node.node,
-                succeeded: &succeeded,
                 emits: node.node.emits_node_events(),
+                open: Mutex::new(None),
             };
             let result = Next::new(&node.chain, &terminal)
                 .run(Arc::clone(&state), ctx.clone())
                 .await;
-            let attempt = *succeeded.lock().unwrap_or_else(PoisonError::into_inner);
-            let completed_ctx = |i: u32| ctx.with_attempt_index(i);
+            let open = terminal.take_open();
 
             let update = match result {
                 Ok(update) => update,
                 Err(err) => {
                     let category = node_failure_category(&*err);
-                    if let Some(i) = attempt {
-                        // A middleware post-phase failed after a successful attempt.
+                    if let Some(open) = open {
                         let error = EventError::capture(category.as_str(), &*err);
-                        emit(
-                            &completed_ctx(i),
-                            Phase::Completed,
-                            &state,
-                            None,
-                            Some(error),
-                        );
+                        let error = if open.failure.is_some() {
+                            None
+                        } else {
+                            Some(error)
+                        };
+                        AttemptTerminal::flush(open, error);
                     }
                     return Err(self.fail(category, &ctx, err, &state));
                 }
@@ -361,9 +397,8 @@ impl<S: State> Inner<S> {
                     return Err(self.fail_after(
                         RuntimeCategory::ReducerError,
                         &ctx,
-                        attempt,
+                        open,
                         err,
-                        &state,
                         &state,
                     ));
                 }
@@ -373,9 +408,8 @@ impl<S: State> Inner<S> {
                 return Err(self.fail_after(
                     RuntimeCategory::StateValidationError,
                     &ctx,
-                    attempt,
+                    open,
                     err,
-                    &state,
                     &state,
                 ));
             }
@@ -397,9 +431,8 @@ impl<S: State> Inner<S> {
                                 return Err(self.fail_after(
                                     RuntimeCategory::RoutingError,
                                     &ctx,
-                                    attempt,
+                                    open,
                                     err,
-                                    &state,
                                     &merged,
                                 ));
                             }
@@ -409,23 +442,16 @@ impl<S: State> Inner<S> {
                         return Err(self.fail_after(
                             RuntimeCategory::EdgeException,
                             &ctx,
-                            attempt,
+                            open,
                             err,
-                            &state,
                             &merged,
                         ));
                     }
                 },
             };
 
-            if let Some(i) = attempt {
-                emit(
-                    &completed_ctx(i),
-                    Phase::Completed,
-                    &state,
-                    Some(&merged),
-                    None,
-                );
+            if let Some(open) = open {
+                emit(&open.ctx, Phase::Completed, &open.pre, Some(&merged), None);
             }
             state = merged;
             match next {
@@ -435,26 +461,20 @@ impl<S: State> Inner<S> {
         }
     }
 
-    /// A failure after the node returned: dispatch the pending `completed` event
-    /// with the error, then build the error with `recoverable` as its state.
+    /// A failure after the chain returned an update (merge, validation, edge): the
+    /// open attempt completes with this error, then the error is built with
+    /// `recoverable` as its state.
     fn fail_after(
         &self,
         category: RuntimeCategory,
         ctx: &NodeCtx,
-        attempt: Option<u32>,
+        open: Option<OpenAttempt<S>>,
         err: BoxError,
-        pre: &Arc<S>,
         recoverable: &Arc<S>,
     ) -> GraphError<S> {
-        if let Some(i) = attempt {
+        if let Some(open) = open {
             let error = EventError::capture(category.as_str(), &*err);
-            emit(
-                &ctx.with_attempt_index(i),
-                Phase::Completed,
-                pre,
-                None,
-                Some(error),
-            );
+            AttemptTerminal::flush(open, Some(error));
         }
         self.fail(category, ctx, err, recoverable)
     }

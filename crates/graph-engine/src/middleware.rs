@@ -27,6 +27,9 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
 pub(crate) trait Terminal<S: State>: Send + Sync {
     fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx)
         -> BoxFuture<'a, Result<S::Update, BoxError>>;
+
+    /// A re-attempting middleware saw the current attempt fail: close it.
+    fn attempt_failed(&self);
 }
 
 /// A cursor over the rest of a middleware chain. `Copy`, so a retry can call it
@@ -53,17 +56,28 @@ impl<'a, S: State> Next<'a, S> {
     }
 
     /// Runs the remaining middleware, then the node.
+    ///
+    /// When `ctx` came from [`NodeCtx::with_attempt_index`] (a re-attempting
+    /// middleware, such as retry, starting an attempt), a failure returned through
+    /// this call closes that attempt: its `completed` event is dispatched with the
+    /// error before the caller decides what to do next.
     pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>> {
-        match self.rest.split_first() {
-            Some((head, rest)) => head.call(
-                state,
-                ctx,
-                Next {
-                    rest,
-                    terminal: self.terminal,
-                },
-            ),
-            None => self.terminal.run(state, ctx),
+        let scoped = ctx.attempt_scoped;
+        let ctx = ctx.unscoped();
+        let terminal = self.terminal;
+        let call = match self.rest.split_first() {
+            Some((head, rest)) => head.call(state, ctx, Next { rest, terminal }),
+            None => terminal.run(state, ctx),
+        };
+        if !scoped {
+            return call;
         }
+        Box::pin(async move {
+            let result = call.await;
+            if result.is_err() {
+                terminal.attempt_failed();
+            }
+            result
+        })
     }
 }

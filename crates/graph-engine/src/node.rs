@@ -142,6 +142,8 @@ pub struct NodeCtx {
     pub(crate) namespace: Arc<[String]>,
     pub(crate) step: u64,
     pub(crate) attempt_index: u32,
+    /// Set by [`NodeCtx::with_attempt_index`]; consumed by the next `Next::run`.
+    pub(crate) attempt_scoped: bool,
     pub(crate) scope: Arc<Scope>,
 }
 
@@ -168,11 +170,22 @@ impl NodeCtx {
         self.attempt_index
     }
 
-    /// A copy with the attempt index set: what retry middleware passes to `next`.
+    /// A copy with the attempt index set: what a re-attempting middleware (retry)
+    /// passes to `next` for each attempt. Events of the attempt carry this index, and
+    /// a failure returned through that `next` call closes the attempt (its
+    /// `completed` event carries the error).
     pub fn with_attempt_index(&self, attempt_index: u32) -> NodeCtx {
         NodeCtx {
             attempt_index,
+            attempt_scoped: true,
             ..self.clone()
+        }
+    }
+
+    pub(crate) fn unscoped(self) -> NodeCtx {
+        NodeCtx {
+            attempt_scoped: false,
+            ..self
         }
     }
 

@@ -15,12 +15,17 @@ use crate::node::{Node, NodeCtx, Scope};
 use crate::observer::StateRef;
 use crate::state::State;
 
-/// A failure inside a subgraph, as seen by the parent: keeps the inner §4 category
-/// and the inner namespace; the inner [`GraphError`] is its source.
+/// A failure inside a subgraph, as seen by the parent: a graph-engine §4 carrier.
+/// It keeps the inner §4 category, the failing inner node's namespace and the
+/// subgraph's state at the point of failure; its source is the original cause (the
+/// inner node's own error, a `MergeError`, …), so a cause-chain walk sees exactly one
+/// carrier link per subgraph boundary.
 #[derive(Debug)]
 pub struct SubgraphFailure {
     category: RuntimeCategory,
+    node: String,
     namespace: Vec<String>,
+    state: Option<StateRef>,
     inner: BoxError,
 }
 
@@ -34,11 +39,28 @@ impl SubgraphFailure {
     pub fn namespace(&self) -> &[String] {
         &self.namespace
     }
+
+    /// The subgraph node (in the subgraph) at which the failure surfaced.
+    pub fn inner_node(&self) -> &str {
+        &self.node
+    }
+
+    /// The subgraph's state at the point of failure (absent when the failure
+    /// happened while projecting in or out).
+    pub fn inner_state(&self) -> Option<&StateRef> {
+        self.state.as_ref()
+    }
 }
 
 impl fmt::Display for SubgraphFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "subgraph failed: {}", self.inner)
+        write!(
+            f,
+            "{} in subgraph at `{}`: {}",
+            self.category,
+            self.namespace.join("/"),
+            self.inner
+        )
     }
 }
 
@@ -162,9 +184,12 @@ impl<P: State, C: State> SubgraphNode<P, C> {
     }
 
     fn fail(&self, category: RuntimeCategory, namespace: Vec<String>, inner: BoxError) -> BoxError {
+        let node = namespace.last().cloned().unwrap_or_default();
         Box::new(SubgraphFailure {
             category,
+            node,
             namespace,
+            state: None,
             inner,
         })
     }
