@@ -33,16 +33,18 @@ fn load(path: &Path) -> Result<Value, AdapterError> {
 }
 
 fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
-    let mut parts = v
+    let parts: Vec<u64> = v
         .trim()
         .trim_start_matches('v')
         .split('.')
-        .map(|p| p.parse::<u64>().ok());
-    Some((
-        parts.next()??,
-        parts.next().unwrap_or(Some(0))?,
-        parts.next().unwrap_or(Some(0))?,
-    ))
+        .map(|p| p.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [major] => Some((*major, 0, 0)),
+        [major, minor] => Some((*major, *minor, 0)),
+        [major, minor, patch] => Some((*major, *minor, *patch)),
+        _ => None,
+    }
 }
 
 /// §4.4: a fixture pinned to a newer conformance-adapter version is rejected.

@@ -1,6 +1,6 @@
 //! Spec: graph-engine §3 (execution model), §4 (error semantics), §6 (event dispatch).
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -268,6 +268,8 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                         Self::flush(previous, None);
                     }
                 }
+                ctx.latest_attempt
+                    .store(ctx.attempt_index, Ordering::SeqCst);
                 emit(&ctx, Phase::Started, &state, None, None);
             }
             let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
@@ -361,6 +363,7 @@ impl<S: State> Inner<S> {
                 },
                 attempt_index: scope.inherited_attempt,
                 attempt_scoped: false,
+                latest_attempt: Arc::new(AtomicU32::new(scope.inherited_attempt)),
                 scope: Arc::clone(&scope),
             };
             let terminal = AttemptTerminal {

@@ -347,6 +347,10 @@ impl State for DynState {
         Ok(next)
     }
 
+    fn update_json(update: &DynUpdate) -> Value {
+        Value::Object(update.fields.iter().cloned().collect())
+    }
+
     fn to_json(&self) -> Value {
         let mut map = Map::with_capacity(self.values.len());
         for (name, value) in self.schema.fields.keys().zip(&self.values) {

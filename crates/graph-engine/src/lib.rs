@@ -56,6 +56,7 @@
 //! ```
 
 mod builder;
+mod cause;
 mod compiled;
 mod dynamic;
 mod error;
@@ -69,6 +70,7 @@ mod subgraph;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};
+pub use cause::{cause_chain, derive as derive_category, is_carrier, CauseLink};
 pub use compiled::{CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
 pub use error::{
@@ -78,8 +80,9 @@ pub use error::{
 pub use middleware::{Middleware, Next};
 pub use node::{InvokeOptions, Node, NodeCtx};
 pub use observer::{
-    observer_fn, EmptyPhaseSet, ErrorLink, EventError, FnObserver, NodeEvent, Observer,
-    ObserverErrorSink, ObserverEvent, Phase, PhaseSet, Registration, StateRef,
+    observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FnObserver,
+    Lineage, NodeEvent, Observer, ObserverErrorSink, ObserverEvent, Phase, PhaseSet, Registration,
+    StateRef,
 };
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};

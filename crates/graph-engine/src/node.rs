@@ -1,7 +1,7 @@
 //! Spec: graph-engine §2 *Node*, §6 *Node event shape* (the context a node runs in).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -144,6 +144,8 @@ pub struct NodeCtx {
     pub(crate) attempt_index: u32,
     /// Set by [`NodeCtx::with_attempt_index`]; consumed by the next `Next::run`.
     pub(crate) attempt_scoped: bool,
+    /// The index of the latest attempt started in this node execution.
+    pub(crate) latest_attempt: Arc<AtomicU32>,
     pub(crate) scope: Arc<Scope>,
 }
 
@@ -180,6 +182,34 @@ impl NodeCtx {
             attempt_scoped: true,
             ..self.clone()
         }
+    }
+
+    /// The index of the latest attempt started in this node execution (what a
+    /// middleware outside a retry reports after the retry gave up).
+    pub fn latest_attempt_index(&self) -> u32 {
+        self.latest_attempt.load(Ordering::SeqCst)
+    }
+
+    /// The event-source identity of this node at its latest attempt.
+    pub fn lineage(&self) -> crate::observer::Lineage {
+        crate::observer::Lineage {
+            namespace: Arc::clone(&self.namespace),
+            attempt_index: self.latest_attempt_index(),
+            fan_out_index: self.fan_out_index(),
+            branch_name: self.branch_name().map(str::to_owned),
+            fan_out_index_chain: Arc::clone(&self.scope.fan_out_chain),
+            branch_name_chain: Arc::clone(&self.scope.branch_chain),
+        }
+    }
+
+    /// Dispatches a framework-emitted event (e.g. a failure-isolation event) onto this
+    /// invocation's serial observer queue, to the same observers as this node's
+    /// events. Never waits for delivery.
+    pub fn dispatch_event(&self, event: crate::observer::ObserverEvent) {
+        self.scope
+            .inv
+            .queue
+            .dispatch(event, Arc::clone(&self.scope.recipients));
     }
 
     pub(crate) fn unscoped(self) -> NodeCtx {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::cause::{cause_chain, derive, CauseLink};
 use crate::error::BoxError;
 use crate::state::StateView;
 
@@ -81,15 +82,6 @@ impl Default for PhaseSet {
     }
 }
 
-/// One link of an error's cause chain, outermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ErrorLink {
-    /// The link's category, when it is a [`crate::CategorizedError`] or an engine error.
-    pub category: Option<String>,
-    /// The link's `Display` text.
-    pub message: String,
-}
-
 /// The error on a failed node's `completed` event: the §4 category plus a snapshot
 /// of the raised error (its message and cause chain). The error instance itself
 /// propagates to the caller; events carry an immutable snapshot of it.
@@ -100,21 +92,19 @@ pub struct EventError {
     /// The raised error's message.
     pub message: String,
     /// The raised error and its causes, outermost first.
-    pub chain: Vec<ErrorLink>,
+    pub chain: Vec<CauseLink>,
 }
 
 impl EventError {
+    /// The §6.4 derived category of the carried chain (outermost non-carrier link
+    /// with a category), e.g. `provider_unavailable` under a `node_exception`.
+    pub fn derived_category(&self) -> Option<String> {
+        derive(&self.chain).0
+    }
+
     /// Snapshots `error` under the §4 `category`.
     pub fn capture(category: &str, error: &(dyn std::error::Error + 'static)) -> Self {
-        let mut chain = Vec::new();
-        let mut current = Some(error);
-        while let Some(err) = current {
-            chain.push(ErrorLink {
-                category: crate::error::category_of(err).map(str::to_owned),
-                message: err.to_string(),
-            });
-            current = err.source();
-        }
+        let chain = cause_chain(error);
         EventError {
             category: category.to_owned(),
             message: error.to_string(),
@@ -166,6 +156,91 @@ pub struct NodeEvent {
 pub enum ObserverEvent {
     /// A node-boundary event.
     Node(NodeEvent),
+    /// A failure-isolation middleware caught an error (pipeline-utilities §6.3).
+    FailureIsolation(FailureIsolationEvent),
+}
+
+/// Where an event came from: the graph-engine §6 event-source identity tuple.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// Outermost-to-innermost node names.
+    pub namespace: Arc<[String]>,
+    /// The attempt index.
+    pub attempt_index: u32,
+    /// The innermost enclosing fan-out instance index.
+    pub fan_out_index: Option<usize>,
+    /// The innermost enclosing parallel branch.
+    pub branch_name: Option<String>,
+    /// Fan-out lineage per boundary.
+    pub fan_out_index_chain: Arc<[Option<usize>]>,
+    /// Branch lineage per boundary.
+    pub branch_name_chain: Arc<[Option<String>]>,
+}
+
+/// The structured error a failure-isolation middleware caught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaughtException {
+    /// The cause chain, outermost first, carriers marked.
+    pub chain: Vec<CauseLink>,
+    /// The derived category (outermost non-carrier link with a category).
+    pub category: Option<String>,
+    /// The derived message.
+    pub message: String,
+}
+
+impl CaughtException {
+    /// Classifies `error` (pipeline-utilities §6.4).
+    pub fn capture(error: &(dyn std::error::Error + 'static)) -> Self {
+        let chain = cause_chain(error);
+        let (category, message) = derive(&chain);
+        CaughtException {
+            chain,
+            category,
+            message,
+        }
+    }
+}
+
+/// The framework-emitted failure-isolation event (pipeline-utilities §6.3): a kind of
+/// its own, distinct from node events, on the same serial queue.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FailureIsolationEvent {
+    /// The caller-supplied catch-site name.
+    pub event_name: String,
+    /// The wrapped node's lineage.
+    pub lineage: Lineage,
+    /// The state the wrapped chain received.
+    pub pre_state: StateRef,
+    /// The resolved degraded partial update, as JSON.
+    pub post_state: serde_json::Value,
+    /// What was caught.
+    pub caught_exception: CaughtException,
+    /// The invocation.
+    pub invocation_id: Arc<str>,
+    /// The caller's correlation id, if any.
+    pub correlation_id: Option<Arc<str>>,
+}
+
+impl FailureIsolationEvent {
+    /// Builds the event for the node attempt `ctx` describes.
+    pub fn new(
+        ctx: &crate::NodeCtx,
+        event_name: impl Into<String>,
+        pre_state: StateRef,
+        post_state: serde_json::Value,
+        caught_exception: CaughtException,
+    ) -> Self {
+        FailureIsolationEvent {
+            event_name: event_name.into(),
+            lineage: ctx.lineage(),
+            pre_state,
+            post_state,
+            caught_exception,
+            invocation_id: Arc::from(ctx.invocation_id()),
+            correlation_id: ctx.correlation_id().map(Arc::from),
+        }
+    }
 }
 
 impl ObserverEvent {
@@ -173,6 +248,7 @@ impl ObserverEvent {
     pub fn invocation_id(&self) -> &str {
         match self {
             ObserverEvent::Node(e) => &e.invocation_id,
+            ObserverEvent::FailureIsolation(e) => &e.invocation_id,
         }
     }
 
@@ -180,6 +256,7 @@ impl ObserverEvent {
     pub fn as_node(&self) -> Option<&NodeEvent> {
         match self {
             ObserverEvent::Node(e) => Some(e),
+            _ => None,
         }
     }
 

@@ -31,6 +31,10 @@ pub trait State: Clone + Debug + Send + Sync + 'static {
     /// A JSON snapshot of the whole state (for observers, logs and the harness).
     fn to_json(&self) -> Value;
 
+    /// A JSON rendering of a partial update: a mapping of the fields it writes
+    /// (used by framework events such as failure isolation's `post_state`).
+    fn update_json(update: &Self::Update) -> Value;
+
     /// Validates the state against its schema (called at graph entry, after every
     /// merge, and at exit).
     ///

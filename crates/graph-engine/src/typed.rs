@@ -122,6 +122,21 @@ macro_rules! __oa_state_impl {
                 ::core::result::Result::Ok(next)
             }
 
+            fn update_json(update: &$update) -> $crate::__private::serde_json::Value {
+                #[allow(unused_mut)]
+                let mut map = $crate::__private::serde_json::Map::new();
+                $(
+                    if let ::core::option::Option::Some(value) = &update.$field {
+                        map.insert(
+                            stringify!($field).to_owned(),
+                            $crate::__private::serde_json::to_value(value)
+                                .unwrap_or($crate::__private::serde_json::Value::Null),
+                        );
+                    }
+                )*
+                $crate::__private::serde_json::Value::Object(map)
+            }
+
             fn to_json(&self) -> $crate::__private::serde_json::Value {
                 $crate::__private::serde_json::to_value(self).unwrap_or($crate::__private::serde_json::Value::Null)
             }

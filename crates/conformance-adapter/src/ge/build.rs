@@ -315,7 +315,13 @@ fn schema(state: &Y<'_>, extra_fields: &[String]) -> Result<Arc<DynSchema>, Adap
         let ty_y = spec.req("type")?;
         let ty = FieldType::parse(ty_y.str()?).map_err(|m| ty_y.invalid(m))?;
         let default = match spec.get("default") {
-            Some(d) => d.json()?,
+            Some(d) => {
+                let value = d.json()?;
+                if !ty.accepts(&value) {
+                    return Err(d.invalid(format!("default {value} does not match type {:?}", ty)));
+                }
+                value
+            }
             None => zero_value(&ty),
         };
         b = b.field(name.clone(), ty, default);

@@ -34,8 +34,15 @@ const CASE_KEYS: &[&str] = &[
     "invoke",
     "invocations",
     "invariants",
-    "conformance_version",
+];
+
+/// File-level keys of a `cases:` fixture (shared by every case).
+const FILE_KEYS: &[&str] = &[
     "cases",
+    "subgraph",
+    "subgraphs",
+    "conformance_version",
+    "description",
 ];
 
 /// The name of the harness's own invocation-scoped recorder (always attached last).
@@ -71,7 +78,10 @@ impl From<GraphError<DynState>> for FailureInfo {
 /// (the root itself for single-case files).
 pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let runs = match case.get("run_count") {
-        Some(n) => n.i64().map_err(err)?.max(1),
+        Some(n) => match n.i64().map_err(err)? {
+            runs if runs >= 1 => runs,
+            _ => return Err(err(n.invalid("run_count must be a positive integer"))),
+        },
         None => 1,
     };
     let mut finals = Vec::new();
@@ -93,6 +103,11 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
     let mut keys: Vec<&str> = CASE_KEYS.to_vec();
     if case.get("graph").is_none() {
         keys.extend_from_slice(GRAPH_KEYS);
+    }
+    if case.value == doc.value {
+        keys.push("conformance_version");
+    } else {
+        doc.check_keys(FILE_KEYS).map_err(err)?;
     }
     case.check_keys(&keys).map_err(err)?;
     let graph_y = case.get("graph").unwrap_or_else(|| case.clone());
@@ -253,22 +268,22 @@ fn initial_states(case: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError> {
             .seq()?
             .iter()
             .enumerate()
-            .map(|(i, inv)| {
-                let v = inv
-                    .get("initial_state")
-                    .map(|s| s.json())
-                    .transpose()?
-                    .unwrap_or(Value::Null);
-                Ok((format!("#{i}"), v))
-            })
+            .map(|(i, inv)| Ok((format!("#{i}"), initial_state(inv.get("initial_state"))?)))
             .collect();
     }
-    let v = case
-        .get("initial_state")
-        .map(|s| s.json())
-        .transpose()?
-        .unwrap_or(Value::Null);
-    Ok(vec![("#0".into(), v)])
+    Ok(vec![(
+        "#0".into(),
+        initial_state(case.get("initial_state"))?,
+    )])
+}
+
+/// `initial_state`: a mapping of field values (absent or null: all defaults).
+fn initial_state(y: Option<Y<'_>>) -> Result<Value, AdapterError> {
+    match y {
+        None => Ok(Value::Null),
+        Some(y) if y.is_null() || y.value.is_mapping() => y.json(),
+        Some(y) => Err(y.invalid("initial_state must be a mapping of field values")),
+    }
 }
 
 fn drain_timeout(drain: Option<Y<'_>>) -> Result<Option<Duration>, AdapterError> {
