@@ -1,0 +1,204 @@
+//! Spec: pipeline-utilities §6.1 — retry.
+//!
+//! [`RetryConfig`] is the retry configuration record shared by both retry lanes:
+//! node-level [`RetryMiddleware`] here, and the LLM call-level `complete(.., retry)`
+//! in `openarmature-llm`.
+//!
+//! # Two lanes, and the multiplicative budget
+//!
+//! Node-level retry re-runs the whole node (every LLM call in it); call-level retry
+//! re-sends one call. Stacking both multiplies attempts: a node retry of 3 around a
+//! call retry of 5 can send 15 requests for one logical call. Retry transient
+//! provider errors at the call level, and keep node-level retry for failures only
+//! a whole re-run can fix.
+
+mod backoff;
+mod classifier;
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use openarmature_graph::{BoxError, Middleware, Next, NodeCtx, State, StateView};
+
+pub use backoff::{Backoff, Constant, Exponential, FullJitter, Linear};
+pub use classifier::{is_transient, CategoryClassifier, Classifier, DefaultClassifier, TRANSIENT_CATEGORIES};
+
+/// Called before each backoff sleep with the failed attempt's error and index.
+pub trait OnRetry: Send + Sync + 'static {
+    /// Handles one retry decision.
+    fn on_retry(&self, error: Arc<dyn StdError + Send + Sync>, attempt_index: u32) -> BoxFuture<'static, ()>;
+}
+
+impl<F, Fut> OnRetry for F
+where
+    F: Fn(Arc<dyn StdError + Send + Sync>, u32) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    fn on_retry(&self, error: Arc<dyn StdError + Send + Sync>, attempt_index: u32) -> BoxFuture<'static, ()> {
+        Box::pin(self(error, attempt_index))
+    }
+}
+
+/// Waits between attempts. Injectable so tests can record sleeps; the default is
+/// the runtime's timer ([`TokioSleeper`], virtual-time aware).
+pub trait Sleeper: Send + Sync + 'static {
+    /// Sleeps for `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// [`Sleeper`] on `tokio::time::sleep`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// The retry configuration record (pipeline-utilities §6.1).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use openarmature_pipeline::retry::{Constant, RetryConfig};
+/// let config = RetryConfig::default().max_attempts(5).backoff(Constant(Duration::from_millis(10)));
+/// assert_eq!(config.max_attempts, 5);
+/// ```
+#[derive(Clone)]
+pub struct RetryConfig {
+    /// Total attempts including the first (default 3; `1` disables retry).
+    pub max_attempts: u32,
+    /// Which failures are retried (default: [`DefaultClassifier`]).
+    pub classifier: Arc<dyn Classifier>,
+    /// The delay before each retry (default: [`FullJitter`], base 1 s, cap 30 s).
+    pub backoff: Arc<dyn Backoff>,
+    /// Fired before each backoff sleep.
+    pub on_retry: Option<Arc<dyn OnRetry>>,
+    /// How the delay is slept (default: [`TokioSleeper`]).
+    pub sleeper: Arc<dyn Sleeper>,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_attempts: 3,
+            classifier: Arc::new(DefaultClassifier),
+            backoff: Arc::new(FullJitter::default()),
+            on_retry: None,
+            sleeper: Arc::new(TokioSleeper),
+        }
+    }
+}
+
+impl std::fmt::Debug for RetryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetryConfig")
+            .field("max_attempts", &self.max_attempts)
+            .field("on_retry", &self.on_retry.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RetryConfig {
+    /// Sets the total attempt count (values below 1 behave as 1).
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// Sets the classifier.
+    pub fn classifier(mut self, classifier: impl Classifier) -> Self {
+        self.classifier = Arc::new(classifier);
+        self
+    }
+
+    /// Sets the backoff.
+    pub fn backoff(mut self, backoff: impl Backoff) -> Self {
+        self.backoff = Arc::new(backoff);
+        self
+    }
+
+    /// Sets the retry callback.
+    pub fn on_retry(mut self, on_retry: impl OnRetry) -> Self {
+        self.on_retry = Some(Arc::new(on_retry));
+        self
+    }
+
+    /// Sets the sleeper.
+    pub fn sleeper(mut self, sleeper: impl Sleeper) -> Self {
+        self.sleeper = Arc::new(sleeper);
+        self
+    }
+
+    /// Runs `attempt` until it succeeds, the classifier declines, or attempts run
+    /// out; returns the last error then. `attempt` receives the 0-based index.
+    ///
+    /// # Errors
+    /// The last attempt's error.
+    ///
+    /// # Cancel safety
+    /// Dropping the returned future stops retrying at once (during an attempt or
+    /// during a backoff sleep).
+    pub async fn run<T, F, Fut>(&self, state: Option<&dyn StateView>, mut attempt: F) -> Result<T, BoxError>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: std::future::Future<Output = Result<T, BoxError>>,
+    {
+        let max = self.max_attempts.max(1);
+        let mut index = 0u32;
+        loop {
+            match attempt(index).await {
+                Ok(value) => return Ok(value),
+                Err(error) => {
+                    if index + 1 >= max || !self.classifier.is_retryable(&*error, state) {
+                        return Err(error);
+                    }
+                    let delay = self.backoff.delay_for(index, &*error);
+                    if let Some(on_retry) = &self.on_retry {
+                        let shared: Arc<dyn StdError + Send + Sync> = Arc::from(error);
+                        on_retry.on_retry(shared, index).await;
+                    }
+                    self.sleeper.sleep(delay).await;
+                    index += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Node-level retry (pipeline-utilities §6.1): re-runs the rest of the chain on
+/// retryable failures. Each attempt is a fresh `started` / `completed` event pair
+/// with `attempt_index` 0..N-1, dispatched by the engine.
+///
+/// Place it *inside* [`crate::FailureIsolationMiddleware`] (the three-piece
+/// pattern): retry sees raw transients first; isolation only sees what escapes.
+#[derive(Debug, Clone, Default)]
+pub struct RetryMiddleware {
+    config: RetryConfig,
+}
+
+impl RetryMiddleware {
+    /// Retry with `config`.
+    pub fn new(config: RetryConfig) -> Self {
+        RetryMiddleware { config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RetryConfig {
+        &self.config
+    }
+}
+
+impl<S: State> Middleware<S> for RetryMiddleware {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+        Box::pin(async move {
+            let view: &dyn StateView = &*state;
+            self.config
+                .run(Some(view), |index| next.run(Arc::clone(&state), ctx.with_attempt_index(index)))
+                .await
+        })
+    }
+}
