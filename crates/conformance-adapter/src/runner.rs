@@ -149,7 +149,7 @@ async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
         }
     };
     match id.capability.as_str() {
-        "graph-engine" => crate::ge::run_case(&root, &case).await,
+        "graph-engine" | "pipeline-utilities" => crate::ge::run_case(&root, &case).await,
         other => Err(format!(
             "harness_primitive_missing: {}: no runner for capability `{other}` yet",
             path.display()

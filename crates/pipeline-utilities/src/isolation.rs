@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, ObserverEvent, State, StateRef,
+    BoxError, CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, ObserverEvent,
+    State, StateRef,
 };
 
 /// Fired when an error is caught (after the framework event is dispatched).
@@ -66,7 +67,10 @@ impl<S: State> FailureIsolationMiddleware<S> {
     /// Degrades to `degraded(state)`, computed from the state the chain received.
     /// `event_name` names this catch site in telemetry (required: generic names hide
     /// which path degraded).
-    pub fn new(event_name: impl Into<String>, degraded: impl Fn(&S) -> S::Update + Send + Sync + 'static) -> Self {
+    pub fn new(
+        event_name: impl Into<String>,
+        degraded: impl Fn(&S) -> S::Update + Send + Sync + 'static,
+    ) -> Self {
         FailureIsolationMiddleware {
             event_name: event_name.into(),
             degraded: Arc::new(degraded),
@@ -94,7 +98,10 @@ impl<S: State> FailureIsolationMiddleware<S> {
     /// Catches only errors for which `predicate(surface_error)` holds (combined with
     /// [`FailureIsolationMiddleware::catch`] as a conjunction). It sees the surface
     /// error: use `catch`, or [`crate::classify`], to look through carriers.
-    pub fn predicate(mut self, predicate: impl Fn(&(dyn StdError + 'static)) -> bool + Send + Sync + 'static) -> Self {
+    pub fn predicate(
+        mut self,
+        predicate: impl Fn(&(dyn StdError + 'static)) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.predicate = Some(Arc::new(predicate));
         self
     }
@@ -115,7 +122,12 @@ impl<S: State> FailureIsolationMiddleware<S> {
 }
 
 impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
-    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    fn call<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+        next: Next<'a, S>,
+    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
             let error = match next.run(Arc::clone(&state), ctx.clone()).await {
                 Ok(update) => return Ok(update),

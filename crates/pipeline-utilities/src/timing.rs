@@ -22,7 +22,9 @@ pub struct TokioClock {
 
 impl Default for TokioClock {
     fn default() -> Self {
-        TokioClock { origin: tokio::time::Instant::now() }
+        TokioClock {
+            origin: tokio::time::Instant::now(),
+        }
     }
 }
 
@@ -130,9 +132,17 @@ impl TimingMiddleware {
 }
 
 impl<S: State> Middleware<S> for TimingMiddleware {
-    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    fn call<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+        next: Next<'a, S>,
+    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
-            let node_name = self.node_name.clone().unwrap_or_else(|| ctx.node_name().to_owned());
+            let node_name = self
+                .node_name
+                .clone()
+                .unwrap_or_else(|| ctx.node_name().to_owned());
             let started = self.clock.now();
             let result = next.run(state, ctx).await;
             let elapsed = self.clock.now().saturating_sub(started);

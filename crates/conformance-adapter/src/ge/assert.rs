@@ -169,7 +169,13 @@ fn check_events(
     label: &str,
 ) -> Result<(), String> {
     let items = expected.seq().map_err(|e| e.to_string())?;
-    let actual: Vec<Value> = actual.iter().map(|e| event_json(e)).collect();
+    // Node events only: framework events (failure isolation, …) are asserted by
+    // their own directives.
+    let actual: Vec<Value> = actual
+        .iter()
+        .filter(|e| e.as_node().is_some())
+        .map(|e| event_json(e))
+        .collect();
     if items.len() != actual.len() {
         return Err(format!(
             "{label}: expected {} events, got {}: {}",
@@ -231,6 +237,7 @@ pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
         "message",
         "recoverable_state",
         "execution_order",
+        "flaky_call_count",
     ])
     .map_err(|e| e.to_string())?;
     let failure = match &ctx.outcome.result {
@@ -254,6 +261,9 @@ pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
     if let Some(s) = y.get("recoverable_state") {
         check(&j(&s)?, &failure.state, &mut b, "recoverable_state")?;
     }
+    if let Some(n) = y.get("flaky_call_count") {
+        super::pu_assert::flaky_call_count(&n, ctx, &failure.node)?;
+    }
     if let Some(o) = y.get("execution_order") {
         check(
             &j(&o)?,
@@ -276,7 +286,11 @@ pub(crate) async fn expected(
     for (key, v) in y.entries().map_err(|e| e.to_string())? {
         match key.as_str() {
             "final_state" => match &ctx.outcome.result {
-                Ok(state) => check(&j(&v)?, state, &mut b, "final_state")?,
+                Ok(state) => {
+                    let mut state = state.clone();
+                    super::middleware::overlay(&mut state, &lock(&ctx.harness.side_channel));
+                    check(&j(&v)?, &state, &mut b, "final_state")?
+                }
                 Err(f) => {
                     return Err(format!(
                         "final_state: the invocation failed: {} at {}: {}",
@@ -303,6 +317,24 @@ pub(crate) async fn expected(
                     }
                 }
             }
+            "observer_events" if v.value.is_sequence() => {
+                check_events(&v, &ctx.implicit.events_for(inv), "observer_events")?
+            }
+            "trace_records" => super::pu_assert::trace_records(&v, ctx)?,
+            "timing_records" => super::pu_assert::timing_records(&v, ctx)?,
+            "expected_failure_isolation_event" => {
+                super::pu_assert::failure_isolation_event(&v, ctx)?
+            }
+            "no_failure_isolation_event" => {
+                let none = super::pu_assert::isolation_events(ctx).is_empty();
+                if none != v.bool().map_err(|e| e.to_string())? {
+                    return Err(
+                        "no_failure_isolation_event: a failure-isolation event was emitted".into(),
+                    );
+                }
+            }
+            "expected_attempt_events" => super::pu_assert::attempt_events(&v, ctx)?,
+            "expected_observer_event" => super::pu_assert::observer_event(&v, ctx)?,
             "observer_events" => {
                 for (name, events) in v.entries().map_err(|e| e.to_string())? {
                     let observer = ctx
@@ -489,7 +521,10 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                 });
                 flag(&v, &name)? == ok
             }
-            _ => return Err(unknown(&v, &name)),
+            other => match super::pu_assert::invariant(other, ctx) {
+                Some(holds) => flag(&v, &name)? == holds,
+                None => return Err(unknown(&v, &name)),
+            },
         };
         if !ok {
             return Err(format!("invariant `{name}` does not hold"));

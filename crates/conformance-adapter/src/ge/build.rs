@@ -11,13 +11,22 @@ use openarmature_graph::{
 };
 use serde_json::Value;
 
-use super::harness::{Harness, OrderRecorder, ScriptedNode, Step};
+use super::harness::{
+    FailSpec, FlakyMode, FlakyScript, Harness, OrderRecorder, ScriptedNode, Step,
+};
 use crate::yaml::Y;
 use crate::AdapterError;
 
 /// Keys a graph definition may carry.
-pub(crate) const GRAPH_KEYS: &[&str] =
-    &["state", "entry", "nodes", "edges", "subgraph", "subgraphs"];
+pub(crate) const GRAPH_KEYS: &[&str] = &[
+    "state",
+    "entry",
+    "nodes",
+    "edges",
+    "subgraph",
+    "subgraphs",
+    "middleware",
+];
 
 /// Compiles graphs of one case: the invoked graph and the named subgraphs it uses
 /// (each compiled once, so observers attached to a subgraph see every use).
@@ -70,6 +79,7 @@ impl<'a> Builder<'a> {
             .ok_or_else(|| at.invalid(format!("unknown subgraph `{name}`")))?;
         def.check_keys(&[
             "name",
+            "middleware",
             "state",
             "entry",
             "nodes",
@@ -121,7 +131,27 @@ impl<'a> Builder<'a> {
                 } else {
                     node
                 };
-                builder = builder.add_shared_node(name, node);
+                builder = builder.add_shared_node(name.clone(), node);
+                if let Some(list) = spec.get("middleware") {
+                    for m in super::middleware::chain(&list, &self.harness)? {
+                        builder = builder.node_middleware(&name, m);
+                    }
+                }
+            }
+        }
+        if let Some(mw) = g.get("middleware") {
+            mw.check_keys(&["per_node", "per_graph"])?;
+            if let Some(list) = mw.get("per_graph") {
+                for m in super::middleware::chain(&list, &self.harness)? {
+                    builder = builder.graph_middleware(m);
+                }
+            }
+            if let Some(per_node) = mw.get("per_node") {
+                for (node, list) in per_node.entries()? {
+                    for m in super::middleware::chain(&list, &self.harness)? {
+                        builder = builder.node_middleware(&node, m);
+                    }
+                }
             }
         }
         for edge in g
@@ -147,6 +177,7 @@ impl<'a> Builder<'a> {
                 "outputs",
                 "projects_in",
                 "projects_out",
+                "middleware",
             ])?;
             let graph = match self.subgraph(sub.str()?, &sub)? {
                 Ok(g) => g,
@@ -168,8 +199,14 @@ impl<'a> Builder<'a> {
             return Ok(Ok(Arc::new(node)));
         }
         let mut steps = Vec::new();
+        let error_category = match spec.get("error_category") {
+            Some(c) if !c.is_null() => Some(c.str()?.to_owned()),
+            _ => None,
+        };
         for (key, y) in spec.entries()? {
             steps.push(match key.as_str() {
+                "middleware" | "error_category" => continue,
+                "flaky" => Step::Flaky(Arc::new(flaky(&y)?)),
                 "update" | "update_pure" => Step::Update(json_pairs(&y)?),
                 "update_from_field" => {
                     let mut writes = Vec::new();
@@ -183,7 +220,15 @@ impl<'a> Builder<'a> {
                     }
                     Step::UpdateFromField { writes, multiplier }
                 }
-                "raises" => Step::Raise(y.str()?.to_owned()),
+                "raises" => {
+                    let message = if y.value.is_mapping() {
+                        y.check_keys(&["message", "exception_kind"])?;
+                        y.req("message")?.str()?.to_owned()
+                    } else {
+                        y.str()?.to_owned()
+                    };
+                    Step::Raise(message, error_category.clone())
+                }
                 "invoke_drain_events_for" => {
                     y.check_keys(&["timeout_seconds", "snapshot_observer"])?;
                     let timeout = match y.get("timeout_seconds") {
@@ -397,5 +442,103 @@ fn reducer(y: &Y<'_>) -> Result<Result<Reducer, CompileError>, AdapterError> {
                 location: y.location().to_owned(),
             })
         }
+    })
+}
+
+/// One `failure_sequence` entry (or the compact spellings): category absent means
+/// `provider_unavailable`, an explicit null means uncategorised.
+fn fail_spec(y: &Y<'_>, default_message: &str) -> Result<FailSpec, AdapterError> {
+    y.check_keys(&["transient", "category", "message", "cause"])?;
+    let category = match y.get("category") {
+        None => Some("provider_unavailable".to_owned()),
+        Some(c) if c.is_null() => None,
+        Some(c) => Some(c.str()?.to_owned()),
+    };
+    let message = match y.get("message") {
+        Some(m) => m.str()?.to_owned(),
+        None => default_message.to_owned(),
+    };
+    let transient = y
+        .get("transient")
+        .map(|t| t.bool())
+        .transpose()?
+        .unwrap_or(false);
+    let cause = match y.get("cause") {
+        Some(c) if !c.is_null() => Some(Box::new(fail_spec(&c, "cause")?)),
+        _ => None,
+    };
+    Ok(FailSpec {
+        category,
+        message,
+        transient,
+        cause,
+    })
+}
+
+/// `flaky: {failure_sequence, success_update}` | `{fail_first_invocation_only,
+/// on_success}` | `{fail_count, category, on_success}`.
+fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
+    y.check_keys(&[
+        "failure_sequence",
+        "success_update",
+        "fail_first_invocation_only",
+        "on_success",
+        "fail_count",
+        "category",
+        "message",
+    ])?;
+    let success = match y.get("success_update").or_else(|| y.get("on_success")) {
+        Some(u) if !u.is_null() => json_pairs(&u)?,
+        _ => Vec::new(),
+    };
+    let mode = if let Some(seq) = y.get("failure_sequence") {
+        let mut entries = Vec::new();
+        for entry in seq.seq()? {
+            entries.push(if entry.is_null() {
+                None
+            } else {
+                Some(fail_spec(&entry, "flaky failure")?)
+            });
+        }
+        FlakyMode::Sequence(entries)
+    } else if let Some(n) = y.get("fail_count") {
+        let count = usize::try_from(n.i64()?).map_err(|_| n.invalid("fail_count must be ≥ 0"))?;
+        let category = match y.get("category") {
+            None => Some("provider_unavailable".to_owned()),
+            Some(c) if c.is_null() => None,
+            Some(c) => Some(c.str()?.to_owned()),
+        };
+        let message = y
+            .get("message")
+            .map(|m| m.str().map(str::to_owned))
+            .transpose()?
+            .unwrap_or_else(|| "flaky failure".into());
+        let spec = FailSpec {
+            category,
+            message,
+            transient: true,
+            cause: None,
+        };
+        FlakyMode::Sequence(vec![Some(spec); count])
+    } else if let Some(flag) = y.get("fail_first_invocation_only") {
+        if !flag.bool()? {
+            return Err(flag.invalid("fail_first_invocation_only must be true when present"));
+        }
+        FlakyMode::FirstInvocation(FailSpec {
+            category: Some("node_exception".into()),
+            message: "first invocation fails".into(),
+            transient: false,
+            cause: None,
+        })
+    } else {
+        return Err(
+            y.invalid("flaky needs failure_sequence, fail_count or fail_first_invocation_only")
+        );
+    };
+    Ok(FlakyScript {
+        mode,
+        success,
+        calls: std::sync::atomic::AtomicUsize::new(0),
+        first_invocation: std::sync::Mutex::new(None),
     })
 }

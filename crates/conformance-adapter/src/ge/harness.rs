@@ -55,6 +55,70 @@ pub(crate) struct Harness {
     pub(crate) drains: Mutex<Vec<DrainCall>>,
     pub(crate) outer: OnceLock<CompiledGraph<DynState>>,
     pub(crate) observer_errors: Mutex<Vec<String>>,
+    /// `trace_recorder` dispatches, in order.
+    pub(crate) trace_records: Mutex<Vec<TraceRecord>>,
+    /// `timing` middleware records, in order.
+    pub(crate) timing_records: Mutex<Vec<openarmature_pipeline::TimingRecord>>,
+    /// Every retry backoff sleep requested.
+    pub(crate) sleeps: Mutex<Vec<Duration>>,
+    /// `on_caught: record_to_state_side_channel` writes, overlaid on `final_state`.
+    pub(crate) side_channel: Mutex<serde_json::Map<String, Value>>,
+    /// Harness-detected contract violations (e.g. a mutated input state).
+    pub(crate) violations: Mutex<Vec<String>>,
+    /// Body executions per scripted failure node.
+    pub(crate) flaky_calls: Mutex<HashMap<String, u64>>,
+    /// `clock_stub: {advance_ms_per_call}` for timing middleware.
+    pub(crate) clock_step_ms: Option<u64>,
+}
+
+/// One `trace_recorder` dispatch.
+#[derive(Debug, Clone)]
+pub(crate) struct TraceRecord {
+    pub(crate) recorder: String,
+    pub(crate) state_in: Value,
+    pub(crate) pre_seen: bool,
+    pub(crate) post_seen: bool,
+    pub(crate) partial_update_returned: Option<Value>,
+}
+
+/// One scripted failure: category (`None` = uncategorised), message, cause chain.
+#[derive(Debug, Clone)]
+pub(crate) struct FailSpec {
+    pub(crate) category: Option<String>,
+    pub(crate) message: String,
+    pub(crate) transient: bool,
+    pub(crate) cause: Option<Box<FailSpec>>,
+}
+
+impl FailSpec {
+    /// Builds the chained error (proposal 0070 `cause:`), outermost first.
+    pub(crate) fn error(&self) -> CategorizedError {
+        let err = CategorizedError::new(self.category.as_deref(), self.message.clone())
+            .transient(self.transient);
+        match &self.cause {
+            Some(cause) => err.with_source(cause.error()),
+            None => err,
+        }
+    }
+}
+
+/// How a `flaky` node decides to fail.
+#[derive(Debug, Clone)]
+pub(crate) enum FlakyMode {
+    /// Entry *i* fails call *i*; `None` or running off the end succeeds.
+    Sequence(Vec<Option<FailSpec>>),
+    /// Fails only in the first invocation that reaches it.
+    FirstInvocation(FailSpec),
+}
+
+/// A scripted failure node's state: its call counter survives retries,
+/// re-runs and invocations of one case.
+#[derive(Debug)]
+pub(crate) struct FlakyScript {
+    pub(crate) mode: FlakyMode,
+    pub(crate) success: Vec<(String, Value)>,
+    pub(crate) calls: std::sync::atomic::AtomicUsize,
+    pub(crate) first_invocation: Mutex<Option<String>>,
 }
 
 impl Harness {
@@ -180,8 +244,10 @@ pub(crate) enum Step {
         writes: Vec<(String, String)>,
         multiplier: Value,
     },
-    /// `raises: "msg"`: an uncategorised error whose message is `msg`.
-    Raise(String),
+    /// `raises`: an error with this message and (with `error_category`) category.
+    Raise(String, Option<String>),
+    /// `flaky`: fail per script, else write the success update.
+    Flaky(Arc<FlakyScript>),
     /// `invoke_drain_events_for`.
     DrainEventsFor {
         timeout: Option<Duration>,
@@ -194,6 +260,14 @@ pub(crate) struct ScriptedNode {
     pub(crate) name: String,
     pub(crate) steps: Vec<Step>,
     pub(crate) harness: Arc<Harness>,
+}
+
+/// A success-update value: a string naming a declared field is read from the state.
+fn read_field(state: &DynState, value: &Value) -> Value {
+    match value {
+        Value::String(name) => state.get(name).cloned().unwrap_or_else(|| value.clone()),
+        other => other.clone(),
+    }
 }
 
 fn multiply(value: &Value, by: &Value) -> Result<Value, BoxError> {
@@ -227,9 +301,38 @@ impl Node<DynState> for ScriptedNode {
                                 .push((target.clone(), multiply(&value, multiplier)?));
                         }
                     }
-                    Step::Raise(message) => {
-                        let err: BoxError = Box::new(CategorizedError::new(None, message.clone()));
+                    Step::Raise(message, category) => {
+                        *lock(&self.harness.flaky_calls)
+                            .entry(self.name.clone())
+                            .or_default() += 1;
+                        let err: BoxError =
+                            Box::new(CategorizedError::new(category.as_deref(), message.clone()));
                         return Err(err);
+                    }
+                    Step::Flaky(script) => {
+                        *lock(&self.harness.flaky_calls)
+                            .entry(self.name.clone())
+                            .or_default() += 1;
+                        let call = script
+                            .calls
+                            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let failure = match &script.mode {
+                            FlakyMode::Sequence(seq) => seq.get(call).cloned().flatten(),
+                            FlakyMode::FirstInvocation(spec) => {
+                                let mut first = lock(&script.first_invocation);
+                                let first =
+                                    first.get_or_insert_with(|| ctx.invocation_id().to_owned());
+                                (*first == ctx.invocation_id()).then(|| spec.clone())
+                            }
+                        };
+                        if let Some(spec) = failure {
+                            return Err(Box::new(spec.error()));
+                        }
+                        for (field, value) in &script.success {
+                            update
+                                .fields
+                                .push((field.clone(), read_field(&state, value)));
+                        }
                     }
                     Step::DrainEventsFor {
                         timeout,

@@ -4,6 +4,8 @@
 mod assert;
 mod build;
 mod harness;
+mod middleware;
+mod pu_assert;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +36,7 @@ const CASE_KEYS: &[&str] = &[
     "invoke",
     "invocations",
     "invariants",
+    "clock_stub",
 ];
 
 /// File-level keys of a `cases:` fixture (shared by every case).
@@ -115,7 +118,32 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
         graph_y.check_keys(GRAPH_KEYS).map_err(err)?;
     }
 
-    let harness = Arc::new(Harness::default());
+    let clock_step_ms = match case.get("clock_stub") {
+        None => None,
+        Some(c) => {
+            c.check_keys(&["type", "advance_ms_per_call"])
+                .map_err(err)?;
+            match c
+                .req("type")
+                .and_then(|t| t.str().map(str::to_owned))
+                .map_err(err)?
+                .as_str()
+            {
+                "deterministic_monotonic" => {
+                    Some(non_negative(&c.req("advance_ms_per_call").map_err(err)?).map_err(err)?)
+                }
+                other => {
+                    return Err(format!(
+                        "fixture_directive_unknown: clock_stub type `{other}`"
+                    ))
+                }
+            }
+        }
+    };
+    let harness = Arc::new(Harness {
+        clock_step_ms,
+        ..Harness::default()
+    });
     let mut builder = Builder::new(Arc::clone(&harness));
     builder.collect_defs(doc).map_err(err)?;
     if case.value != doc.value {

@@ -142,12 +142,22 @@ mod tests {
 
     #[test]
     fn named_strategies() {
-        assert_eq!(Constant(Duration::from_millis(5)).delay(9), Duration::from_millis(5));
-        let lin = Linear { initial: Duration::from_secs(1), step: Duration::from_secs(2), cap: Duration::from_secs(4) };
+        assert_eq!(
+            Constant(Duration::from_millis(5)).delay(9),
+            Duration::from_millis(5)
+        );
+        let lin = Linear {
+            initial: Duration::from_secs(1),
+            step: Duration::from_secs(2),
+            cap: Duration::from_secs(4),
+        };
         assert_eq!(lin.delay(0), Duration::from_secs(1));
         assert_eq!(lin.delay(1), Duration::from_secs(3));
         assert_eq!(lin.delay(5), Duration::from_secs(4));
-        let exp = Exponential { base: Duration::from_secs(1), cap: Duration::from_secs(10) };
+        let exp = Exponential {
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(10),
+        };
         assert_eq!(exp.delay(3), Duration::from_secs(8));
         assert_eq!(exp.delay(60), Duration::from_secs(10));
         let f = |n: u32| Duration::from_millis(u64::from(n));

@@ -15,14 +15,19 @@ pub const TRANSIENT_CATEGORIES: &[&str] = &[
 /// chain received (absent in the LLM call-level lane, which has no graph state).
 pub trait Classifier: Send + Sync + 'static {
     /// True if `error` is retryable.
-    fn is_retryable(&self, error: &(dyn StdError + 'static), state: Option<&dyn StateView>) -> bool;
+    fn is_retryable(&self, error: &(dyn StdError + 'static), state: Option<&dyn StateView>)
+        -> bool;
 }
 
 impl<F> Classifier for F
 where
     F: Fn(&(dyn StdError + 'static), Option<&dyn StateView>) -> bool + Send + Sync + 'static,
 {
-    fn is_retryable(&self, error: &(dyn StdError + 'static), state: Option<&dyn StateView>) -> bool {
+    fn is_retryable(
+        &self,
+        error: &(dyn StdError + 'static),
+        state: Option<&dyn StateView>,
+    ) -> bool {
         self(error, state)
     }
 }
@@ -45,7 +50,11 @@ fn transient_link(error: &(dyn StdError + 'static)) -> bool {
 pub struct DefaultClassifier;
 
 impl Classifier for DefaultClassifier {
-    fn is_retryable(&self, error: &(dyn StdError + 'static), _state: Option<&dyn StateView>) -> bool {
+    fn is_retryable(
+        &self,
+        error: &(dyn StdError + 'static),
+        _state: Option<&dyn StateView>,
+    ) -> bool {
         is_transient(error)
     }
 }
@@ -71,9 +80,14 @@ impl CategoryClassifier {
 }
 
 impl Classifier for CategoryClassifier {
-    fn is_retryable(&self, error: &(dyn StdError + 'static), _state: Option<&dyn StateView>) -> bool {
+    fn is_retryable(
+        &self,
+        error: &(dyn StdError + 'static),
+        _state: Option<&dyn StateView>,
+    ) -> bool {
         let listed: Vec<&str> = self.categories.iter().map(String::as_str).collect();
-        let hit = |e: &(dyn StdError + 'static)| category_of(e).is_some_and(|c| listed.contains(&c));
+        let hit =
+            |e: &(dyn StdError + 'static)| category_of(e).is_some_and(|c| listed.contains(&c));
         hit(error) || (is_carrier(error) && error.source().is_some_and(hit))
     }
 }
@@ -87,17 +101,25 @@ mod tests {
         for c in TRANSIENT_CATEGORIES {
             assert!(is_transient(&CategorizedError::new(Some(c), "x")));
         }
-        for c in ["provider_authentication", "provider_invalid_model", "provider_invalid_request", "provider_invalid_response"] {
+        for c in [
+            "provider_authentication",
+            "provider_invalid_model",
+            "provider_invalid_request",
+            "provider_invalid_response",
+        ] {
             assert!(!is_transient(&CategorizedError::new(Some(c), "x")));
         }
         assert!(!is_transient(&CategorizedError::new(None, "bare")));
-        assert!(is_transient(&CategorizedError::new(None, "marked").transient(true)));
+        assert!(is_transient(
+            &CategorizedError::new(None, "marked").transient(true)
+        ));
     }
 
     #[test]
     fn default_classifier_looks_only_one_level_into_plain_errors() {
         let inner = CategorizedError::new(Some("provider_rate_limit"), "slow");
-        let outer = CategorizedError::new(Some("provider_invalid_response"), "wrapped").with_source(inner);
+        let outer =
+            CategorizedError::new(Some("provider_invalid_response"), "wrapped").with_source(inner);
         // Not a carrier: the surface category decides.
         assert!(!is_transient(&outer));
     }

@@ -23,12 +23,18 @@ use futures::future::BoxFuture;
 use openarmature_graph::{BoxError, Middleware, Next, NodeCtx, State, StateView};
 
 pub use backoff::{Backoff, Constant, Exponential, FullJitter, Linear};
-pub use classifier::{is_transient, CategoryClassifier, Classifier, DefaultClassifier, TRANSIENT_CATEGORIES};
+pub use classifier::{
+    is_transient, CategoryClassifier, Classifier, DefaultClassifier, TRANSIENT_CATEGORIES,
+};
 
 /// Called before each backoff sleep with the failed attempt's error and index.
 pub trait OnRetry: Send + Sync + 'static {
     /// Handles one retry decision.
-    fn on_retry(&self, error: Arc<dyn StdError + Send + Sync>, attempt_index: u32) -> BoxFuture<'static, ()>;
+    fn on_retry(
+        &self,
+        error: Arc<dyn StdError + Send + Sync>,
+        attempt_index: u32,
+    ) -> BoxFuture<'static, ()>;
 }
 
 impl<F, Fut> OnRetry for F
@@ -36,7 +42,11 @@ where
     F: Fn(Arc<dyn StdError + Send + Sync>, u32) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    fn on_retry(&self, error: Arc<dyn StdError + Send + Sync>, attempt_index: u32) -> BoxFuture<'static, ()> {
+    fn on_retry(
+        &self,
+        error: Arc<dyn StdError + Send + Sync>,
+        attempt_index: u32,
+    ) -> BoxFuture<'static, ()> {
         Box::pin(self(error, attempt_index))
     }
 }
@@ -142,7 +152,11 @@ impl RetryConfig {
     /// # Cancel safety
     /// Dropping the returned future stops retrying at once (during an attempt or
     /// during a backoff sleep).
-    pub async fn run<T, F, Fut>(&self, state: Option<&dyn StateView>, mut attempt: F) -> Result<T, BoxError>
+    pub async fn run<T, F, Fut>(
+        &self,
+        state: Option<&dyn StateView>,
+        mut attempt: F,
+    ) -> Result<T, BoxError>
     where
         F: FnMut(u32) -> Fut,
         Fut: std::future::Future<Output = Result<T, BoxError>>,
@@ -193,11 +207,18 @@ impl RetryMiddleware {
 }
 
 impl<S: State> Middleware<S> for RetryMiddleware {
-    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    fn call<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+        next: Next<'a, S>,
+    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
             let view: &dyn StateView = &*state;
             self.config
-                .run(Some(view), |index| next.run(Arc::clone(&state), ctx.with_attempt_index(index)))
+                .run(Some(view), |index| {
+                    next.run(Arc::clone(&state), ctx.with_attempt_index(index))
+                })
                 .await
         })
     }

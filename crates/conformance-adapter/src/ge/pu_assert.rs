@@ -1,0 +1,417 @@
+//! Spec: conformance-adapter §5.8 / §5.9 for the pipeline-utilities suite:
+//! trace and timing records, failure-isolation events, per-attempt events, and the
+//! suite's named invariants.
+
+use openarmature_graph::{FailureIsolationEvent, NodeEvent, ObserverEvent, Phase};
+use serde_json::{json, Value};
+
+use super::assert::Ctx;
+use super::harness::lock;
+use crate::matchers::{check, Bindings};
+use crate::yaml::Y;
+
+fn j(y: &Y<'_>) -> Result<Value, String> {
+    y.json().map_err(|e| e.to_string())
+}
+
+fn s(e: crate::AdapterError) -> String {
+    e.to_string()
+}
+
+/// The node events of the invocation under test (the harness recorder sees all).
+pub(crate) fn node_events(ctx: &Ctx<'_>) -> Vec<NodeEvent> {
+    ctx.implicit
+        .events_for(&ctx.outcome.invocation_id)
+        .iter()
+        .filter_map(|e| e.as_node().cloned())
+        .collect()
+}
+
+/// The failure-isolation events of the invocation under test.
+pub(crate) fn isolation_events(ctx: &Ctx<'_>) -> Vec<FailureIsolationEvent> {
+    ctx.implicit
+        .events_for(&ctx.outcome.invocation_id)
+        .iter()
+        .filter_map(|e| match &**e {
+            ObserverEvent::FailureIsolation(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn subset(expected: &Y<'_>, actual: &Value, b: &mut Bindings, path: &str) -> Result<(), String> {
+    for (key, v) in expected.entries().map_err(s)? {
+        let got = actual.get(&key).cloned().unwrap_or(Value::Null);
+        check(&j(&v)?, &got, b, &format!("{path}.{key}"))?;
+    }
+    Ok(())
+}
+
+/// `trace_records: {recorder: [{state_in, partial_update_returned, pre_seen, post_seen}]}`.
+pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+    let mut b = Bindings::default();
+    for (name, list) in y.entries().map_err(s)? {
+        let records: Vec<Value> = lock(&ctx.harness.trace_records)
+            .iter()
+            .filter(|r| r.recorder == name)
+            .map(|r| {
+                json!({
+                    "state_in": r.state_in,
+                    "pre_seen": r.pre_seen,
+                    "post_seen": r.post_seen,
+                    "partial_update_returned": r.partial_update_returned,
+                })
+            })
+            .collect();
+        let items = list.seq().map_err(s)?;
+        if items.len() != records.len() {
+            return Err(format!(
+                "trace_records.{name}: expected {} records, got {records:?}",
+                items.len()
+            ));
+        }
+        for (i, (want, got)) in items.iter().zip(&records).enumerate() {
+            want.check_keys(&[
+                "state_in",
+                "partial_update_returned",
+                "pre_seen",
+                "post_seen",
+            ])
+            .map_err(s)?;
+            subset(want, got, &mut b, &format!("trace_records.{name}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `timing_records: [{node_name, duration_ms, outcome, exception_category}]`
+/// (durations within 0.01 ms).
+pub(crate) fn timing_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+    let records = lock(&ctx.harness.timing_records).clone();
+    let items = y.seq().map_err(s)?;
+    if items.len() != records.len() {
+        return Err(format!(
+            "timing_records: expected {} records, got {records:?}",
+            items.len()
+        ));
+    }
+    let mut b = Bindings::default();
+    for (i, (want, got)) in items.iter().zip(&records).enumerate() {
+        want.check_keys(&["node_name", "duration_ms", "outcome", "exception_category"])
+            .map_err(s)?;
+        if let Some(d) = want.get("duration_ms") {
+            let expected = d.f64().map_err(s)?;
+            if (expected - got.duration_ms).abs() > 0.01 {
+                return Err(format!(
+                    "timing_records[{i}].duration_ms: expected {expected}, got {}",
+                    got.duration_ms
+                ));
+            }
+        }
+        let actual = json!({
+            "node_name": got.node_name,
+            "outcome": got.outcome.as_str(),
+            "exception_category": got.exception_category,
+        });
+        for key in ["node_name", "outcome", "exception_category"] {
+            if let Some(v) = want.get(key) {
+                check(
+                    &j(&v)?,
+                    &actual[key],
+                    &mut b,
+                    &format!("timing_records[{i}].{key}"),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lineage_json(e: &FailureIsolationEvent) -> Value {
+    json!({
+        "namespace": &*e.lineage.namespace,
+        "attempt_index": e.lineage.attempt_index,
+        "fan_out_index": e.lineage.fan_out_index,
+        "branch_name": e.lineage.branch_name,
+        "fan_out_index_chain": &*e.lineage.fan_out_index_chain,
+        "branch_name_chain": &*e.lineage.branch_name_chain,
+    })
+}
+
+/// `expected_failure_isolation_event`: exactly one event, written keys compared;
+/// `caught_exception.chain` has an exact length and subset-matched links.
+pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+    let events = isolation_events(ctx);
+    let [event] = events.as_slice() else {
+        return Err(format!(
+            "expected exactly one failure-isolation event, got {}",
+            events.len()
+        ));
+    };
+    y.check_keys(&[
+        "event_name",
+        "wrapped_node_lineage",
+        "pre_state",
+        "post_state",
+        "caught_exception",
+    ])
+    .map_err(s)?;
+    let mut b = Bindings::default();
+    let p = "expected_failure_isolation_event";
+    if let Some(v) = y.get("event_name") {
+        check(
+            &j(&v)?,
+            &json!(event.event_name),
+            &mut b,
+            &format!("{p}.event_name"),
+        )?;
+    }
+    if let Some(v) = y.get("wrapped_node_lineage") {
+        subset(
+            &v,
+            &lineage_json(event),
+            &mut b,
+            &format!("{p}.wrapped_node_lineage"),
+        )?;
+    }
+    if let Some(v) = y.get("pre_state") {
+        check(
+            &j(&v)?,
+            &event.pre_state.to_json(),
+            &mut b,
+            &format!("{p}.pre_state"),
+        )?;
+    }
+    if let Some(v) = y.get("post_state") {
+        check(
+            &j(&v)?,
+            &event.post_state,
+            &mut b,
+            &format!("{p}.post_state"),
+        )?;
+    }
+    if let Some(ce) = y.get("caught_exception") {
+        ce.check_keys(&["category", "message", "chain"])
+            .map_err(s)?;
+        let caught = &event.caught_exception;
+        if let Some(v) = ce.get("category") {
+            check(
+                &j(&v)?,
+                &json!(caught.category),
+                &mut b,
+                &format!("{p}.caught_exception.category"),
+            )?;
+        }
+        if let Some(v) = ce.get("message") {
+            check(
+                &j(&v)?,
+                &json!(caught.message),
+                &mut b,
+                &format!("{p}.caught_exception.message"),
+            )?;
+        }
+        if let Some(chain) = ce.get("chain") {
+            let links = chain.seq().map_err(s)?;
+            if links.len() != caught.chain.len() {
+                return Err(format!(
+                    "{p}.caught_exception.chain: expected {} links, got {:?}",
+                    links.len(),
+                    caught.chain
+                ));
+            }
+            for (i, (want, got)) in links.iter().zip(&caught.chain).enumerate() {
+                want.check_keys(&["category", "message", "carrier"])
+                    .map_err(s)?;
+                let actual = json!({"category": got.category, "message": got.message, "carrier": got.carrier});
+                subset(
+                    want,
+                    &actual,
+                    &mut b,
+                    &format!("{p}.caught_exception.chain[{i}]"),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn node_event_json(e: &NodeEvent) -> Value {
+    json!({
+        "attempt_index": e.attempt_index,
+        "phase": e.phase.as_str(),
+        "node_name": &*e.node_name,
+        "step": e.step,
+        "namespace": &*e.namespace,
+        "error_category": e.error.as_ref().and_then(|er| er.derived_category()),
+        "error": e.error.as_ref().map(|er| er.category.clone()),
+        "post_state": e.post_state.as_ref().map(|p| p.to_json()),
+    })
+}
+
+/// `expected_attempt_events`: the node events, in order, with `error_category`
+/// meaning the §6.4 derived category of the carried error.
+pub(crate) fn attempt_events(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+    let events: Vec<Value> = node_events(ctx).iter().map(node_event_json).collect();
+    let items = y.seq().map_err(s)?;
+    if items.len() != events.len() {
+        return Err(format!(
+            "expected_attempt_events: expected {} events, got {events:?}",
+            items.len()
+        ));
+    }
+    let mut b = Bindings::default();
+    for (i, (want, got)) in items.iter().zip(&events).enumerate() {
+        want.check_keys(&[
+            "attempt_index",
+            "phase",
+            "node_name",
+            "error_category",
+            "step",
+            "namespace",
+        ])
+        .map_err(s)?;
+        subset(want, got, &mut b, &format!("expected_attempt_events[{i}]"))?;
+    }
+    Ok(())
+}
+
+/// `expected_observer_event: {node_name, post_state, error_absent}`: some
+/// `completed` event matches.
+pub(crate) fn observer_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+    y.check_keys(&["node_name", "post_state", "error_absent"])
+        .map_err(s)?;
+    let node = y
+        .req("node_name")
+        .and_then(|n| n.str().map(str::to_owned))
+        .map_err(s)?;
+    let post = y.get("post_state").map(|p| j(&p)).transpose()?;
+    let error_absent = y
+        .get("error_absent")
+        .map(|e| e.bool())
+        .transpose()
+        .map_err(s)?
+        .unwrap_or(false);
+    let events = node_events(ctx);
+    let hit = events.iter().any(|e| {
+        e.phase == Phase::Completed
+            && *e.node_name == node
+            && (!error_absent || e.error.is_none())
+            && post.as_ref().is_none_or(|p| {
+                e.post_state.as_ref().is_some_and(|actual| {
+                    check(p, &actual.to_json(), &mut Bindings::default(), "$").is_ok()
+                })
+            })
+    });
+    if hit {
+        Ok(())
+    } else {
+        let seen: Vec<Value> = events.iter().map(node_event_json).collect();
+        Err(format!(
+            "expected_observer_event: no completed event for `{node}` matches; events: {seen:?}"
+        ))
+    }
+}
+
+/// The pipeline-utilities named invariants (conformance-adapter §5.9). Each is a
+/// real check against the recorded run; unknown names fail.
+pub(crate) fn invariant(name: &str, ctx: &Ctx<'_>) -> Option<bool> {
+    let fi = isolation_events(ctx);
+    let succeeded = ctx.outcome.result.is_ok();
+    let side = lock(&ctx.harness.side_channel).clone();
+    let events = node_events(ctx);
+    Some(match name {
+        "engine_does_not_see_exception"
+        | "engine_sees_degraded_return"
+        | "degraded_return_reaches_engine_with_on_caught" => succeeded && !fi.is_empty(),
+        "event_is_distinct_from_node_event" => {
+            !fi.is_empty()
+                && events
+                    .iter()
+                    .all(|e| e.node_name.as_ref() != fi[0].event_name.as_str())
+        }
+        "event_name_is_caller_supplied" => fi.len() == 1 && !fi[0].event_name.is_empty(),
+        "callable_receives_pre_merge_state" => {
+            fi.len() == 1
+                && events
+                    .first()
+                    .is_some_and(|e| e.pre_state.to_json() == fi[0].pre_state.to_json())
+        }
+        "callable_return_merges_via_reducer" => succeeded && fi.len() == 1,
+        "matching_exception_caught"
+        | "framework_event_still_emits_with_on_caught"
+        | "default_predicate_catches_bare_exception" => succeeded && fi.len() == 1,
+        "non_matching_exception_propagates" | "catch_non_matching_propagates" => !succeeded,
+        "no_event_when_predicate_does_not_match" | "no_event_when_catch_does_not_match" => {
+            fi.is_empty()
+        }
+        "retry_exhausts_before_isolation_catches" => {
+            let started = events.iter().filter(|e| e.phase == Phase::Started).count();
+            let last = events.iter().map(|e| e.attempt_index).max();
+            fi.len() == 1 && started > 1 && last == Some(fi[0].lineage.attempt_index)
+        }
+        "outer_to_inner_ordering_load_bearing" => {
+            // The isolation event follows every attempt's completed event: retry ran
+            // inside, isolation outside.
+            let all = ctx.implicit.events_for(&ctx.outcome.invocation_id);
+            let fi_at = all
+                .iter()
+                .position(|e| matches!(&**e, ObserverEvent::FailureIsolation(_)));
+            let last_completed_error = all.iter().rposition(|e| {
+                e.as_node()
+                    .is_some_and(|n| n.phase == Phase::Completed && n.error.is_some())
+            });
+            matches!((fi_at, last_completed_error), (Some(f), Some(c)) if f > c)
+        }
+        "on_caught_fires_exactly_once" => {
+            side.values().any(|v| v.as_i64() == Some(1)) && fi.len() == 1
+        }
+        "on_caught_receives_original_exception" => {
+            fi.len() == 1
+                && side
+                    .values()
+                    .any(|v| v.as_str() == Some(fi[0].caught_exception.message.as_str()))
+        }
+        "caught_exception_category_null_for_non_categorized"
+        | "uncategorized_cause_yields_null_derived_category" => {
+            fi.len() == 1 && fi[0].caught_exception.category.is_none()
+        }
+        "caught_exception_message_captures_str_exc" => {
+            fi.len() == 1
+                && fi[0]
+                    .caught_exception
+                    .chain
+                    .first()
+                    .is_some_and(|l| l.message == fi[0].caught_exception.message)
+        }
+        "node_level_chain_is_single_non_carrier_link" => {
+            fi.len() == 1
+                && fi[0].caught_exception.chain.len() == 1
+                && !fi[0].caught_exception.chain[0].carrier
+        }
+        "derived_category_is_outermost_non_carrier_with_category" => {
+            fi.len() == 1 && {
+                let c = &fi[0].caught_exception;
+                c.category
+                    == c.chain
+                        .iter()
+                        .find(|l| !l.carrier && l.category.is_some())
+                        .and_then(|l| l.category.clone())
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// `expected_error.flaky_call_count`: how often the failing node's body ran.
+pub(crate) fn flaky_call_count(y: &Y<'_>, ctx: &Ctx<'_>, node: &str) -> Result<(), String> {
+    let want = y.i64().map_err(s)?;
+    let got = lock(&ctx.harness.flaky_calls)
+        .get(node)
+        .copied()
+        .unwrap_or(0);
+    if i64::try_from(got).ok() == Some(want) {
+        Ok(())
+    } else {
+        Err(format!("flaky_call_count: expected {want}, got {got}"))
+    }
+}
