@@ -299,7 +299,16 @@ impl<S: State> GraphBuilder<S> {
                 nodes,
                 entry: entry_index,
                 defaults: self.defaults,
-                observers: RwLock::new(self.observers),
+                observers: RwLock::new(
+                    self.observers
+                        .into_iter()
+                        .map(|registration| crate::compiled::Attached {
+                            registration,
+                            attached: 0,
+                            detached: None,
+                        })
+                        .collect(),
+                ),
                 registry: Arc::new(Registry::default()),
                 sink: self.sink.unwrap_or_else(default_sink),
                 warnings,

@@ -34,10 +34,38 @@ pub(crate) struct Inner<S: State> {
     pub(crate) nodes: Vec<CompiledNode<S>>,
     pub(crate) entry: usize,
     pub(crate) defaults: S,
-    pub(crate) observers: RwLock<Vec<Registration>>,
+    pub(crate) observers: RwLock<Vec<Attached>>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) sink: ObserverErrorSink,
     pub(crate) warnings: Vec<CompileWarning>,
+}
+
+/// Orders observer attach/detach against invocation starts, so an invocation's
+/// observer set (including its subgraphs') is the one in force when it began.
+static OBSERVER_SEQ: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_seq() -> u64 {
+    OBSERVER_SEQ.fetch_add(1, Ordering::SeqCst)
+}
+
+/// A graph-attached observer and when it was attached / detached.
+pub(crate) struct Attached {
+    pub(crate) registration: Registration,
+    pub(crate) attached: u64,
+    pub(crate) detached: Option<u64>,
+}
+
+impl<S: State> Inner<S> {
+    /// The observers attached when the invocation numbered `seq` began.
+    pub(crate) fn observers_at(&self, seq: u64) -> Vec<Registration> {
+        self.observers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|a| a.attached < seq && a.detached.is_none_or(|d| d > seq))
+            .map(|a| a.registration.clone())
+            .collect()
+    }
 }
 
 /// An immutable, executable graph (graph-engine §2 *Compiled graph*). Cheap to
@@ -99,7 +127,9 @@ impl<S: State> CompiledGraph<S> {
             Arc::clone(&id),
             Arc::clone(&self.inner.sink),
         );
+        let started_seq = next_seq();
         let inv = Arc::new(Invocation {
+            started_seq,
             id: Arc::clone(&id),
             correlation_id: options.correlation_id.map(Into::into),
             metadata: options.metadata,
@@ -108,7 +138,7 @@ impl<S: State> CompiledGraph<S> {
             invocation_observers: options.observers,
         });
         let _close = CloseOnDrop(Arc::clone(&inv));
-        let attached = self.observers();
+        let attached = self.inner.observers_at(started_seq);
         let scope = Arc::new(Scope {
             recipients: Scope::recipients_for(&attached, &inv),
             attached,
@@ -136,33 +166,38 @@ impl<S: State> CompiledGraph<S> {
         })
     }
 
-    /// Attaches an observer; it fires from the next invocation on.
+    /// Attaches an observer; it fires from the next invocation on (invocations in
+    /// flight keep the set they started with, subgraphs included).
     pub fn attach_observer(&self, registration: Registration) {
-        self.inner
-            .observers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(registration);
-    }
-
-    /// Removes every attached observer registered under `name`; true if any was.
-    pub fn detach_observer(&self, name: &str) -> bool {
         let mut observers = self
             .inner
             .observers
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let before = observers.len();
-        observers.retain(|r| r.name() != name);
-        before != observers.len()
+        observers.push(Attached {
+            registration,
+            attached: next_seq(),
+            detached: None,
+        });
     }
 
-    fn observers(&self) -> Vec<Registration> {
-        self.inner
+    /// Detaches every observer registered under `name` from the next invocation on;
+    /// true if any was attached.
+    pub fn detach_observer(&self, name: &str) -> bool {
+        let seq = next_seq();
+        let mut observers = self
+            .inner
             .observers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut any = false;
+        for a in observers.iter_mut() {
+            if a.detached.is_none() && a.registration.name() == name {
+                a.detached = Some(seq);
+                any = true;
+            }
+        }
+        any
     }
 
     /// Waits until every event of the invocations active now is delivered, or the
@@ -215,11 +250,14 @@ fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
 }
 
 /// The node attempt whose terminal (`completed`) event is still owed.
-struct OpenAttempt<S> {
+struct OpenAttempt<S: State> {
     ctx: NodeCtx,
     pre: Arc<S>,
     /// The node's failure, when the attempt raised.
     failure: Option<EventError>,
+    /// A copy of a successful attempt's update, kept only under middleware (which
+    /// may discard it and start another attempt).
+    success: Option<S::Update>,
 }
 
 /// Tracks one node execution's attempts so every `started` gets exactly one
@@ -236,6 +274,8 @@ struct OpenAttempt<S> {
 struct AttemptTerminal<'a, S: State> {
     node: &'a dyn Node<S>,
     emits: bool,
+    /// Keep copies of successful updates (only when middleware wraps the node).
+    keep_updates: bool,
     open: Mutex<Option<OpenAttempt<S>>>,
 }
 
@@ -245,6 +285,37 @@ impl<S: State> AttemptTerminal<'_, S> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+
+    /// Closes an attempt a middleware moved past: a failure completes with its
+    /// error; a success whose update was set aside completes with the state that
+    /// update would have produced.
+    fn supersede(previous: OpenAttempt<S>) {
+        if previous.failure.is_some() {
+            return Self::flush(previous, None);
+        }
+        let Some(update) = previous.success else {
+            return;
+        };
+        match previous.pre.merge(update) {
+            Ok(post) => emit(
+                &previous.ctx,
+                Phase::Completed,
+                &previous.pre,
+                Some(&Arc::new(post)),
+                None,
+            ),
+            Err(err) => {
+                let error = EventError::capture(RuntimeCategory::ReducerError.as_str(), &err);
+                emit(
+                    &previous.ctx,
+                    Phase::Completed,
+                    &previous.pre,
+                    None,
+                    Some(error),
+                );
+            }
+        }
     }
 
     fn flush(open: OpenAttempt<S>, error: Option<EventError>) {
@@ -264,9 +335,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
             if self.emits {
                 if let Some(previous) = self.take_open() {
                     // A new attempt began without the previous one being closed.
-                    if previous.failure.is_some() {
-                        Self::flush(previous, None);
-                    }
+                    Self::supersede(previous);
                 }
                 ctx.latest_attempt
                     .store(ctx.attempt_index, Ordering::SeqCst);
@@ -278,10 +347,15 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                     .as_ref()
                     .err()
                     .map(|err| EventError::capture(node_failure_category(&**err).as_str(), &**err));
+                let success = match (&result, self.keep_updates) {
+                    (Ok(update), true) => Some(update.clone()),
+                    _ => None,
+                };
                 *self.open.lock().unwrap_or_else(PoisonError::into_inner) = Some(OpenAttempt {
                     ctx,
                     pre: state,
                     failure,
+                    success,
                 });
             }
             result
@@ -369,6 +443,7 @@ impl<S: State> Inner<S> {
             let terminal = AttemptTerminal {
                 node: &*node.node,
                 emits: node.node.emits_node_events(),
+                keep_updates: !node.chain.is_empty(),
                 open: Mutex::new(None),
             };
             let result = Next::new(&node.chain, &terminal)

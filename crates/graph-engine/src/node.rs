@@ -86,6 +86,8 @@ impl InvokeOptions {
 
 /// State shared by everything that runs in one invocation of the outermost graph.
 pub(crate) struct Invocation {
+    /// Orders this invocation against observer attach/detach.
+    pub(crate) started_seq: u64,
     pub(crate) id: Arc<str>,
     pub(crate) correlation_id: Option<Arc<str>>,
     pub(crate) metadata: Map<String, Value>,

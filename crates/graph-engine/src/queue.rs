@@ -284,8 +284,15 @@ async fn deliver(
             if !registration.wants(&envelope.event) {
                 continue;
             }
-            let call = registration.observer.on_event(Arc::clone(&envelope.event));
-            match AssertUnwindSafe(call).catch_unwind().await {
+            // A panic while creating the future or while polling it is contained.
+            let event = Arc::clone(&envelope.event);
+            let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                registration.observer.on_event(event)
+            })) {
+                Ok(call) => AssertUnwindSafe(call).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            match outcome {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => sink(&registration.name, &err),
                 Err(_) => {

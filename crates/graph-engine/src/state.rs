@@ -20,7 +20,7 @@ use crate::error::{CompileError, MergeError, StateValidationError};
 /// or [`crate::DynState`] for a schema built at run time.
 pub trait State: Clone + Debug + Send + Sync + 'static {
     /// A partial update: the fields a node returns, each optional.
-    type Update: Default + Send + 'static;
+    type Update: Clone + Default + Send + 'static;
 
     /// Merges `update` into a copy of `self` using each field's reducer.
     ///

@@ -227,14 +227,7 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
 
             let outer = &ctx.scope;
             let mut attached = outer.attached.clone();
-            attached.extend(
-                self.graph
-                    .inner
-                    .observers
-                    .read()
-                    .map(|o| o.clone())
-                    .unwrap_or_default(),
-            );
+            attached.extend(self.graph.inner.observers_at(outer.inv.started_seq));
             let parent_states: Arc<[StateRef]> = outer
                 .parent_states
                 .iter()
@@ -257,11 +250,21 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
                 Err(err) => {
                     let GraphError {
                         category,
-                        ref namespace,
+                        node,
+                        namespace,
+                        state,
+                        source,
                         ..
                     } = err;
-                    let namespace = namespace.clone();
-                    return Err(self.fail(category, namespace, Box::new(err)));
+                    let state: StateRef = Arc::new(state);
+                    let failure: BoxError = Box::new(SubgraphFailure {
+                        category,
+                        node,
+                        namespace,
+                        state: Some(state),
+                        inner: source,
+                    });
+                    return Err(failure);
                 }
             };
             let fields = self

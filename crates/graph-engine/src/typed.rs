@@ -85,7 +85,7 @@ macro_rules! __oa_state_impl {
         }
 
         #[doc = concat!("A partial update to [`", stringify!($name), "`]: `Some` fields are merged through their reducers.")]
-        #[derive(Debug, Default)]
+        #[derive(Clone, Debug, Default)]
         $vis struct $update {
             $(
                 #[doc = concat!("Update for `", stringify!($field), "`.")]
