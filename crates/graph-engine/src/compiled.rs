@@ -11,7 +11,8 @@ use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCa
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
 use crate::observer::{
-    EventError, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration, StateRef,
+    EventError, NodeConfig, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration,
+    StateRef,
 };
 use crate::queue::{DrainSummary, EventQueue, Registry};
 use crate::state::State;
@@ -221,6 +222,52 @@ impl<S: State> CompiledGraph<S> {
             .await
     }
 
+    /// Runs this graph nested inside `ctx` — a context from [`NodeCtx::enter`] —
+    /// the way a subgraph runs inside its parent: same invocation, same event queue,
+    /// lineage from `ctx`, this graph's attached observers added, and inner events
+    /// carrying `ctx`'s attempt index unless an inner retry sets its own. This is
+    /// the primitive composite nodes (fan-out instances, parallel branches) use.
+    ///
+    /// # Errors
+    /// A [`crate::SubgraphFailure`] (a §4 carrier keeping the inner category, the
+    /// inner node, its namespace and the inner state at failure).
+    pub async fn run_within(&self, initial: S, ctx: &NodeCtx) -> Result<S, BoxError> {
+        let outer = &ctx.scope;
+        let mut attached = outer.attached.clone();
+        attached.extend(self.inner.observers_at(outer.inv.started_seq));
+        let scope = Arc::new(Scope {
+            recipients: Scope::recipients_for(&attached, &outer.inv),
+            attached,
+            inv: Arc::clone(&outer.inv),
+            namespace_prefix: Arc::clone(&outer.namespace_prefix),
+            parent_states: Arc::clone(&outer.parent_states),
+            fan_out_chain: Arc::clone(&outer.fan_out_chain),
+            branch_chain: Arc::clone(&outer.branch_chain),
+            inherited_attempt: ctx.attempt_index,
+        });
+        match self.inner.run_level(Arc::new(initial), scope).await {
+            Ok(done) => Ok(unwrap_arc(done)),
+            Err(err) => {
+                let GraphError {
+                    category,
+                    node,
+                    namespace,
+                    state,
+                    source,
+                    ..
+                } = err;
+                let state: StateRef = Arc::new(state);
+                Err(Box::new(SubgraphFailure::new(
+                    category,
+                    node,
+                    namespace,
+                    Some(state),
+                    source,
+                )))
+            }
+        }
+    }
+
     /// The compile-time warnings (e.g. `projection_reducer_round_trip`).
     pub fn warnings(&self) -> &[CompileWarning] {
         &self.inner.warnings
@@ -403,6 +450,14 @@ pub(crate) fn emit<S: State>(
         branch_name_chain: Arc::clone(&scope.branch_chain),
         invocation_id: Arc::clone(&scope.inv.id),
         correlation_id: scope.inv.correlation_id.clone(),
+        fan_out_config: match ctx.node_config.as_deref() {
+            Some(NodeConfig::FanOut(c)) => Some(c.clone()),
+            _ => None,
+        },
+        parallel_branches_config: match ctx.node_config.as_deref() {
+            Some(NodeConfig::ParallelBranches(c)) => Some(c.clone()),
+            _ => None,
+        },
     };
     scope
         .inv
@@ -438,6 +493,7 @@ impl<S: State> Inner<S> {
                 attempt_index: scope.inherited_attempt,
                 attempt_scoped: false,
                 latest_attempt: Arc::new(AtomicU32::new(scope.inherited_attempt)),
+                node_config: node.node.event_config(&state).map(Arc::new),
                 scope: Arc::clone(&scope),
             };
             let terminal = AttemptTerminal {

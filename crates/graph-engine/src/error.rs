@@ -86,6 +86,17 @@ pub enum CompileError {
         /// The node.
         node: String,
     },
+    /// A category defined by another capability for a node it provides (e.g.
+    /// pipeline-utilities `fan_out_field_not_list`, `parallel_branches_no_branches`).
+    #[error("{category}: node `{node}`: {message}")]
+    Node {
+        /// The misconfigured node.
+        node: String,
+        /// The category identifier.
+        category: &'static str,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl CompileError {
@@ -104,6 +115,7 @@ impl CompileError {
             CompileError::ReducerConfigurationInvalid { .. } => "reducer_configuration_invalid",
             // Not a spec category: a builder misuse the spec has no name for.
             CompileError::DuplicateNode { .. } => "duplicate_node",
+            CompileError::Node { category, .. } => category,
         }
     }
 }

@@ -77,12 +77,12 @@ pub use error::{
     category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError,
     MergeError, RoutingError, RuntimeCategory, StateValidationError,
 };
-pub use middleware::{Middleware, Next};
-pub use node::{InvokeOptions, Node, NodeCtx};
+pub use middleware::{run_chain, ChainTarget, Middleware, Next};
+pub use node::{Boundary, InvokeOptions, Node, NodeCtx};
 pub use observer::{
-    observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FnObserver,
-    Lineage, NodeEvent, Observer, ObserverErrorSink, ObserverEvent, Phase, PhaseSet, Registration,
-    StateRef,
+    observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
+    FnObserver, Lineage, NodeConfig, NodeEvent, Observer, ObserverErrorSink, ObserverEvent,
+    ParallelBranchesConfig, Phase, PhaseSet, Registration, StateRef,
 };
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};

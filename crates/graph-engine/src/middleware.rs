@@ -21,6 +21,48 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
         ctx: NodeCtx,
         next: Next<'a, S>,
     ) -> BoxFuture<'a, Result<S::Update, BoxError>>;
+
+    /// The concrete middleware, for compile-time checks by composite nodes (e.g. a
+    /// fan-out inspecting a failure-isolation middleware's static degraded update).
+    /// The default exposes nothing.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+}
+
+/// The target a chain wraps when it is not a graph node: what [`run_chain`] calls
+/// at the inner end (a fan-out instance's subgraph run, a branch's invocation).
+pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> BoxFuture<'a, Result<<S as State>::Update, BoxError>>
+    + Send
+    + Sync
+    + 'a;
+
+struct TargetTerminal<'a, S: State>(&'a ChainTarget<'a, S>);
+
+impl<S: State> Terminal<S> for TargetTerminal<'_, S> {
+    fn run<'b>(
+        &'b self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'b, Result<S::Update, BoxError>> {
+        (self.0)(state, ctx.unscoped())
+    }
+
+    fn attempt_failed(&self) {}
+}
+
+/// Runs `chain` (outermost first) around `target` — the way composite nodes wrap a
+/// unit of work that is not a graph node (pipeline-utilities §9.7 instance
+/// middleware, §11.7 branch middleware). Re-attempting middleware in the chain
+/// re-runs `target`, and `target` sees the attempt index in its context.
+pub async fn run_chain<'a, S: State>(
+    chain: &'a [Arc<dyn Middleware<S>>],
+    state: Arc<S>,
+    ctx: NodeCtx,
+    target: &'a ChainTarget<'a, S>,
+) -> Result<S::Update, BoxError> {
+    let terminal = TargetTerminal(target);
+    Next::new(chain, &terminal).run(state, ctx).await
 }
 
 /// The innermost step of a chain: dispatches events and runs the node.

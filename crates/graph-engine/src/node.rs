@@ -21,6 +21,14 @@ pub trait Node<S: State>: Send + Sync + 'static {
     /// Runs the node once (one attempt).
     fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>>;
 
+    /// The resolved configuration this node reports on its own `started` /
+    /// `completed` events (fan-out and parallel-branches nodes); computed by the
+    /// engine from the state the node is about to receive. The default: none.
+    fn event_config(&self, state: &S) -> Option<crate::observer::NodeConfig> {
+        let _ = state;
+        None
+    }
+
     /// Whether the engine dispatches `started` / `completed` events for this node.
     /// A subgraph-as-node is transparent: its inner nodes emit events, the wrapper
     /// emits none and takes no step (graph-engine §6; fixtures 013 and 019).
@@ -148,7 +156,21 @@ pub struct NodeCtx {
     pub(crate) attempt_scoped: bool,
     /// The index of the latest attempt started in this node execution.
     pub(crate) latest_attempt: Arc<AtomicU32>,
+    /// The node's resolved configuration, reported on its events.
+    pub(crate) node_config: Option<Arc<crate::observer::NodeConfig>>,
     pub(crate) scope: Arc<Scope>,
+}
+
+/// The kind of dispatch boundary a nested run crosses (graph-engine §6 lineage).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Boundary {
+    /// A plain subgraph-as-node.
+    Subgraph,
+    /// One fan-out instance, by 0-based index.
+    FanOutInstance(usize),
+    /// One parallel branch, by name.
+    Branch(String),
 }
 
 impl NodeCtx {
@@ -212,6 +234,47 @@ impl NodeCtx {
             .inv
             .queue
             .dispatch(event, Arc::clone(&self.scope.recipients));
+    }
+
+    /// A context for work nested under this node across `boundary` (a subgraph, a
+    /// fan-out instance, a parallel branch): events from inside carry this node's
+    /// namespace as prefix, `parent` appended to `parent_states`, and the boundary
+    /// in their lineage chains. The returned context still names this node; run a
+    /// compiled graph inside it with [`crate::CompiledGraph::run_within`].
+    pub fn enter(&self, parent: StateRef, boundary: Boundary) -> NodeCtx {
+        let outer = &self.scope;
+        let (fan_out, branch) = match boundary {
+            Boundary::Subgraph => (None, None),
+            Boundary::FanOutInstance(i) => (Some(i), None),
+            Boundary::Branch(name) => (None, Some(name)),
+        };
+        let scope = Scope {
+            inv: Arc::clone(&outer.inv),
+            namespace_prefix: Arc::clone(&self.namespace),
+            parent_states: outer
+                .parent_states
+                .iter()
+                .cloned()
+                .chain([parent])
+                .collect(),
+            attached: outer.attached.clone(),
+            recipients: Arc::clone(&outer.recipients),
+            fan_out_chain: outer
+                .fan_out_chain
+                .iter()
+                .cloned()
+                .chain([fan_out])
+                .collect(),
+            branch_chain: outer.branch_chain.iter().cloned().chain([branch]).collect(),
+            inherited_attempt: self.attempt_index,
+        };
+        NodeCtx {
+            attempt_scoped: false,
+            latest_attempt: Arc::new(AtomicU32::new(self.attempt_index)),
+            node_config: None,
+            scope: Arc::new(scope),
+            ..self.clone()
+        }
     }
 
     pub(crate) fn unscoped(self) -> NodeCtx {

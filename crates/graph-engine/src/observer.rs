@@ -147,6 +147,47 @@ pub struct NodeEvent {
     pub invocation_id: Arc<str>,
     /// The caller's correlation id, if any.
     pub correlation_id: Option<Arc<str>>,
+    /// The resolved configuration of a fan-out node (on its own events only).
+    pub fan_out_config: Option<FanOutConfig>,
+    /// The resolved configuration of a parallel-branches node (on its own events only).
+    pub parallel_branches_config: Option<ParallelBranchesConfig>,
+}
+
+/// A fan-out node's resolved configuration (graph-engine §6 `fan_out_config`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FanOutConfig {
+    /// The resolved instance count.
+    pub item_count: usize,
+    /// The resolved concurrency bound (`None` = unbounded).
+    pub concurrency: Option<usize>,
+    /// `fail_fast` or `collect`.
+    pub error_policy: String,
+    /// The fan-out node's own name.
+    pub parent_node_name: String,
+}
+
+/// A parallel-branches node's resolved configuration (graph-engine §6
+/// `parallel_branches_config`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParallelBranchesConfig {
+    /// Every declared branch, in declaration order.
+    pub branch_names: Vec<String>,
+    /// How many branches are dispatched (after `when` skips).
+    pub branch_count: usize,
+    /// `fail_fast` or `collect`.
+    pub error_policy: String,
+    /// The node's own name.
+    pub parent_node_name: String,
+}
+
+/// The configuration a composite node reports on its own events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeConfig {
+    /// A fan-out node.
+    FanOut(FanOutConfig),
+    /// A parallel-branches node.
+    ParallelBranches(ParallelBranchesConfig),
 }
 
 /// Everything the observer delivery queue carries. Open for later kinds

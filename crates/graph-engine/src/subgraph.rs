@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::compiled::CompiledGraph;
-use crate::error::{BoxError, CompileError, CompileWarning, GraphError, RuntimeCategory};
-use crate::node::{Node, NodeCtx, Scope};
+use crate::error::{BoxError, CompileError, CompileWarning, RuntimeCategory};
+use crate::node::{Boundary, Node, NodeCtx};
 use crate::observer::StateRef;
 use crate::state::State;
 
@@ -30,6 +30,22 @@ pub struct SubgraphFailure {
 }
 
 impl SubgraphFailure {
+    pub(crate) fn new(
+        category: RuntimeCategory,
+        node: String,
+        namespace: Vec<String>,
+        state: Option<StateRef>,
+        inner: BoxError,
+    ) -> Self {
+        SubgraphFailure {
+            category,
+            node,
+            namespace,
+            state,
+            inner,
+        }
+    }
+
     /// The inner failure's category.
     pub fn category(&self) -> RuntimeCategory {
         self.category
@@ -225,48 +241,8 @@ impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
                 })?;
             }
 
-            let outer = &ctx.scope;
-            let mut attached = outer.attached.clone();
-            attached.extend(self.graph.inner.observers_at(outer.inv.started_seq));
-            let parent_states: Arc<[StateRef]> = outer
-                .parent_states
-                .iter()
-                .cloned()
-                .chain(std::iter::once(Arc::clone(&state) as StateRef))
-                .collect();
-            let scope = Arc::new(Scope {
-                recipients: Scope::recipients_for(&attached, &outer.inv),
-                attached,
-                inv: Arc::clone(&outer.inv),
-                namespace_prefix: Arc::clone(&ctx.namespace),
-                parent_states,
-                fan_out_chain: outer.fan_out_chain.iter().cloned().chain([None]).collect(),
-                branch_chain: outer.branch_chain.iter().cloned().chain([None]).collect(),
-                inherited_attempt: ctx.attempt_index,
-            });
-
-            let done = match self.graph.inner.run_level(Arc::new(child), scope).await {
-                Ok(done) => done,
-                Err(err) => {
-                    let GraphError {
-                        category,
-                        node,
-                        namespace,
-                        state,
-                        source,
-                        ..
-                    } = err;
-                    let state: StateRef = Arc::new(state);
-                    let failure: BoxError = Box::new(SubgraphFailure {
-                        category,
-                        node,
-                        namespace,
-                        state: Some(state),
-                        inner: source,
-                    });
-                    return Err(failure);
-                }
-            };
+            let nested = ctx.enter(Arc::clone(&state) as StateRef, Boundary::Subgraph);
+            let done = self.graph.run_within(child, &nested).await?;
             let fields = self
                 .out_pairs(&state)
                 .into_iter()
