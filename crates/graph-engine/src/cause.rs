@@ -20,7 +20,62 @@ pub struct CauseLink {
 
 /// Whether `err` is one of the engine's carrier wrappers.
 pub fn is_carrier(err: &(dyn StdError + 'static)) -> bool {
-    err.is::<SubgraphFailure>()
+    err.is::<SubgraphFailure>() || err.is::<Carrier>()
+}
+
+/// A graph-engine §4 `node_exception`-family carrier that composite nodes add at a
+/// boundary (e.g. pipeline-utilities `parallel_branches_branch_failed`): it keeps
+/// the wrapped error as its source, so cause-chain classification looks through it.
+#[derive(Debug)]
+pub struct Carrier {
+    category: &'static str,
+    message: String,
+    source: crate::BoxError,
+}
+
+impl Carrier {
+    /// Wraps `source` under `category` with a context `message`.
+    pub fn new(
+        category: &'static str,
+        message: impl Into<String>,
+        source: crate::BoxError,
+    ) -> Self {
+        Carrier {
+            category,
+            message: message.into(),
+            source,
+        }
+    }
+
+    /// The carrier's category.
+    pub fn category(&self) -> &'static str {
+        self.category
+    }
+
+    /// The wrapped error.
+    pub fn inner(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        self.source.as_ref()
+    }
+}
+
+impl std::fmt::Display for Carrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.message, self.source)
+    }
+}
+
+impl StdError for Carrier {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+/// Removes one [`SubgraphFailure`] layer: its source when `err` is one, else `err`.
+pub fn strip_subgraph_carrier(err: crate::BoxError) -> crate::BoxError {
+    match err.downcast::<SubgraphFailure>() {
+        Ok(failure) => failure.into_source(),
+        Err(other) => other,
+    }
 }
 
 /// Walks `err` and its `source()` chain, one link per error, outermost first.

@@ -379,13 +379,13 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
     ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
         Box::pin(async move {
             let ctx = ctx.unscoped();
+            ctx.latest_attempt
+                .store(ctx.attempt_index, Ordering::SeqCst);
             if self.emits {
                 if let Some(previous) = self.take_open() {
                     // A new attempt began without the previous one being closed.
                     Self::supersede(previous);
                 }
-                ctx.latest_attempt
-                    .store(ctx.attempt_index, Ordering::SeqCst);
                 emit(&ctx, Phase::Started, &state, None, None);
             }
             let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
@@ -493,7 +493,7 @@ impl<S: State> Inner<S> {
                 attempt_index: scope.inherited_attempt,
                 attempt_scoped: false,
                 latest_attempt: Arc::new(AtomicU32::new(scope.inherited_attempt)),
-                node_config: node.node.event_config(&state).map(Arc::new),
+                node_config: node.node.event_config(&node.name, &state).map(Arc::new),
                 scope: Arc::clone(&scope),
             };
             let terminal = AttemptTerminal {

@@ -384,7 +384,7 @@ impl<S> GraphError<S> {
 
 /// True for the engine's own carrier types (a nested subgraph failure).
 pub(crate) fn is_engine_wrapper(err: &(dyn StdError + 'static)) -> bool {
-    err.is::<crate::subgraph::SubgraphFailure>()
+    crate::cause::is_carrier(err)
 }
 
 impl<S> fmt::Display for GraphError<S> {
@@ -422,6 +422,9 @@ pub fn category_of<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e str> {
     }
     if let Some(e) = err.downcast_ref::<crate::subgraph::SubgraphFailure>() {
         return Some(e.category().as_str());
+    }
+    if let Some(e) = err.downcast_ref::<crate::cause::Carrier>() {
+        return Some(e.category());
     }
     None
 }

@@ -70,7 +70,9 @@ mod subgraph;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};
-pub use cause::{cause_chain, derive as derive_category, is_carrier, CauseLink};
+pub use cause::{
+    cause_chain, derive as derive_category, is_carrier, strip_subgraph_carrier, Carrier, CauseLink,
+};
 pub use compiled::{CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
 pub use error::{

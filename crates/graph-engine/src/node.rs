@@ -24,8 +24,8 @@ pub trait Node<S: State>: Send + Sync + 'static {
     /// The resolved configuration this node reports on its own `started` /
     /// `completed` events (fan-out and parallel-branches nodes); computed by the
     /// engine from the state the node is about to receive. The default: none.
-    fn event_config(&self, state: &S) -> Option<crate::observer::NodeConfig> {
-        let _ = state;
+    fn event_config(&self, name: &str, state: &S) -> Option<crate::observer::NodeConfig> {
+        let _ = (name, state);
         None
     }
 

@@ -46,6 +46,11 @@ impl SubgraphFailure {
         }
     }
 
+    /// The original cause (the inner node's error, a `MergeError`, …).
+    pub fn into_source(self) -> BoxError {
+        self.inner
+    }
+
     /// The inner failure's category.
     pub fn category(&self) -> RuntimeCategory {
         self.category

@@ -61,6 +61,8 @@ pub struct FailureIsolationMiddleware<S: State> {
     catch: Option<Vec<String>>,
     predicate: Option<Predicate>,
     on_caught: Option<Arc<dyn OnCaught>>,
+    /// The fields a static degraded update writes (`None` for the callable form).
+    static_fields: Option<Vec<String>>,
 }
 
 impl<S: State> FailureIsolationMiddleware<S> {
@@ -77,6 +79,7 @@ impl<S: State> FailureIsolationMiddleware<S> {
             catch: None,
             predicate: None,
             on_caught: None,
+            static_fields: None,
         }
     }
 
@@ -85,7 +88,19 @@ impl<S: State> FailureIsolationMiddleware<S> {
     where
         S::Update: Clone + Send + Sync,
     {
-        Self::new(event_name, move |_| update.clone())
+        let fields = match S::update_json(&update) {
+            serde_json::Value::Object(map) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let mut this = Self::new(event_name, move |_| update.clone());
+        this.static_fields = Some(fields);
+        this
+    }
+
+    /// The fields a static degraded update writes; `None` for the callable form
+    /// (its output is unknown until it runs).
+    pub fn static_update_fields(&self) -> Option<&[String]> {
+        self.static_fields.as_deref()
     }
 
     /// Catches only errors whose derived category (pipeline-utilities §6.4, through
@@ -122,6 +137,10 @@ impl<S: State> FailureIsolationMiddleware<S> {
 }
 
 impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
     fn call<'a>(
         &'a self,
         state: Arc<S>,

@@ -1,0 +1,189 @@
+//! Shared fixtures for the pipeline-utilities integration tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::{ready, Ready};
+use openarmature_graph::{
+    observer_fn, state, BoxError, CategorizedError, FailureIsolationEvent, NodeCtx, NodeEvent,
+    ObserverEvent, Phase, Registration,
+};
+
+state! {
+    /// The test pipeline's state.
+    #[derive(Default, PartialEq)]
+    pub struct S => SUpdate {
+        /// Visited nodes, in order.
+        pub log: Vec<String> => append,
+        /// A result slot.
+        pub result: String,
+        /// Read by a state-aware retry classifier.
+        pub retryable: bool,
+    }
+}
+
+state! {
+    /// A subgraph's state (shares `result` and `log` with [`S`]).
+    #[derive(Default, PartialEq)]
+    pub struct Child => ChildUpdate {
+        /// Visited nodes, in order.
+        pub log: Vec<String> => append,
+        /// A result slot.
+        pub result: String,
+    }
+}
+
+/// Everything an observer saw, in delivery order.
+pub type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
+
+/// A recording observer and its log.
+pub fn recorder() -> (Registration, Events) {
+    let events: Events = Arc::default();
+    let sink = Arc::clone(&events);
+    let registration = Registration::new(
+        "recorder",
+        observer_fn(move |e: Arc<ObserverEvent>| {
+            let sink = Arc::clone(&sink);
+            async move {
+                sink.lock().unwrap().push(e);
+                Ok::<(), BoxError>(())
+            }
+        }),
+    );
+    (registration, events)
+}
+
+/// The node events seen so far.
+pub fn node_events(events: &Events) -> Vec<NodeEvent> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_node().cloned())
+        .collect()
+}
+
+/// The node events of one node (by namespace joined with `/`).
+pub fn node_events_of(events: &Events, namespace: &str) -> Vec<NodeEvent> {
+    node_events(events)
+        .into_iter()
+        .filter(|e| e.namespace.join("/") == namespace)
+        .collect()
+}
+
+/// The failure-isolation events seen so far.
+pub fn isolation_events(events: &Events) -> Vec<FailureIsolationEvent> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &**e {
+            ObserverEvent::FailureIsolation(f) => Some(f.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A compact trace of the delivered events: `started a#0`, `completed a#0 err`,
+/// `completed a#0 ok`, `isolation <event_name>#<attempt>`.
+pub fn trace(events: &Events) -> Vec<String> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| match &**e {
+            ObserverEvent::Node(n) => {
+                let outcome = match (n.phase, &n.error, &n.post_state) {
+                    (Phase::Started, _, _) => String::new(),
+                    (_, Some(_), None) => " err".to_owned(),
+                    (_, None, Some(_)) => " ok".to_owned(),
+                    (_, error, post) => {
+                        format!(
+                            " INVALID(error={}, post={})",
+                            error.is_some(),
+                            post.is_some()
+                        )
+                    }
+                };
+                format!(
+                    "{} {}#{}{}",
+                    n.phase.as_str(),
+                    n.namespace.join("/"),
+                    n.attempt_index,
+                    outcome
+                )
+            }
+            ObserverEvent::FailureIsolation(f) => {
+                format!("isolation {}#{}", f.event_name, f.lineage.attempt_index)
+            }
+            _ => "other".to_owned(),
+        })
+        .collect()
+}
+
+/// A fresh call counter.
+pub fn counter() -> Arc<AtomicU32> {
+    Arc::new(AtomicU32::new(0))
+}
+
+/// Reads a call counter.
+pub fn count(calls: &Arc<AtomicU32>) -> u32 {
+    calls.load(Ordering::SeqCst)
+}
+
+/// A node that fails its first `failures` runs with `CategorizedError(category,
+/// "fail <n>")` (n = 0-based run), then writes `result = "ok"` and logs `name`.
+pub fn flaky(
+    name: &'static str,
+    calls: &Arc<AtomicU32>,
+    failures: u32,
+    category: Option<&'static str>,
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+    let calls = Arc::clone(calls);
+    move |_s: Arc<S>, _c: NodeCtx| {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        ready(if n < failures {
+            Err(CategorizedError::new(category, format!("fail {n}")).into())
+        } else {
+            Ok(SUpdate::default()
+                .result("ok".into())
+                .log(vec![name.to_owned()]))
+        })
+    }
+}
+
+/// A node that always fails with `CategorizedError(category, "fail <n>")`.
+pub fn failing(
+    calls: &Arc<AtomicU32>,
+    category: Option<&'static str>,
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+    flaky("never", calls, u32::MAX, category)
+}
+
+/// A node that logs `name`.
+pub fn logging(
+    name: &'static str,
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+    move |_s: Arc<S>, _c: NodeCtx| ready(Ok(SUpdate::default().log(vec![name.to_owned()])))
+}
+
+/// A subgraph node that fails its first `failures` runs with `error(n)`, then writes
+/// `result = "ok"`.
+pub fn child_flaky(
+    calls: &Arc<AtomicU32>,
+    failures: u32,
+    error: impl Fn(u32) -> BoxError + Send + Sync + 'static,
+) -> impl Fn(Arc<Child>, NodeCtx) -> Ready<Result<ChildUpdate, BoxError>> + Send + Sync + 'static {
+    let calls = Arc::clone(calls);
+    move |_s: Arc<Child>, _c: NodeCtx| {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        ready(if n < failures {
+            Err(error(n))
+        } else {
+            Ok(ChildUpdate::default()
+                .result("ok".into())
+                .log(vec!["call".to_owned()]))
+        })
+    }
+}
