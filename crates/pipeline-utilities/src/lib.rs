@@ -62,10 +62,12 @@
 //! # });
 //! ```
 
+mod fan_out;
 mod isolation;
 pub mod retry;
 mod timing;
 
+pub use fan_out::{ErrorPolicy, FanOutNode, OnEmpty, Resolve, StateFn};
 pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};
 pub use timing::{MonotonicClock, OnComplete, Outcome, TimingMiddleware, TimingRecord, TokioClock};
