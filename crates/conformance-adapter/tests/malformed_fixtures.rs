@@ -486,8 +486,16 @@ fn raises_must_be_a_string_or_a_message_mapping() {
     // `raises: {message, exception_kind}` is the PU 063 spelling; a list is malformed.
     let yaml = valid_with("update: {v: 1, trace: [\"a\"]}", "raises: [boom]");
     assert_fails("raises-list", &yaml, INVALID, &["nodes.a.raises"]);
-    let yaml = valid_with("update: {v: 1, trace: [\"a\"]}", "raises: {message: boom, colour: red}");
-    assert_fails("raises-map-unknown", &yaml, "fixture_directive_unknown", &["colour"]);
+    let yaml = valid_with(
+        "update: {v: 1, trace: [\"a\"]}",
+        "raises: {message: boom, colour: red}",
+    );
+    assert_fails(
+        "raises-map-unknown",
+        &yaml,
+        "fixture_directive_unknown",
+        &["colour"],
+    );
 }
 
 #[test]

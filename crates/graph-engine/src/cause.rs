@@ -30,6 +30,7 @@ pub fn is_carrier(err: &(dyn StdError + 'static)) -> bool {
 pub struct Carrier {
     category: &'static str,
     message: String,
+    branch_name: Option<String>,
     source: crate::BoxError,
 }
 
@@ -43,8 +44,20 @@ impl Carrier {
         Carrier {
             category,
             message: message.into(),
+            branch_name: None,
             source,
         }
+    }
+
+    /// Records the failing parallel branch (pipeline-utilities §11.9).
+    pub fn with_branch(mut self, branch_name: impl Into<String>) -> Self {
+        self.branch_name = Some(branch_name.into());
+        self
+    }
+
+    /// The failing parallel branch, if any.
+    pub fn branch_name(&self) -> Option<&str> {
+        self.branch_name.as_deref()
     }
 
     /// The carrier's category.

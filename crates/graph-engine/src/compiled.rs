@@ -633,3 +633,58 @@ impl<S: State> Inner<S> {
         }
     }
 }
+
+/// Runs `f` as a synthetic event-source unit named `name` inside `ctx` (a context
+/// from [`NodeCtx::enter`]): one `started` / `completed` pair with that name, the
+/// next step, `ctx`'s attempt index and lineage — how an inline-callable parallel
+/// branch reports itself (graph-engine §6). `completed` carries the state `f`'s
+/// update produces, or the error.
+///
+/// # Errors
+/// `f`'s error, unchanged.
+pub async fn run_unit<S, F, Fut>(
+    ctx: &NodeCtx,
+    name: &str,
+    state: Arc<S>,
+    f: F,
+) -> Result<S::Update, BoxError>
+where
+    S: State,
+    F: FnOnce(Arc<S>, NodeCtx) -> Fut,
+    Fut: std::future::Future<Output = Result<S::Update, BoxError>>,
+{
+    let scope = &ctx.scope;
+    let unit = NodeCtx {
+        node_name: Arc::from(name),
+        namespace: scope
+            .namespace_prefix
+            .iter()
+            .cloned()
+            .chain(std::iter::once(name.to_owned()))
+            .collect(),
+        step: scope.inv.next_step(),
+        attempt_index: ctx.attempt_index,
+        attempt_scoped: false,
+        latest_attempt: Arc::new(AtomicU32::new(ctx.attempt_index)),
+        node_config: None,
+        scope: Arc::clone(scope),
+    };
+    emit(&unit, Phase::Started, &state, None, None);
+    match f(Arc::clone(&state), unit.clone()).await {
+        Ok(update) => {
+            match state.merge(update.clone()) {
+                Ok(post) => emit(&unit, Phase::Completed, &state, Some(&Arc::new(post)), None),
+                Err(err) => {
+                    let error = EventError::capture(RuntimeCategory::ReducerError.as_str(), &err);
+                    emit(&unit, Phase::Completed, &state, None, Some(error));
+                }
+            }
+            Ok(update)
+        }
+        Err(err) => {
+            let error = EventError::capture(RuntimeCategory::NodeException.as_str(), &*err);
+            emit(&unit, Phase::Completed, &state, None, Some(error));
+            Err(err)
+        }
+    }
+}

@@ -336,6 +336,32 @@ impl<S> GraphError<S> {
         self.category
     }
 
+    /// The category identifier to report: the §4 category, or — when the node
+    /// raised a [`crate::Carrier`] (a `node_exception` subtype such as
+    /// `parallel_branches_branch_failed`) — the subtype's.
+    pub fn category_name(&self) -> &str {
+        match self.source.downcast_ref::<crate::Carrier>() {
+            Some(carrier) if self.category == RuntimeCategory::NodeException => carrier.category(),
+            _ => self.category.as_str(),
+        }
+    }
+
+    /// The failing parallel branch, when a [`crate::Carrier`] in the cause chain
+    /// names one.
+    pub fn branch_name(&self) -> Option<&str> {
+        let mut current: Option<&(dyn StdError + 'static)> = Some(self.source.as_ref());
+        while let Some(err) = current {
+            if let Some(name) = err
+                .downcast_ref::<crate::Carrier>()
+                .and_then(crate::Carrier::branch_name)
+            {
+                return Some(name);
+            }
+            current = err.source();
+        }
+        None
+    }
+
     /// The node (in the invoked graph) at which the failure surfaced. For a failure
     /// inside a subgraph this is the subgraph-as-node; see [`GraphError::namespace`].
     pub fn node(&self) -> &str {

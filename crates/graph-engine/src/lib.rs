@@ -60,6 +60,7 @@ mod cause;
 mod compiled;
 mod dynamic;
 mod error;
+mod llm_events;
 mod middleware;
 mod node;
 mod observer;
@@ -73,11 +74,15 @@ pub use builder::{EdgeFn, GraphBuilder, Target, END};
 pub use cause::{
     cause_chain, derive as derive_category, is_carrier, strip_subgraph_carrier, Carrier, CauseLink,
 };
-pub use compiled::{CompiledGraph, Completed};
+pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
 pub use error::{
     category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError,
     MergeError, RoutingError, RuntimeCategory, StateValidationError,
+};
+pub use llm_events::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
 };
 pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};

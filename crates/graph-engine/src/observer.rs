@@ -199,6 +199,12 @@ pub enum ObserverEvent {
     Node(NodeEvent),
     /// A failure-isolation middleware caught an error (pipeline-utilities §6.3).
     FailureIsolation(FailureIsolationEvent),
+    /// An LLM `complete()` call succeeded (graph-engine §6 `LlmCompletionEvent`).
+    LlmCompletion(crate::llm_events::LlmCompletionEvent),
+    /// An LLM `complete()` call raised (graph-engine §6 `LlmFailedEvent`).
+    LlmFailed(crate::llm_events::LlmFailedEvent),
+    /// One wire attempt of an LLM call (the per-attempt span signal, llm-provider §7.1).
+    LlmAttempt(crate::llm_events::LlmAttemptEvent),
 }
 
 /// Where an event came from: the graph-engine §6 event-source identity tuple.
@@ -290,6 +296,9 @@ impl ObserverEvent {
         match self {
             ObserverEvent::Node(e) => &e.invocation_id,
             ObserverEvent::FailureIsolation(e) => &e.invocation_id,
+            ObserverEvent::LlmCompletion(e) => &e.site.invocation_id,
+            ObserverEvent::LlmFailed(e) => &e.site.invocation_id,
+            ObserverEvent::LlmAttempt(e) => &e.site.invocation_id,
         }
     }
 

@@ -1,10 +1,85 @@
 //! # openarmature-llm
 //!
-//! Spec: llm-provider (OpenArmature specification, pinned release v0.109.0).
+//! Spec: llm-provider §1–§9 (OpenArmature specification, pinned release v0.109.0).
 //!
-//! The LLM provider abstraction (OpenAI-compatible over HTTP) with call-level retry. Nothing is implemented yet: the provider lands with issue 5.
+//! A narrow, stateless LLM provider abstraction and an OpenAI-compatible
+//! implementation over real HTTP:
 //!
-//! Implementation status per fixture lives in the workspace `conformance.toml`.
+//! - [`Message`], content blocks, [`ToolCall`] (§3), [`Tool`] and [`ToolChoice`] (§4/§5),
+//!   [`RuntimeConfig`] with extras and null-skip (§6), [`Response`] (§6);
+//! - [`LlmError`]: the nine §7 categories with [`LlmError::category`] and
+//!   [`LlmError::is_transient`]; it converts into the engine's
+//!   [`openarmature_graph::CategorizedError`] so retry middleware and failure isolation
+//!   classify it;
+//! - [`Provider`]: `ready()`, one-attempt `send()`, and `complete()` with the §7.1
+//!   call-level retry loop ([`LlmRetryConfig`]: the shared pipeline-utilities
+//!   [`openarmature_pipeline::RetryConfig`] plus `per_attempt_override` and `reask`);
+//! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
+//!   bodies, structured output (native `response_format` or the prompt fallback,
+//!   validated with a JSON Schema library), capped response bodies.
+//!
+//! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
+//! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
+//! call inside a node dispatch the graph-engine §6 typed events (one
+//! [`openarmature_graph::LlmAttemptEvent`] per attempt, then one
+//! [`openarmature_graph::LlmCompletionEvent`] or
+//! [`openarmature_graph::LlmFailedEvent`]).
+//!
+//! Providers never retry on their own.
+//!
+//! # Examples
+//! ```no_run
+//! use std::time::Duration;
+//! use openarmature_llm::{CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider};
+//! use openarmature_pipeline::retry::{Constant, RetryConfig};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), openarmature_llm::LlmError> {
+//! let provider = OpenAiProvider::builder("http://localhost:8000/v1", "my-model").build()?;
+//! let retry = LlmRetryConfig::from(RetryConfig::default().max_attempts(3))
+//!     .reask(|f: &openarmature_llm::StructuredOutputInvalid| {
+//!         format!("Your output was invalid: {}. Reply with corrected JSON only.", f.error_message)
+//!     });
+//! let request = CompletionRequest::new(vec![Message::user("Give me a person record.")])
+//!     .response_schema(json!({
+//!         "type": "object",
+//!         "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+//!         "required": ["name", "age"],
+//!         "additionalProperties": false
+//!     }))
+//!     .retry(retry);
+//! let response = provider.complete(&request).await?;
+//! println!("{:?}", response.parsed);
+//! # Ok(())
+//! # }
+//! ```
+
+mod call;
+mod config;
+mod error;
+mod message;
+pub mod openai;
+mod provider;
+mod response;
+mod retry;
+pub mod schema;
+mod tool;
+mod validate;
+
+pub use call::{event_message, AttemptObserver, AttemptRecord};
+pub use config::{RuntimeConfig, DECLARED_FIELDS};
+pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
+pub use message::{
+    AssistantMessage, Content, ContentBlock, ImageBlock, ImageDetail, ImageSource, Message,
+    RedactedThinkingBlock, SystemMessage, TextBlock, ThinkingBlock, ToolCall, ToolMessage,
+    UserMessage,
+};
+pub use openai::{OpenAiBuilder, OpenAiProvider};
+pub use openarmature_graph::RetryReason;
+pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
+pub use response::{FinishReason, Response, Usage};
+pub use retry::{HonorRetryAfter, LlmRetryConfig, ReaskBuilder};
+pub use tool::{Tool, ToolChoice};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "llm-provider";

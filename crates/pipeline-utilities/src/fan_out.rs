@@ -217,7 +217,8 @@ impl<P: State, C: State> FanOutNode<P, C> {
         self
     }
 
-    /// Where `collect` records failures: `{fan_out_index, category, message}` each.
+    /// Where `collect` records failures, one string mapping each:
+    /// `{fan_out_index, category, message}` (the index as a decimal string).
     pub fn errors_field(mut self, field: impl Into<String>) -> Self {
         self.errors_field = Some(field.into());
         self
@@ -247,8 +248,9 @@ impl<P: State, C: State> FanOutNode<P, C> {
         self
     }
 
-    /// Extra `(parent_field, subgraph_field)` pairs merged back from every instance,
-    /// in instance order.
+    /// Extra `(parent_field, subgraph_field)` pairs: each parent field receives the
+    /// list of per-instance values (instance order, `null` where an instance's
+    /// contribution lacks the field), merged once through its reducer.
     pub fn extra_outputs<I: IntoIterator<Item = (A, B)>, A: Into<String>, B: Into<String>>(
         mut self,
         pairs: I,
@@ -363,7 +365,9 @@ impl<P: State, C: State> FanOutNode<P, C> {
         results: Vec<(usize, Result<C::Update, BoxError>)>,
     ) -> Result<P::Update, BoxError> {
         let mut collected = Vec::new();
-        let mut extra: Vec<(String, Value)> = Vec::new();
+        // One list per extra parent field: the per-instance values in instance
+        // order, merged once through the parent's reducer (like `target_field`).
+        let mut extra: Vec<Vec<Value>> = vec![Vec::new(); self.extra_outputs.len()];
         let mut errors = Vec::new();
         for (index, result) in results {
             match result {
@@ -372,19 +376,24 @@ impl<P: State, C: State> FanOutNode<P, C> {
                     let read =
                         |field: &str| contribution.get(field).cloned().unwrap_or(Value::Null);
                     collected.push(read(&self.collect_field));
-                    for (par, sub) in &self.extra_outputs {
-                        extra.push((par.clone(), read(sub)));
+                    for (slot, (_, sub)) in extra.iter_mut().zip(&self.extra_outputs) {
+                        slot.push(read(sub));
                     }
                 }
                 Err(error) => errors.push(json!({
-                    "fan_out_index": index,
+                    "fan_out_index": index.to_string(),
                     "category": category_of(&*error).unwrap_or("node_exception"),
                     "message": error.to_string(),
                 })),
             }
         }
         let mut fields = vec![(self.target_field.clone(), Value::Array(collected))];
-        fields.extend(extra);
+        fields.extend(
+            self.extra_outputs
+                .iter()
+                .zip(extra)
+                .map(|((par, _), values)| (par.clone(), Value::Array(values))),
+        );
         if let Some(errors_field) = &self.errors_field {
             fields.push((errors_field.clone(), Value::Array(errors)));
         }

@@ -62,11 +62,15 @@
 //! # });
 //! ```
 
+mod branches;
 mod fan_out;
 mod isolation;
 pub mod retry;
 mod timing;
 
+pub use branches::{
+    Branch, BranchFn, BranchWork, CallBranch, ParallelBranchesNode, SubgraphBranch,
+};
 pub use fan_out::{ErrorPolicy, FanOutNode, OnEmpty, Resolve, StateFn};
 pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};

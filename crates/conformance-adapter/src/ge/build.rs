@@ -12,13 +12,15 @@ use openarmature_graph::{
 use serde_json::Value;
 
 use super::harness::{
-    FailSpec, FlakyMode, FlakyScript, Harness, OrderRecorder, ScriptedNode, Step,
+    FailSpec, FlakyMode, FlakyScript, Harness, IndexedFlaky, IndexedMode, OrderRecorder,
+    ScriptedNode, Step,
 };
 use crate::yaml::Y;
 use crate::AdapterError;
 
 /// Keys a graph definition may carry.
 pub(crate) const GRAPH_KEYS: &[&str] = &[
+    "subgraph_with_idx",
     "state",
     "entry",
     "nodes",
@@ -52,9 +54,11 @@ impl<'a> Builder<'a> {
 
     /// Registers `subgraph: {name, ...}` / `subgraphs: {name: {...}}` found in `y`.
     pub(crate) fn collect_defs(&mut self, y: &Y<'a>) -> Result<(), AdapterError> {
-        if let Some(one) = y.get("subgraph") {
-            let name = one.req("name")?.str()?.to_owned();
-            self.defs.insert(name, one);
+        for key in ["subgraph", "subgraph_with_idx"] {
+            if let Some(one) = y.get(key) {
+                let name = one.req("name")?.str()?.to_owned();
+                self.defs.insert(name, one);
+            }
         }
         if let Some(many) = y.get("subgraphs") {
             for (name, def) in many.entries()? {
@@ -198,6 +202,24 @@ impl<'a> Builder<'a> {
             }
             return Ok(Ok(Arc::new(node)));
         }
+        if let Some(fan_out) = spec.get("fan_out") {
+            spec.check_keys(&["fan_out", "middleware"])?;
+            return self.fan_out(&fan_out);
+        }
+        if let Some(branches) = spec.get("parallel_branches") {
+            spec.check_keys(&["parallel_branches", "middleware"])?;
+            return self.parallel_branches(name, &branches);
+        }
+        let node: Arc<dyn Node<DynState>> = self.scripted(name, spec)?;
+        Ok(Ok(node))
+    }
+
+    /// A node made of scripted §5.1 behaviours, run in document order.
+    pub(crate) fn scripted(
+        &self,
+        name: &str,
+        spec: &Y<'a>,
+    ) -> Result<Arc<ScriptedNode>, AdapterError> {
         let mut steps = Vec::new();
         let error_category = match spec.get("error_category") {
             Some(c) if !c.is_null() => Some(c.str()?.to_owned()),
@@ -207,6 +229,12 @@ impl<'a> Builder<'a> {
             steps.push(match key.as_str() {
                 "middleware" | "error_category" => continue,
                 "flaky" => Step::Flaky(Arc::new(flaky(&y)?)),
+                "sleep_ms" => Step::Sleep(std::time::Duration::from_millis(
+                    u64::try_from(y.i64()?).map_err(|_| y.invalid("sleep_ms must be ≥ 0"))?,
+                )),
+                "flaky_by_index" | "flaky_instance_only" => {
+                    Step::Indexed(Arc::new(indexed_flaky(&y)?))
+                }
                 "update" | "update_pure" => Step::Update(json_pairs(&y)?),
                 "update_from_field" => {
                     let mut writes = Vec::new();
@@ -255,11 +283,11 @@ impl<'a> Builder<'a> {
                 }
             });
         }
-        Ok(Ok(Arc::new(ScriptedNode {
+        Ok(Arc::new(ScriptedNode {
             name: name.to_owned(),
             steps,
             harness: Arc::clone(&self.harness),
-        })))
+        }))
     }
 }
 
@@ -540,5 +568,55 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
         success,
         calls: std::sync::atomic::AtomicUsize::new(0),
         first_invocation: std::sync::Mutex::new(None),
+    })
+}
+
+/// `flaky_by_index: {fail_when_idx | fail_count_per_idx, category?, success_compute}`
+/// and `flaky_instance_only: {fail_count_per_instance, category, success_compute}`.
+fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
+    y.check_keys(&[
+        "fail_when_idx",
+        "fail_count_per_idx",
+        "fail_count_per_instance",
+        "category",
+        "message",
+        "success_compute",
+    ])?;
+    let count = |k: &str| -> Result<Option<usize>, AdapterError> {
+        y.get(k)
+            .map(|n| usize::try_from(n.i64()?).map_err(|_| n.invalid("must be ≥ 0")))
+            .transpose()
+    };
+    let mode = if let Some(v) = y.get("fail_when_idx") {
+        IndexedMode::WhenIdx(v.json()?)
+    } else if let Some(n) = count("fail_count_per_idx")?.or(count("fail_count_per_instance")?) {
+        IndexedMode::FirstCallsPerInstance(n)
+    } else {
+        return Err(y.invalid("needs fail_when_idx, fail_count_per_idx or fail_count_per_instance"));
+    };
+    let category = match y.get("category") {
+        None => Some("provider_unavailable".to_owned()),
+        Some(c) if c.is_null() => None,
+        Some(c) => Some(c.str()?.to_owned()),
+    };
+    let message = y
+        .get("message")
+        .map(|m| m.str().map(str::to_owned))
+        .transpose()?
+        .unwrap_or_else(|| "instance failure".into());
+    let success = match y.get("success_compute") {
+        Some(u) if !u.is_null() => json_pairs(&u)?,
+        _ => Vec::new(),
+    };
+    Ok(IndexedFlaky {
+        mode,
+        failure: FailSpec {
+            category,
+            message,
+            transient: true,
+            cause: None,
+        },
+        success,
+        calls: std::sync::Mutex::new(std::collections::HashMap::new()),
     })
 }

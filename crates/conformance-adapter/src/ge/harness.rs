@@ -67,6 +67,9 @@ pub(crate) struct Harness {
     pub(crate) violations: Mutex<Vec<String>>,
     /// Body executions per scripted failure node.
     pub(crate) flaky_calls: Mutex<HashMap<String, u64>>,
+    /// Parent fields named as fan-out / parallel-branches `errors_field` (their
+    /// records are matched as subsets, adapter register R7).
+    pub(crate) errors_fields: Mutex<Vec<String>>,
     /// `clock_stub: {advance_ms_per_call}` for timing middleware.
     pub(crate) clock_step_ms: Option<u64>,
 }
@@ -109,6 +112,25 @@ pub(crate) enum FlakyMode {
     Sequence(Vec<Option<FailSpec>>),
     /// Fails only in the first invocation that reaches it.
     FirstInvocation(FailSpec),
+}
+
+/// When an instance-keyed failure mock fails.
+#[derive(Debug, Clone)]
+pub(crate) enum IndexedMode {
+    /// `fail_when_idx: v`: fail whenever the state's `idx` equals `v`.
+    WhenIdx(Value),
+    /// `fail_count_per_idx` / `fail_count_per_instance: n`: the first `n` calls of
+    /// each fan-out instance fail (counted across whole-instance re-runs).
+    FirstCallsPerInstance(usize),
+}
+
+/// `flaky_by_index` / `flaky_instance_only`.
+#[derive(Debug)]
+pub(crate) struct IndexedFlaky {
+    pub(crate) mode: IndexedMode,
+    pub(crate) failure: FailSpec,
+    pub(crate) success: Vec<(String, Value)>,
+    pub(crate) calls: Mutex<HashMap<Option<usize>, usize>>,
 }
 
 /// A scripted failure node's state: its call counter survives retries,
@@ -248,6 +270,10 @@ pub(crate) enum Step {
     Raise(String, Option<String>),
     /// `flaky`: fail per script, else write the success update.
     Flaky(Arc<FlakyScript>),
+    /// `sleep_ms`: wait (virtual time) inside the body.
+    Sleep(Duration),
+    /// `flaky_by_index` / `flaky_instance_only`: failures keyed by fan-out instance.
+    Indexed(Arc<IndexedFlaky>),
     /// `invoke_drain_events_for`.
     DrainEventsFor {
         timeout: Option<Duration>,
@@ -301,6 +327,7 @@ impl Node<DynState> for ScriptedNode {
                                 .push((target.clone(), multiply(&value, multiplier)?));
                         }
                     }
+                    Step::Sleep(d) => tokio::time::sleep(*d).await,
                     Step::Raise(message, category) => {
                         *lock(&self.harness.flaky_calls)
                             .entry(self.name.clone())
@@ -308,6 +335,28 @@ impl Node<DynState> for ScriptedNode {
                         let err: BoxError =
                             Box::new(CategorizedError::new(category.as_deref(), message.clone()));
                         return Err(err);
+                    }
+                    Step::Indexed(script) => {
+                        *lock(&self.harness.flaky_calls)
+                            .entry(self.name.clone())
+                            .or_default() += 1;
+                        let fails = match &script.mode {
+                            IndexedMode::WhenIdx(v) => state.get("idx") == Some(v),
+                            IndexedMode::FirstCallsPerInstance(n) => {
+                                let mut calls = lock(&script.calls);
+                                let count = calls.entry(ctx.fan_out_index()).or_default();
+                                *count += 1;
+                                *count <= *n
+                            }
+                        };
+                        if fails {
+                            return Err(Box::new(script.failure.error()));
+                        }
+                        for (field, value) in &script.success {
+                            update
+                                .fields
+                                .push((field.clone(), read_field(&state, value)));
+                        }
                     }
                     Step::Flaky(script) => {
                         *lock(&self.harness.flaky_calls)
@@ -391,6 +440,10 @@ impl Node<DynState> for OrderRecorder {
 
     fn emits_node_events(&self) -> bool {
         self.inner.emits_node_events()
+    }
+
+    fn event_config(&self, name: &str, state: &DynState) -> Option<openarmature_graph::NodeConfig> {
+        self.inner.event_config(name, state)
     }
 
     fn check(

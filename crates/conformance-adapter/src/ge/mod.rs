@@ -3,6 +3,8 @@
 
 mod assert;
 mod build;
+mod composite;
+mod event_invariants;
 mod harness;
 mod middleware;
 mod pu_assert;
@@ -43,6 +45,7 @@ const CASE_KEYS: &[&str] = &[
 const FILE_KEYS: &[&str] = &[
     "cases",
     "subgraph",
+    "subgraph_with_idx",
     "subgraphs",
     "conformance_version",
     "description",
@@ -60,7 +63,11 @@ pub(crate) struct RunOutcome {
 
 /// A [`GraphError`] reduced to what fixtures assert.
 pub(crate) struct FailureInfo {
+    /// The §6.4 derived category of the cause chain.
+    pub(crate) derived_category: Option<String>,
     pub(crate) category: String,
+    /// The failing parallel branch, if any.
+    pub(crate) branch_name: Option<String>,
     pub(crate) node: String,
     pub(crate) message: String,
     pub(crate) state: Value,
@@ -69,7 +76,9 @@ pub(crate) struct FailureInfo {
 impl From<GraphError<DynState>> for FailureInfo {
     fn from(e: GraphError<DynState>) -> Self {
         FailureInfo {
-            category: e.category().as_str().to_owned(),
+            derived_category: openarmature_graph::CaughtException::capture(e.cause()).category,
+            category: e.category_name().to_owned(),
+            branch_name: e.branch_name().map(str::to_owned),
             node: e.node().to_owned(),
             message: e.original_message(),
             state: State::to_json(e.recoverable_state()),
@@ -457,7 +466,9 @@ async fn invoke(
         Err(e) => (
             String::new(),
             Err(FailureInfo {
+                derived_category: None,
                 category: "state_validation_error".into(),
+                branch_name: None,
                 node: String::new(),
                 message: e.to_string(),
                 state: initial.clone(),

@@ -398,8 +398,188 @@ pub(crate) fn invariant(name: &str, ctx: &Ctx<'_>) -> Option<bool> {
                         .and_then(|l| l.category.clone())
             }
         }
+        "category_not_masked_as_node_exception" => {
+            fi.len() == 1 && {
+                let c = &fi[0].caught_exception.category;
+                c.is_some() && c.as_deref() != Some("node_exception")
+            }
+        }
+        "category_resolves_through_node_exception_wrapper"
+        | "catch_matches_through_node_exception_carrier" => {
+            fi.len() == 1
+                && fi[0]
+                    .caught_exception
+                    .chain
+                    .first()
+                    .is_some_and(|l| l.carrier)
+                && fi[0]
+                    .caught_exception
+                    .category
+                    .as_deref()
+                    .is_some_and(|c| c != "node_exception")
+        }
+        "chain_includes_carrier_and_originating" => {
+            fi.len() == 1 && {
+                let chain = &fi[0].caught_exception.chain;
+                chain.first().is_some_and(|l| l.carrier) && chain.last().is_some_and(|l| !l.carrier)
+            }
+        }
+        "chain_has_two_non_carrier_links" => {
+            fi.len() == 1
+                && fi[0]
+                    .caught_exception
+                    .chain
+                    .iter()
+                    .filter(|l| !l.carrier)
+                    .count()
+                    == 2
+        }
+        "contribution_is_the_degraded_update" | "extra_outputs_read_by_subgraph_field_name" => {
+            // Every value of the degraded update reached the parent state.
+            let state = ctx.outcome.result.as_ref().ok();
+            !fi.is_empty()
+                && state.is_some_and(|s| {
+                    fi.iter().all(|f| {
+                        f.post_state
+                            .as_object()
+                            .is_some_and(|m| m.values().all(|v| contains_value(s, v)))
+                    })
+                })
+        }
+        "degrade_path_does_not_raise"
+        | "fan_in_does_not_raise"
+        | "callable_branch_failure_isolated_and_degraded" => succeeded && !fi.is_empty(),
+        "omitted_collect_field_yields_null_slot"
+        | "absent_collect_field_yields_null_slot"
+        | "extra_outputs_omission_is_null_slot" => {
+            succeeded
+                && ctx
+                    .outcome
+                    .result
+                    .as_ref()
+                    .is_ok_and(|s| contains_value(s, &Value::Null))
+        }
+        "parent_keeps_prior_value" | "uncovered_projected_field_skipped" => {
+            // The degraded branch did not cover a projected field: it keeps its default.
+            let defaults = openarmature_graph::State::to_json(ctx.graph.defaults());
+            succeeded
+                && !fi.is_empty()
+                && ctx.outcome.result.as_ref().is_ok_and(|s| {
+                    s.as_object()
+                        .is_some_and(|m| m.iter().any(|(k, v)| defaults.get(k) == Some(v)))
+                })
+        }
+        "degrade_does_not_suppress_reducer_error" | "strict_reducer_null_slot_raises" => {
+            !fi.is_empty()
+                && ctx
+                    .outcome
+                    .result
+                    .as_ref()
+                    .err()
+                    .is_some_and(|f| f.category == "reducer_error")
+        }
+        "callable_branches_run_without_subgraph" => {
+            succeeded
+                && events
+                    .iter()
+                    .any(|e| e.branch_name.as_deref() == Some(&*e.node_name))
+        }
+        "contributions_merge_via_parent_reducer" => succeeded,
+        "when_false_branch_skipped"
+        | "skipped_branch_emits_no_event"
+        | "skipped_branch_no_contribution" => {
+            branches(&events).is_some_and(|(declared, dispatched, seen)| {
+                dispatched < declared.len()
+                    && declared.iter().filter(|b| !seen.contains(*b)).count()
+                        == declared.len() - dispatched
+            })
+        }
+        "when_true_branch_dispatches" => {
+            branches(&events).is_some_and(|(declared, dispatched, seen)| {
+                dispatched == declared.len() && declared.iter().all(|b| seen.contains(b))
+            })
+        }
+        "sibling_branch_completed" => {
+            let done: std::collections::BTreeSet<_> = events
+                .iter()
+                .filter(|e| e.phase == Phase::Completed && e.error.is_none())
+                .filter_map(|e| e.branch_name.clone())
+                .collect();
+            succeeded && !done.is_empty()
+        }
+        "drain_covered_all_fan_out_instances_via_shared_invocation_id" => {
+            let count = events
+                .iter()
+                .find_map(|e| e.fan_out_config.as_ref().map(|c| c.item_count));
+            drain_snapshots(ctx).iter().any(|snapshot| {
+                let seen: std::collections::BTreeSet<_> =
+                    snapshot.iter().filter_map(|e| e.fan_out_index).collect();
+                count.is_some_and(|n| n > 0 && seen.len() == n)
+                    && snapshot
+                        .iter()
+                        .all(|e| *e.invocation_id == ctx.outcome.invocation_id)
+            })
+        }
+        "drain_covered_all_parallel_branches_via_shared_invocation_id" => {
+            let names = events.iter().find_map(|e| {
+                e.parallel_branches_config
+                    .as_ref()
+                    .map(|c| c.branch_names.clone())
+            });
+            drain_snapshots(ctx).iter().any(|snapshot| {
+                names.as_ref().is_some_and(|names| {
+                    !names.is_empty()
+                        && names
+                            .iter()
+                            .all(|n| snapshot.iter().any(|e| e.branch_name.as_deref() == Some(n)))
+                }) && snapshot
+                    .iter()
+                    .all(|e| *e.invocation_id == ctx.outcome.invocation_id)
+            })
+        }
         _ => return None,
     })
+}
+
+/// Whether `value` occurs anywhere in `json` (as a list element or field value).
+fn contains_value(json: &Value, value: &Value) -> bool {
+    if json == value {
+        return true;
+    }
+    match json {
+        Value::Array(items) => items.iter().any(|i| contains_value(i, value)),
+        Value::Object(map) => map.values().any(|v| contains_value(v, value)),
+        _ => false,
+    }
+}
+
+/// `(declared branches, dispatched count, branches seen in events)` of the
+/// invocation's parallel-branches node.
+fn branches(
+    events: &[NodeEvent],
+) -> Option<(Vec<String>, usize, std::collections::BTreeSet<String>)> {
+    let config = events
+        .iter()
+        .find_map(|e| e.parallel_branches_config.clone())?;
+    let seen = events
+        .iter()
+        .filter_map(|e| e.branch_name.clone())
+        .collect();
+    Some((config.branch_names, config.branch_count, seen))
+}
+
+/// The node events of every per-node drain snapshot in the invocation.
+fn drain_snapshots(ctx: &Ctx<'_>) -> Vec<Vec<NodeEvent>> {
+    lock(&ctx.harness.node_drains)
+        .iter()
+        .filter(|d| d.invocation_id == ctx.outcome.invocation_id)
+        .map(|d| {
+            d.snapshot
+                .iter()
+                .filter_map(|e| e.as_node().cloned())
+                .collect()
+        })
+        .collect()
 }
 
 /// `expected_error.flaky_call_count`: how often the failing node's body ran.
@@ -414,4 +594,25 @@ pub(crate) fn flaky_call_count(y: &Y<'_>, ctx: &Ctx<'_>, node: &str) -> Result<(
     } else {
         Err(format!("flaky_call_count: expected {want}, got {got}"))
     }
+}
+
+/// The most fan-out instances active at once, read off the serial event stream: an
+/// instance is active from its first `started` to its last `completed`.
+pub(crate) fn max_instances_in_flight(events: &[NodeEvent]) -> usize {
+    use std::collections::BTreeMap;
+    let mut span: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for (position, e) in events.iter().enumerate() {
+        if let Some(i) = e.fan_out_index {
+            let entry = span.entry(i).or_insert((position, position));
+            entry.1 = position;
+        }
+    }
+    (0..events.len())
+        .map(|p| {
+            span.values()
+                .filter(|(first, last)| *first <= p && p <= *last)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
 }

@@ -1,0 +1,284 @@
+//! Spec: conformance-adapter §5.4 — fan-out and parallel-branches node directives
+//! (pipeline-utilities §9, §11), built on the real primitives.
+
+use std::sync::Arc;
+
+use openarmature_graph::{BoxError, CompileError, DynState, Node};
+use openarmature_pipeline::{
+    Branch, CallBranch, ErrorPolicy, FanOutNode, OnEmpty, ParallelBranchesNode, SubgraphBranch,
+};
+use serde_json::Value;
+
+use super::build::Builder;
+use super::middleware::chain;
+use crate::yaml::Y;
+use crate::AdapterError;
+
+fn unknown(y: &Y<'_>, what: String) -> AdapterError {
+    AdapterError::DirectiveUnknown {
+        file: y.file.to_path_buf(),
+        directive: what,
+        location: y.location().to_owned(),
+    }
+}
+
+fn pairs(y: &Y<'_>) -> Result<Vec<(String, String)>, AdapterError> {
+    y.entries()?
+        .into_iter()
+        .map(|(k, v)| Ok((k, v.str()?.to_owned())))
+        .collect()
+}
+
+fn policy(y: Option<Y<'_>>) -> Result<ErrorPolicy, AdapterError> {
+    let Some(y) = y else {
+        return Ok(ErrorPolicy::FailFast);
+    };
+    match y.str()? {
+        "fail_fast" => Ok(ErrorPolicy::FailFast),
+        "collect" => Ok(ErrorPolicy::Collect),
+        other => Err(unknown(&y, format!("error_policy: {other}"))),
+    }
+}
+
+/// A count / concurrency resolver: a literal, null, or a named harness callable.
+enum Resolver {
+    Literal(Option<i64>),
+    Field(String),
+    QueueChunk(String, i64),
+}
+
+impl Resolver {
+    fn parse(y: &Y<'_>) -> Result<Resolver, AdapterError> {
+        if y.is_null() {
+            return Ok(Resolver::Literal(None));
+        }
+        if let Ok(n) = y.i64() {
+            return Ok(Resolver::Literal(Some(n)));
+        }
+        let callable = y.req("callable")?;
+        match callable.str()? {
+            "state_field_read" => {
+                y.check_keys(&["callable", "field"])?;
+                Ok(Resolver::Field(y.req("field")?.str()?.to_owned()))
+            }
+            "queue_chunk" => {
+                y.check_keys(&["callable", "field", "chunk_size"])?;
+                let size = y.req("chunk_size")?.i64()?;
+                if size < 1 {
+                    return Err(y.invalid("chunk_size must be ≥ 1"));
+                }
+                Ok(Resolver::QueueChunk(
+                    y.req("field")?.str()?.to_owned(),
+                    size,
+                ))
+            }
+            other => Err(unknown(&callable, format!("callable: {other}"))),
+        }
+    }
+
+    fn eval(&self, state: &DynState) -> Result<Option<i64>, BoxError> {
+        match self {
+            Resolver::Literal(v) => Ok(*v),
+            Resolver::Field(f) => match state.get(f) {
+                Some(Value::Null) | None => Ok(None),
+                Some(v) => v
+                    .as_i64()
+                    .map(Some)
+                    .ok_or_else(|| format!("field `{f}` is not an integer: {v}").into()),
+            },
+            Resolver::QueueChunk(f, size) => {
+                let len = state.get(f).and_then(Value::as_array).map_or(0, Vec::len);
+                let len = i64::try_from(len).unwrap_or(i64::MAX);
+                Ok(Some((len / size).max(1)))
+            }
+        }
+    }
+}
+
+impl<'a> Builder<'a> {
+    /// `fan_out: {...}` → [`FanOutNode`].
+    pub(crate) fn fan_out(
+        &self,
+        y: &Y<'a>,
+    ) -> Result<Result<Arc<dyn Node<DynState>>, CompileError>, AdapterError> {
+        y.check_keys(&[
+            "subgraph",
+            "items_field",
+            "item_field",
+            "count",
+            "collect_field",
+            "target_field",
+            "concurrency",
+            "concurrent_mode",
+            "error_policy",
+            "errors_field",
+            "on_empty",
+            "count_field",
+            "inputs",
+            "extra_outputs",
+            "instance_middleware",
+        ])?;
+        let sub = y.req("subgraph")?;
+        let graph = match self.subgraph(sub.str()?, &sub)? {
+            Ok(g) => g,
+            Err(e) => return Ok(Err(e)),
+        };
+        let s = |k: &str| y.req(k).and_then(|v| v.str().map(str::to_owned));
+        let mut node =
+            FanOutNode::<DynState, DynState>::new(graph, s("collect_field")?, s("target_field")?);
+        if let Some(items) = y.get("items_field") {
+            node = match y.get("item_field") {
+                Some(item) => node.items(items.str()?, item.str()?),
+                None => return Err(y.invalid("items_field needs item_field")),
+            };
+        } else if let Some(item) = y.get("item_field") {
+            node = node.item_field(item.str()?);
+        }
+        if let Some(count) = y.get("count") {
+            match Resolver::parse(&count)? {
+                Resolver::Literal(Some(n)) => node = node.count(n),
+                Resolver::Literal(None) => return Err(count.invalid("count must not be null")),
+                other => {
+                    node = node.count_with(move |s| {
+                        other
+                            .eval(s)?
+                            .ok_or_else(|| BoxError::from("count resolved to null"))
+                    })
+                }
+            }
+        }
+        if let Some(c) = y.get("concurrency") {
+            node = match Resolver::parse(&c)? {
+                Resolver::Literal(v) => node.concurrency(v),
+                other => node.concurrency_with(move |s| other.eval(s)),
+            };
+        }
+        if let Some(mode) = y.get("concurrent_mode") {
+            match mode.str()? {
+                "serial" => node = node.concurrency(Some(1)),
+                "concurrent" => {}
+                other => return Err(unknown(&mode, format!("concurrent_mode: {other}"))),
+            }
+        }
+        node = node.error_policy(policy(y.get("error_policy"))?);
+        if let Some(f) = y.get("errors_field") {
+            super::harness::lock(&self.harness.errors_fields).push(f.str()?.to_owned());
+            node = node.errors_field(f.str()?);
+        }
+        if let Some(e) = y.get("on_empty") {
+            node = node.on_empty(match e.str()? {
+                "raise" => OnEmpty::Raise,
+                "noop" => OnEmpty::Noop,
+                other => return Err(unknown(&e, format!("on_empty: {other}"))),
+            });
+        }
+        if let Some(f) = y.get("count_field") {
+            node = node.count_field(f.str()?);
+        }
+        if let Some(i) = y.get("inputs") {
+            node = node.inputs(pairs(&i)?);
+        }
+        if let Some(o) = y.get("extra_outputs") {
+            node = node.extra_outputs(pairs(&o)?);
+        }
+        if let Some(list) = y.get("instance_middleware") {
+            for m in chain(&list, &self.harness)? {
+                node = node.instance_middleware(m);
+            }
+        }
+        Ok(Ok(Arc::new(node)))
+    }
+
+    /// `parallel_branches: {branches, error_policy, errors_field}` →
+    /// [`ParallelBranchesNode`].
+    pub(crate) fn parallel_branches(
+        &self,
+        name: &str,
+        y: &Y<'a>,
+    ) -> Result<Result<Arc<dyn Node<DynState>>, CompileError>, AdapterError> {
+        y.check_keys(&["branches", "error_policy", "errors_field"])?;
+        let mut node =
+            ParallelBranchesNode::<DynState>::new().error_policy(policy(y.get("error_policy"))?);
+        if let Some(f) = y.get("errors_field") {
+            super::harness::lock(&self.harness.errors_fields).push(f.str()?.to_owned());
+            node = node.errors_field(f.str()?);
+        }
+        let branches = y.req("branches")?;
+        let entries = if branches.is_null() {
+            Vec::new()
+        } else {
+            branches.entries()?
+        };
+        for (branch_name, spec) in entries {
+            spec.check_keys(&[
+                "subgraph",
+                "call",
+                "inputs",
+                "outputs",
+                "middleware",
+                "when",
+            ])?;
+            let mut branch = Branch::empty();
+            if let Some(sub) = spec.get("subgraph") {
+                let graph = match self.subgraph(sub.str()?, &sub)? {
+                    Ok(g) => g,
+                    Err(e) => return Ok(Err(e)),
+                };
+                let mut work = SubgraphBranch::<DynState, DynState>::new(graph);
+                if let Some(i) = spec.get("inputs") {
+                    work = work.inputs(pairs(&i)?);
+                }
+                if let Some(o) = spec.get("outputs") {
+                    work = work.outputs(pairs(&o)?);
+                }
+                if let Some(list) = spec.get("middleware") {
+                    for m in chain(&list, &self.harness)? {
+                        work = work.middleware(m);
+                    }
+                }
+                branch = branch.also(work);
+            }
+            if let Some(call) = spec.get("call") {
+                let scripted = self.scripted(&format!("{name}.{branch_name}"), &call)?;
+                let mut work = CallBranch::new(move |s, c| {
+                    let node = Arc::clone(&scripted);
+                    async move { node.run(s, c).await }
+                });
+                if spec.get("subgraph").is_none() {
+                    if let Some(list) = spec.get("middleware") {
+                        for m in chain(&list, &self.harness)? {
+                            work = work.middleware(m);
+                        }
+                    }
+                }
+                branch = branch.also(work);
+            }
+            if let Some(when) = spec.get("when") {
+                when.check_keys(&["field", "gt"])?;
+                let field = when.req("field")?.str()?.to_owned();
+                let gt = when.get("gt").map(|g| g.f64()).transpose()?;
+                branch = branch.when(move |s: &DynState| {
+                    let v = s.get(&field).cloned().unwrap_or(Value::Null);
+                    match gt {
+                        Some(bound) => v.as_f64().is_some_and(|x| x > bound),
+                        None => truthy(&v),
+                    }
+                });
+            }
+            node = node.branch(branch_name, branch);
+        }
+        Ok(Ok(Arc::new(node)))
+    }
+}
+
+/// Python-style truthiness of a JSON value.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}

@@ -1,0 +1,314 @@
+//! Spec: graph-engine §6 *Typed LLM completion event* / *Typed LLM failure event*, and the
+//! per-attempt signal llm-provider §7.1 *Per-attempt span emission* needs.
+//!
+//! The engine only carries these events; `openarmature-llm` builds and dispatches them
+//! (through [`crate::NodeCtx::dispatch_event`]) when a `complete()` call runs inside a
+//! node. Payload fields are plain JSON values so the engine stays free of LLM types.
+//!
+//! Per call: zero or more [`LlmAttemptEvent`]s (one per wire attempt), then exactly one
+//! terminal [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial queue
+//! before the node's own `completed` event.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::node::NodeCtx;
+use crate::observer::Lineage;
+
+/// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
+/// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct LlmUsage {
+    /// Input tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens.
+    pub completion_tokens: Option<u64>,
+    /// Total tokens.
+    pub total_tokens: Option<u64>,
+    /// Input tokens served from a prefix cache (`Some(0)` is a reported miss).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// Input tokens written to a prefix cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_tokens: Option<u64>,
+}
+
+/// Why a call-level retry attempt was scheduled (llm-provider §7.1): the class of the
+/// previous attempt's failure. Attempt 0 has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RetryReason {
+    /// The previous attempt failed with an error the classifier retries.
+    Transient,
+    /// The previous attempt raised `structured_output_invalid` and a reask builder
+    /// appended a correction.
+    Reask,
+}
+
+impl RetryReason {
+    /// `"transient"` / `"reask"` (the `openarmature.llm.retry_reason` value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryReason::Transient => "transient",
+            RetryReason::Reask => "reask",
+        }
+    }
+}
+
+/// Where an LLM call ran: the calling node's identity (graph-engine §6 event-source
+/// identity tuple).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LlmCallSite {
+    /// The invocation.
+    pub invocation_id: Arc<str>,
+    /// The caller's correlation id, if any.
+    pub correlation_id: Option<Arc<str>>,
+    /// The node that issued the call.
+    pub node_name: Arc<str>,
+    /// Namespace, node-level attempt index, fan-out / branch lineage.
+    pub lineage: Lineage,
+}
+
+impl LlmCallSite {
+    /// The site of a call issued by the node attempt `ctx` describes.
+    pub fn from_ctx(ctx: &NodeCtx) -> Self {
+        LlmCallSite {
+            invocation_id: Arc::from(ctx.invocation_id()),
+            correlation_id: ctx.correlation_id().map(Arc::from),
+            node_name: Arc::from(ctx.node_name()),
+            lineage: ctx.lineage(),
+        }
+    }
+}
+
+/// The request side of a call (or of one attempt).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LlmRequestSummary {
+    /// The provider identifier (`gen_ai.system`, e.g. `openai`).
+    pub provider: String,
+    /// The bound model the request was made against.
+    pub model: String,
+    /// Minted per `complete()` call; shared by every attempt of the call.
+    pub call_id: String,
+    /// The message list sent, in llm-provider §3 shape, inline image bytes redacted.
+    pub input_messages: Vec<Value>,
+    /// The declared sampling parameters that were set (GenAI names, no prefix).
+    pub request_params: Map<String, Value>,
+    /// The `RuntimeConfig` extras pass-through bag.
+    pub request_extras: Map<String, Value>,
+}
+
+impl LlmRequestSummary {
+    /// A request summary.
+    pub fn new(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        call_id: impl Into<String>,
+        input_messages: Vec<Value>,
+        request_params: Map<String, Value>,
+        request_extras: Map<String, Value>,
+    ) -> Self {
+        LlmRequestSummary {
+            provider: provider.into(),
+            model: model.into(),
+            call_id: call_id.into(),
+            input_messages,
+            request_params,
+            request_extras,
+        }
+    }
+}
+
+/// The response side: what the provider returned.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LlmResponseSummary {
+    /// The model the provider reported, if any.
+    pub response_model: Option<String>,
+    /// The provider's response id, if any.
+    pub response_id: Option<String>,
+    /// Token usage (always a record; counters may be `None`).
+    pub usage: LlmUsage,
+    /// The normalized finish reason (`stop`, `length`, ...).
+    pub finish_reason: Option<String>,
+    /// The assistant's text content, verbatim (`None` for a tool-call-only reply).
+    pub output_content: Option<String>,
+    /// The assistant's tool calls as `{id, name, arguments}` records (`None` when none).
+    pub output_tool_calls: Option<Vec<Value>>,
+}
+
+impl LlmResponseSummary {
+    /// A response summary.
+    pub fn new(
+        response_model: Option<String>,
+        response_id: Option<String>,
+        usage: LlmUsage,
+        finish_reason: Option<String>,
+        output_content: Option<String>,
+        output_tool_calls: Option<Vec<Value>>,
+    ) -> Self {
+        LlmResponseSummary {
+            response_model,
+            response_id,
+            usage,
+            finish_reason,
+            output_content,
+            output_tool_calls,
+        }
+    }
+}
+
+/// A failed call's (or attempt's) error surface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LlmFailure {
+    /// The llm-provider §7 category, e.g. `provider_unavailable`.
+    pub error_category: String,
+    /// A vendor error type or code (e.g. the body's `error.type`), if any.
+    pub error_type: Option<String>,
+    /// The error's message (empty when it had none).
+    pub error_message: String,
+}
+
+impl LlmFailure {
+    /// A failure record.
+    pub fn new(
+        error_category: impl Into<String>,
+        error_type: Option<String>,
+        error_message: impl Into<String>,
+    ) -> Self {
+        LlmFailure {
+            error_category: error_category.into(),
+            error_type,
+            error_message: error_message.into(),
+        }
+    }
+}
+
+/// Typed LLM completion event (graph-engine §6): one per successful `complete()` call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LlmCompletionEvent {
+    /// The calling node.
+    pub site: LlmCallSite,
+    /// The request (the caller's messages and config).
+    pub request: LlmRequestSummary,
+    /// The response.
+    pub response: LlmResponseSummary,
+    /// Wall-clock latency of the whole call, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+impl LlmCompletionEvent {
+    /// A completion event.
+    pub fn new(
+        site: LlmCallSite,
+        request: LlmRequestSummary,
+        response: LlmResponseSummary,
+        latency_ms: Option<f64>,
+    ) -> Self {
+        LlmCompletionEvent {
+            site,
+            request,
+            response,
+            latency_ms,
+        }
+    }
+}
+
+/// Typed LLM failure event (graph-engine §6): one per `complete()` call that raised.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LlmFailedEvent {
+    /// The calling node.
+    pub site: LlmCallSite,
+    /// The request (the caller's messages and config).
+    pub request: LlmRequestSummary,
+    /// The raised error.
+    pub failure: LlmFailure,
+    /// The response that failed validation (`structured_output_invalid` only).
+    pub response: Option<LlmResponseSummary>,
+    /// Latency of the final attempt, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+impl LlmFailedEvent {
+    /// A failure event.
+    pub fn new(
+        site: LlmCallSite,
+        request: LlmRequestSummary,
+        failure: LlmFailure,
+        response: Option<LlmResponseSummary>,
+        latency_ms: Option<f64>,
+    ) -> Self {
+        LlmFailedEvent {
+            site,
+            request,
+            failure,
+            response,
+            latency_ms,
+        }
+    }
+}
+
+/// How one wire attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum LlmAttemptOutcome {
+    /// The attempt returned a response.
+    Completed(LlmResponseSummary),
+    /// The attempt raised; `response` is set for `structured_output_invalid`.
+    Failed {
+        /// The error surface.
+        failure: LlmFailure,
+        /// The response that failed validation, if one was received.
+        response: Option<LlmResponseSummary>,
+    },
+}
+
+/// The per-wire-attempt signal (llm-provider §7.1): one per attempt of a `complete()`
+/// call, including a call that was not retried, dispatched before the call's terminal
+/// event. Span builders (observability §5.5: one `openarmature.llm.complete` span per
+/// attempt) consume it; other observers can ignore it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LlmAttemptEvent {
+    /// The calling node.
+    pub site: LlmCallSite,
+    /// This attempt's request (its working transcript and effective config).
+    pub request: LlmRequestSummary,
+    /// 0-based call-level attempt index.
+    pub attempt_index: u32,
+    /// Why this attempt was scheduled (`None` on attempt 0).
+    pub retry_reason: Option<RetryReason>,
+    /// How the attempt ended.
+    pub outcome: LlmAttemptOutcome,
+    /// The attempt's latency, in milliseconds.
+    pub latency_ms: Option<f64>,
+}
+
+impl LlmAttemptEvent {
+    /// An attempt event.
+    pub fn new(
+        site: LlmCallSite,
+        request: LlmRequestSummary,
+        attempt_index: u32,
+        retry_reason: Option<RetryReason>,
+        outcome: LlmAttemptOutcome,
+        latency_ms: Option<f64>,
+    ) -> Self {
+        LlmAttemptEvent {
+            site,
+            request,
+            attempt_index,
+            retry_reason,
+            outcome,
+            latency_ms,
+        }
+    }
+}

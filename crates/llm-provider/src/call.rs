@@ -1,0 +1,301 @@
+//! Spec: llm-provider §7.1 *Call-level retry* (the loop, the adaptive extensions,
+//! per-attempt reporting) and graph-engine §6 (the typed LLM events).
+//!
+//! One `complete()` call mints a `call_id` and runs attempts `0..max_attempts`:
+//!
+//! 1. attempt *i* sends the working transcript (the caller's messages plus any reask
+//!    pairs) with the effective config of attempt *i*;
+//! 2. the attempt is reported: to the request's [`AttemptObserver`], and, inside a
+//!    node, as an [`LlmAttemptEvent`] (attempt index, retry reason, outcome);
+//! 3. success returns; an error is retried when attempts remain and either the
+//!    request has a reask builder and the error is `structured_output_invalid`
+//!    (reason `reask`: the pair is appended) or the classifier retries it (reason
+//!    `transient`: nothing is appended). Otherwise it propagates.
+//!
+//! Before each retry: `on_retry`, then the backoff sleep (through the config's
+//! sleeper). Classifier, backoff and `on_retry` see the error as the engine does: a
+//! [`openarmature_graph::CategorizedError`] whose `source()` is the [`LlmError`]
+//! (see [`LlmError::find_in`]); the classifier's state argument is `None` at call
+//! level. Inside a node, exactly one terminal [`LlmCompletionEvent`] or
+//! [`LlmFailedEvent`] follows the attempt events.
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openarmature_graph::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, ObserverEvent, RetryReason,
+};
+use serde_json::{json, Map, Value};
+
+use crate::config::RuntimeConfig;
+use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::message::{AssistantMessage, Content, ContentBlock, ImageSource, Message};
+use crate::provider::{CompletionRequest, Provider, WireRequest};
+use crate::response::Response;
+
+/// One finished wire attempt, as reported to an [`AttemptObserver`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct AttemptRecord<'a> {
+    /// Shared by every attempt of one `complete()` call.
+    pub call_id: &'a str,
+    /// 0-based call-level attempt index.
+    pub attempt_index: u32,
+    /// Why this attempt was scheduled (`None` on attempt 0).
+    pub retry_reason: Option<RetryReason>,
+    /// The transcript this attempt sent.
+    pub messages: &'a [Message],
+    /// The effective config this attempt sent.
+    pub config: &'a RuntimeConfig,
+    /// The attempt's result.
+    pub outcome: Result<&'a Response, &'a LlmError>,
+    /// How long the attempt took.
+    pub latency: Duration,
+}
+
+/// Observes every wire attempt of a call (observe-only: it cannot change the
+/// outcome, and should return quickly).
+pub trait AttemptObserver: Send + Sync + 'static {
+    /// Called once per attempt, after it finished.
+    fn on_attempt(&self, record: &AttemptRecord<'_>);
+}
+
+impl<F> AttemptObserver for F
+where
+    F: Fn(&AttemptRecord<'_>) + Send + Sync + 'static,
+{
+    fn on_attempt(&self, record: &AttemptRecord<'_>) {
+        self(record)
+    }
+}
+
+/// The call-level loop behind [`Provider::complete`].
+pub(crate) async fn complete<P: Provider + ?Sized>(
+    provider: &P,
+    request: &CompletionRequest,
+) -> Result<Response, LlmError> {
+    let call_id = uuid::Uuid::new_v4().to_string();
+    let call_started = Instant::now();
+    let site = request.node.as_ref().map(LlmCallSite::from_ctx);
+    let retry = request.retry.as_ref();
+    let max_attempts = retry.map_or(1, |r| r.max_attempts());
+    // The working transcript: `None` until the first reask appends to a copy.
+    let mut working: Option<Vec<Message>> = None;
+    let mut reason: Option<RetryReason> = None;
+    let mut attempt: u32 = 0;
+    loop {
+        let config = match retry {
+            Some(r) => r.config_for_attempt(&request.config, attempt),
+            None => request.config.clone(),
+        };
+        let messages: &[Message] = working.as_deref().unwrap_or(&request.messages);
+        let started = Instant::now();
+        let result = provider
+            .send(WireRequest::of(request, messages, &config))
+            .await;
+        let latency = started.elapsed();
+
+        if let Some(observer) = &request.attempt_observer {
+            observer.on_attempt(&AttemptRecord {
+                call_id: &call_id,
+                attempt_index: attempt,
+                retry_reason: reason,
+                messages,
+                config: &config,
+                outcome: result.as_ref(),
+                latency,
+            });
+        }
+        if let (Some(ctx), Some(site)) = (&request.node, &site) {
+            let outcome = match &result {
+                Ok(response) => LlmAttemptOutcome::Completed(response_summary(response)),
+                Err(error) => LlmAttemptOutcome::Failed {
+                    failure: failure_of(error),
+                    response: error.structured_output().map(failed_response_summary),
+                },
+            };
+            ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                site.clone(),
+                request_summary(provider, &call_id, messages, &config),
+                attempt,
+                reason,
+                outcome,
+                Some(millis(latency)),
+            )));
+        }
+
+        let error = match result {
+            Ok(response) => {
+                if let (Some(ctx), Some(site)) = (&request.node, &site) {
+                    ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
+                        site.clone(),
+                        request_summary(provider, &call_id, &request.messages, &request.config),
+                        response_summary(&response),
+                        Some(millis(call_started.elapsed())),
+                    )));
+                }
+                return Ok(response);
+            }
+            Err(error) => error,
+        };
+
+        let next = match retry {
+            Some(r) if attempt + 1 < max_attempts => {
+                let view = error.clone().into_categorized();
+                let reask = match (&r.reask, error.structured_output()) {
+                    (Some(builder), Some(failure)) => Some((builder, failure)),
+                    _ => None,
+                };
+                if let Some((builder, failure)) = reask {
+                    let correction = builder.correction(failure);
+                    let transcript = working.get_or_insert_with(|| request.messages.clone());
+                    transcript.push(Message::Assistant(AssistantMessage {
+                        content: Some(Content::Text(failure.output_content.clone())),
+                        tool_calls: Vec::new(),
+                    }));
+                    transcript.push(Message::user(correction));
+                    Some((RetryReason::Reask, view))
+                } else if r.base.classifier.is_retryable(&view, None) {
+                    Some((RetryReason::Transient, view))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        let Some((next_reason, view)) = next else {
+            if let (Some(ctx), Some(site)) = (&request.node, &site) {
+                ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
+                    site.clone(),
+                    request_summary(provider, &call_id, &request.messages, &request.config),
+                    failure_of(&error),
+                    error.structured_output().map(failed_response_summary),
+                    Some(millis(latency)),
+                )));
+            }
+            return Err(error);
+        };
+        if let Some(r) = retry {
+            let delay = r.base.backoff.delay_for(attempt, &view);
+            if let Some(on_retry) = &r.base.on_retry {
+                let shared: Arc<dyn StdError + Send + Sync> = Arc::new(view);
+                on_retry.on_retry(shared, attempt).await;
+            }
+            r.base.sleeper.sleep(delay).await;
+        }
+        reason = Some(next_reason);
+        attempt += 1;
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn request_summary<P: Provider + ?Sized>(
+    provider: &P,
+    call_id: &str,
+    messages: &[Message],
+    config: &RuntimeConfig,
+) -> LlmRequestSummary {
+    LlmRequestSummary::new(
+        provider.provider_name(),
+        provider.model(),
+        call_id,
+        messages.iter().map(event_message).collect(),
+        config.declared_params(),
+        config.extras.clone(),
+    )
+}
+
+fn response_summary(response: &Response) -> LlmResponseSummary {
+    let tool_calls = if response.message.tool_calls.is_empty() {
+        None
+    } else {
+        Some(
+            response
+                .message
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect(),
+        )
+    };
+    LlmResponseSummary::new(
+        response.response_model().map(str::to_owned),
+        response.response_id().map(str::to_owned),
+        response.usage,
+        Some(response.finish_reason.as_str().to_owned()),
+        response.message.text(),
+        tool_calls,
+    )
+}
+
+fn failed_response_summary(failure: &StructuredOutputInvalid) -> LlmResponseSummary {
+    LlmResponseSummary::new(
+        failure.response_model.clone(),
+        failure.response_id.clone(),
+        failure.usage,
+        Some(failure.finish_reason.as_str().to_owned()),
+        Some(failure.output_content.clone()),
+        None,
+    )
+}
+
+fn failure_of(error: &LlmError) -> LlmFailure {
+    LlmFailure::new(
+        error.category().as_str(),
+        error.error_type().map(str::to_owned),
+        error.to_string(),
+    )
+}
+
+/// A message in the typed-event form: the §3 JSON shape with inline image bytes
+/// replaced by `{type: "inline_redacted", byte_count}` (observability §5.5.5).
+pub fn event_message(message: &Message) -> Value {
+    let mut value = message.to_json();
+    let blocks = match message {
+        Message::User(m) => match &m.content {
+            Content::Blocks(b) => Some(b),
+            Content::Text(_) => None,
+        },
+        _ => None,
+    };
+    if let (Some(blocks), Some(Value::Array(out))) = (blocks, value.get_mut("content")) {
+        for (block, slot) in blocks.iter().zip(out.iter_mut()) {
+            if let ContentBlock::Image(image) = block {
+                if let ImageSource::Inline { base64_data } = &image.source {
+                    if let Some(obj) = slot.as_object_mut() {
+                        let mut source = Map::new();
+                        source.insert("type".into(), Value::from("inline_redacted"));
+                        source.insert("byte_count".into(), Value::from(base64_data.len()));
+                        obj.insert("source".into(), Value::Object(source));
+                    }
+                }
+            }
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_images_are_redacted_in_events() {
+        let m = Message::user_blocks(vec![
+            ContentBlock::image_inline("image/png", "QUJD"),
+            ContentBlock::text("t"),
+        ]);
+        let v = event_message(&m);
+        assert_eq!(
+            v["content"][0],
+            json!({"type": "image", "media_type": "image/png",
+                   "source": {"type": "inline_redacted", "byte_count": 4}})
+        );
+        assert_eq!(v["content"][1]["text"], "t");
+    }
+}

@@ -1,0 +1,451 @@
+//! Spec: llm-provider §7 — the nine error categories and their retry classification.
+//!
+//! Every failure of `ready()` or `complete()` is an [`LlmError`]. Its
+//! [`category`](LlmError::category) is the spec identifier and
+//! [`is_transient`](LlmError::is_transient) the §7 retry classification.
+//!
+//! # The engine bridge
+//!
+//! The graph engine and the pipeline-utilities classifier recognise categories on
+//! [`CategorizedError`] (they cannot depend on this crate). An [`LlmError`] converts
+//! into one with [`LlmError::into_categorized`] (or `From`), keeping the typed error as
+//! its `source()`, so retry middleware, failure isolation and node events see the
+//! category while [`LlmError::find_in`] still recovers the typed error (its
+//! `retry_after`, its structured-output surface) from any cause chain. In a node body:
+//!
+//! ```
+//! # use openarmature_llm::LlmError;
+//! # use openarmature_graph::BoxError;
+//! fn node_error(e: LlmError) -> BoxError {
+//!     e.into_box_error() // a CategorizedError carrying the LlmError as source
+//! }
+//! # let _ = node_error;
+//! ```
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openarmature_graph::{BoxError, CategorizedError};
+use serde_json::Value;
+
+use crate::response::{FinishReason, Usage};
+
+/// A shared underlying cause (a transport error, a JSON error, ...).
+pub type Cause = Arc<dyn StdError + Send + Sync + 'static>;
+
+/// The llm-provider §7 error categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCategory {
+    /// Authentication failed (invalid key, expired token, missing credentials).
+    ProviderAuthentication,
+    /// The provider is unreachable (network failure, 5xx, timeout).
+    ProviderUnavailable,
+    /// The bound model does not exist on this provider.
+    ProviderInvalidModel,
+    /// The bound model is known but not currently serving.
+    ProviderModelNotLoaded,
+    /// The provider rate-limited the request.
+    ProviderRateLimit,
+    /// A successful response could not be parsed into the §6 shape.
+    ProviderInvalidResponse,
+    /// The request was malformed (pre-send validation, or a 400).
+    ProviderInvalidRequest,
+    /// The bound model does not support a content block used in the request.
+    ProviderUnsupportedContentBlock,
+    /// The content did not parse as JSON or did not validate against `response_schema`.
+    StructuredOutputInvalid,
+}
+
+impl ErrorCategory {
+    /// Every category, in §7 order.
+    pub const ALL: [ErrorCategory; 9] = [
+        ErrorCategory::ProviderAuthentication,
+        ErrorCategory::ProviderUnavailable,
+        ErrorCategory::ProviderInvalidModel,
+        ErrorCategory::ProviderModelNotLoaded,
+        ErrorCategory::ProviderRateLimit,
+        ErrorCategory::ProviderInvalidResponse,
+        ErrorCategory::ProviderInvalidRequest,
+        ErrorCategory::ProviderUnsupportedContentBlock,
+        ErrorCategory::StructuredOutputInvalid,
+    ];
+
+    /// The spec identifier, e.g. `provider_rate_limit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::ProviderAuthentication => "provider_authentication",
+            ErrorCategory::ProviderUnavailable => "provider_unavailable",
+            ErrorCategory::ProviderInvalidModel => "provider_invalid_model",
+            ErrorCategory::ProviderModelNotLoaded => "provider_model_not_loaded",
+            ErrorCategory::ProviderRateLimit => "provider_rate_limit",
+            ErrorCategory::ProviderInvalidResponse => "provider_invalid_response",
+            ErrorCategory::ProviderInvalidRequest => "provider_invalid_request",
+            ErrorCategory::ProviderUnsupportedContentBlock => "provider_unsupported_content_block",
+            ErrorCategory::StructuredOutputInvalid => "structured_output_invalid",
+        }
+    }
+
+    /// The §7 retry classification: `provider_unavailable`, `provider_rate_limit` and
+    /// `provider_model_not_loaded` are transient; the other six are not.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ErrorCategory::ProviderUnavailable
+                | ErrorCategory::ProviderRateLimit
+                | ErrorCategory::ProviderModelNotLoaded
+        )
+    }
+}
+
+impl fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a provider (or the pre-send validation) reported: the message, the HTTP
+/// status and vendor error type when there was a response, and the underlying cause.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct ProviderFailure {
+    /// The human-readable message (the provider body's `error.message` when present).
+    pub message: String,
+    /// The HTTP status, when the provider answered.
+    pub status: Option<u16>,
+    /// The vendor error type or code (e.g. the body's `error.type`), if any.
+    pub error_type: Option<String>,
+    /// `Retry-After` / `retry-after-ms`, for rate limits.
+    pub retry_after: Option<Duration>,
+    /// The underlying error (transport, JSON, ...).
+    #[source]
+    pub source: Option<Cause>,
+}
+
+impl ProviderFailure {
+    /// A failure with only a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ProviderFailure {
+            message: message.into(),
+            status: None,
+            error_type: None,
+            retry_after: None,
+            source: None,
+        }
+    }
+}
+
+/// The `structured_output_invalid` surface (llm-provider §7, proposal 0082): the
+/// requested schema, the verbatim content, the failure description, and the
+/// response's finish reason and usage.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{error_message}")]
+#[non_exhaustive]
+pub struct StructuredOutputInvalid {
+    /// The `response_schema` the call supplied.
+    pub response_schema: Value,
+    /// The content the model produced, verbatim.
+    pub output_content: String,
+    /// Why it failed: the JSON parse error, or the schema violations (with their
+    /// JSON Pointers).
+    pub error_message: String,
+    /// The response's normalized finish reason.
+    pub finish_reason: FinishReason,
+    /// The response's token usage.
+    pub usage: Usage,
+    /// The provider's response id, if any.
+    pub response_id: Option<String>,
+    /// The model the provider reported, if any.
+    pub response_model: Option<String>,
+    /// The parsed provider response, verbatim.
+    pub raw: Value,
+}
+
+/// An llm-provider error: one variant per §7 category.
+///
+/// `Display` is the message alone (for a provider error, the body's `error.message`
+/// verbatim); [`LlmError::category`] names the category. `source()` is the
+/// underlying cause, when there is one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// `provider_authentication`.
+    #[error(transparent)]
+    Authentication(ProviderFailure),
+    /// `provider_unavailable`.
+    #[error(transparent)]
+    Unavailable(ProviderFailure),
+    /// `provider_invalid_model`.
+    #[error(transparent)]
+    InvalidModel(ProviderFailure),
+    /// `provider_model_not_loaded`.
+    #[error(transparent)]
+    ModelNotLoaded(ProviderFailure),
+    /// `provider_rate_limit`; see [`LlmError::retry_after`].
+    #[error(transparent)]
+    RateLimit(ProviderFailure),
+    /// `provider_invalid_response`.
+    #[error(transparent)]
+    InvalidResponse(ProviderFailure),
+    /// `provider_invalid_request`.
+    #[error(transparent)]
+    InvalidRequest(ProviderFailure),
+    /// `provider_unsupported_content_block`.
+    #[error(transparent)]
+    UnsupportedContentBlock(ProviderFailure),
+    /// `structured_output_invalid`.
+    #[error(transparent)]
+    StructuredOutputInvalid(Box<StructuredOutputInvalid>),
+}
+
+impl LlmError {
+    /// An error of `category` with `message`. For `structured_output_invalid` the
+    /// surface fields are left empty; build [`LlmError::StructuredOutputInvalid`]
+    /// directly to carry them.
+    pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
+        Self::from_failure(category, ProviderFailure::new(message))
+    }
+
+    /// An error of `category` carrying `failure`.
+    pub fn from_failure(category: ErrorCategory, failure: ProviderFailure) -> Self {
+        match category {
+            ErrorCategory::ProviderAuthentication => LlmError::Authentication(failure),
+            ErrorCategory::ProviderUnavailable => LlmError::Unavailable(failure),
+            ErrorCategory::ProviderInvalidModel => LlmError::InvalidModel(failure),
+            ErrorCategory::ProviderModelNotLoaded => LlmError::ModelNotLoaded(failure),
+            ErrorCategory::ProviderRateLimit => LlmError::RateLimit(failure),
+            ErrorCategory::ProviderInvalidResponse => LlmError::InvalidResponse(failure),
+            ErrorCategory::ProviderInvalidRequest => LlmError::InvalidRequest(failure),
+            ErrorCategory::ProviderUnsupportedContentBlock => {
+                LlmError::UnsupportedContentBlock(failure)
+            }
+            ErrorCategory::StructuredOutputInvalid => {
+                LlmError::StructuredOutputInvalid(Box::new(StructuredOutputInvalid {
+                    response_schema: Value::Null,
+                    output_content: String::new(),
+                    error_message: failure.message,
+                    finish_reason: FinishReason::Error,
+                    usage: Usage::default(),
+                    response_id: None,
+                    response_model: None,
+                    raw: Value::Null,
+                }))
+            }
+        }
+    }
+
+    /// A `provider_invalid_request` (pre-send validation failure).
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        LlmError::InvalidRequest(ProviderFailure::new(message))
+    }
+
+    /// A `provider_invalid_response`.
+    pub fn invalid_response(message: impl Into<String>) -> Self {
+        LlmError::InvalidResponse(ProviderFailure::new(message))
+    }
+
+    /// A `provider_unavailable`.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        LlmError::Unavailable(ProviderFailure::new(message))
+    }
+
+    /// The §7 category.
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            LlmError::Authentication(_) => ErrorCategory::ProviderAuthentication,
+            LlmError::Unavailable(_) => ErrorCategory::ProviderUnavailable,
+            LlmError::InvalidModel(_) => ErrorCategory::ProviderInvalidModel,
+            LlmError::ModelNotLoaded(_) => ErrorCategory::ProviderModelNotLoaded,
+            LlmError::RateLimit(_) => ErrorCategory::ProviderRateLimit,
+            LlmError::InvalidResponse(_) => ErrorCategory::ProviderInvalidResponse,
+            LlmError::InvalidRequest(_) => ErrorCategory::ProviderInvalidRequest,
+            LlmError::UnsupportedContentBlock(_) => ErrorCategory::ProviderUnsupportedContentBlock,
+            LlmError::StructuredOutputInvalid(_) => ErrorCategory::StructuredOutputInvalid,
+        }
+    }
+
+    /// The §7 retry classification of the category.
+    pub fn is_transient(&self) -> bool {
+        self.category().is_transient()
+    }
+
+    /// The message (equal to `Display`).
+    pub fn message(&self) -> &str {
+        match self.failure() {
+            Some(f) => &f.message,
+            None => match self {
+                LlmError::StructuredOutputInvalid(s) => &s.error_message,
+                _ => "",
+            },
+        }
+    }
+
+    /// The provider-failure record (every variant but `StructuredOutputInvalid`).
+    pub fn failure(&self) -> Option<&ProviderFailure> {
+        match self {
+            LlmError::Authentication(f)
+            | LlmError::Unavailable(f)
+            | LlmError::InvalidModel(f)
+            | LlmError::ModelNotLoaded(f)
+            | LlmError::RateLimit(f)
+            | LlmError::InvalidResponse(f)
+            | LlmError::InvalidRequest(f)
+            | LlmError::UnsupportedContentBlock(f) => Some(f),
+            LlmError::StructuredOutputInvalid(_) => None,
+        }
+    }
+
+    fn failure_mut(&mut self) -> Option<&mut ProviderFailure> {
+        match self {
+            LlmError::Authentication(f)
+            | LlmError::Unavailable(f)
+            | LlmError::InvalidModel(f)
+            | LlmError::ModelNotLoaded(f)
+            | LlmError::RateLimit(f)
+            | LlmError::InvalidResponse(f)
+            | LlmError::InvalidRequest(f)
+            | LlmError::UnsupportedContentBlock(f) => Some(f),
+            LlmError::StructuredOutputInvalid(_) => None,
+        }
+    }
+
+    /// The structured-output surface, for `structured_output_invalid`.
+    pub fn structured_output(&self) -> Option<&StructuredOutputInvalid> {
+        match self {
+            LlmError::StructuredOutputInvalid(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// For `provider_rate_limit`: how long the provider asked to wait
+    /// (`retry-after-ms`, else `Retry-After` in seconds or as an HTTP date).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimit(f) => f.retry_after,
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when the provider answered.
+    pub fn status(&self) -> Option<u16> {
+        self.failure().and_then(|f| f.status)
+    }
+
+    /// The vendor error type or code, if any.
+    pub fn error_type(&self) -> Option<&str> {
+        self.failure().and_then(|f| f.error_type.as_deref())
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        if let Some(f) = self.failure_mut() {
+            f.source = Some(Arc::new(source));
+        }
+        self
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        if let Some(f) = self.failure_mut() {
+            f.status = Some(status);
+        }
+        self
+    }
+
+    /// Sets the vendor error type.
+    pub fn with_error_type(mut self, error_type: Option<String>) -> Self {
+        if let Some(f) = self.failure_mut() {
+            f.error_type = error_type;
+        }
+        self
+    }
+
+    /// Sets the rate-limit delay.
+    pub fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
+        if let Some(f) = self.failure_mut() {
+            f.retry_after = retry_after;
+        }
+        self
+    }
+
+    /// The error as the engine's classifiers see it: a [`CategorizedError`] with this
+    /// category, transience and message, and this error as its `source()`.
+    pub fn into_categorized(self) -> CategorizedError {
+        CategorizedError::new(Some(self.category().as_str()), self.to_string())
+            .transient(self.is_transient())
+            .with_source(self)
+    }
+
+    /// [`LlmError::into_categorized`], boxed: what a node body returns.
+    pub fn into_box_error(self) -> BoxError {
+        Box::new(self.into_categorized())
+    }
+
+    /// The first [`LlmError`] in `error`'s cause chain (itself included), e.g. under
+    /// the [`CategorizedError`] of [`LlmError::into_categorized`].
+    pub fn find_in<'e>(error: &'e (dyn StdError + 'static)) -> Option<&'e LlmError> {
+        let mut current = Some(error);
+        let mut hops = 0;
+        while let Some(e) = current {
+            if let Some(found) = e.downcast_ref::<LlmError>() {
+                return Some(found);
+            }
+            hops += 1;
+            if hops > 64 {
+                return None;
+            }
+            current = e.source();
+        }
+        None
+    }
+}
+
+impl From<LlmError> for CategorizedError {
+    fn from(error: LlmError) -> Self {
+        error.into_categorized()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use openarmature_graph::category_of;
+
+    #[test]
+    fn categories_and_transience() {
+        let transient: Vec<_> = ErrorCategory::ALL
+            .iter()
+            .filter(|c| c.is_transient())
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(
+            transient,
+            [
+                "provider_unavailable",
+                "provider_model_not_loaded",
+                "provider_rate_limit"
+            ]
+        );
+        for c in ErrorCategory::ALL {
+            let e = LlmError::new(c, "m");
+            assert_eq!(e.category(), c);
+            assert_eq!(e.to_string(), "m");
+        }
+    }
+
+    #[test]
+    fn bridge_keeps_category_and_typed_source() {
+        let e = LlmError::new(ErrorCategory::ProviderRateLimit, "slow")
+            .with_retry_after(Some(Duration::from_secs(3)));
+        let c = e.into_categorized();
+        assert_eq!(category_of(&c), Some("provider_rate_limit"));
+        assert!(c.is_transient());
+        let typed = LlmError::find_in(&c).map(LlmError::retry_after);
+        assert_eq!(typed, Some(Some(Duration::from_secs(3))));
+        assert!(openarmature_pipeline::retry::is_transient(&c));
+    }
+}

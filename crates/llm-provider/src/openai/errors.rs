@@ -1,0 +1,271 @@
+//! Spec: llm-provider §8.1.3 — HTTP error mapping, and `Retry-After` (§7).
+//!
+//! | HTTP | category |
+//! |---|---|
+//! | 401, 403 | `provider_authentication` |
+//! | 404 with a model-not-found body (`code: model_not_found`, or a message saying the model does not exist) | `provider_invalid_model` |
+//! | other 404, 400, 413, 422 and other 4xx | `provider_invalid_request` (400 with a content-block rejection body: `provider_unsupported_content_block`) |
+//! | 408, 429 | `provider_unavailable`, `provider_rate_limit` |
+//! | 503 with a model-loading body (`type: model_not_loaded`, or "not loaded" / "loading") | `provider_model_not_loaded` |
+//! | other 5xx, any other status | `provider_unavailable` |
+//!
+//! The message is the body's `error.message` (or a string `error`) verbatim, else
+//! `HTTP <status>`; the vendor `error.type` (else `error.code`) is kept as the
+//! error type.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::error::{ErrorCategory, LlmError, ProviderFailure};
+
+/// The `error` object of an OpenAI-style error body, leniently read.
+struct ErrorBody {
+    message: Option<String>,
+    kind: Option<String>,
+    code: Option<String>,
+}
+
+fn read_error_body(body: &[u8]) -> ErrorBody {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    match error {
+        Some(Value::String(s)) => ErrorBody {
+            message: Some(s.clone()),
+            kind: None,
+            code: None,
+        },
+        Some(e) => ErrorBody {
+            message: text(e.get("message")),
+            kind: text(e.get("type")),
+            code: match e.get("code") {
+                Some(Value::Number(n)) => Some(n.to_string()),
+                other => text(other),
+            },
+        },
+        None => ErrorBody {
+            message: text(parsed.as_ref().and_then(|v| v.get("message"))),
+            kind: None,
+            code: None,
+        },
+    }
+}
+
+fn contains_any(haystack: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| haystack.contains(n))
+}
+
+fn is_model_not_found(e: &ErrorBody) -> bool {
+    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let message = e
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    code == "model_not_found"
+        || kind == "model_not_found"
+        || (message.contains("model")
+            && contains_any(
+                &message,
+                &["not found", "does not exist", "not exist", "unknown"],
+            ))
+}
+
+fn is_model_not_loaded(e: &ErrorBody) -> bool {
+    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let message = e
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    kind == "model_not_loaded"
+        || code == "model_not_loaded"
+        || contains_any(
+            &message,
+            &["not loaded", "is loading", "loading model", "model loading"],
+        )
+}
+
+fn is_content_rejection(e: &ErrorBody) -> bool {
+    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
+    let message = e
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let media = [
+        "image",
+        "audio",
+        "video",
+        "media_type",
+        "content block",
+        "content_block",
+    ];
+    let refusal = [
+        "not_supported",
+        "unsupported",
+        "not supported",
+        "does not support",
+    ];
+    (contains_any(&code, &media) && contains_any(&code, &refusal))
+        || kind == "image_parse_error"
+        || (contains_any(&message, &media) && contains_any(&message, &refusal))
+}
+
+/// Maps a non-2xx answer to its §7 category.
+pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+    let e = read_error_body(body);
+    let category = match status {
+        401 | 403 => ErrorCategory::ProviderAuthentication,
+        404 if is_model_not_found(&e) => ErrorCategory::ProviderInvalidModel,
+        400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
+        408 => ErrorCategory::ProviderUnavailable,
+        429 => ErrorCategory::ProviderRateLimit,
+        400..=499 => ErrorCategory::ProviderInvalidRequest,
+        503 if is_model_not_loaded(&e) => ErrorCategory::ProviderModelNotLoaded,
+        _ => ErrorCategory::ProviderUnavailable,
+    };
+    let retry_after = if category == ErrorCategory::ProviderRateLimit {
+        retry_after(headers, SystemTime::now())
+    } else {
+        None
+    };
+    let mut failure = ProviderFailure::new(
+        e.message
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("HTTP {status}")),
+    );
+    failure.status = Some(status);
+    failure.error_type = e.kind.or(e.code);
+    failure.retry_after = retry_after;
+    LlmError::from_failure(category, failure)
+}
+
+/// The wait a rate-limited answer asks for: `retry-after-ms` (milliseconds), else
+/// `Retry-After` as delta-seconds or an HTTP date (relative to `now`; a past date
+/// is zero). Unparseable or negative values are ignored.
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Duration::try_from_secs_f64(ms / 1000.0).ok();
+        }
+    }
+    let value = header("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return if secs.is_finite() && secs >= 0.0 {
+            Duration::try_from_secs_f64(secs).ok()
+        } else {
+            None
+        };
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn status_table() {
+        let cat = |status, body: &str| {
+            from_status(status, &HeaderMap::new(), body.as_bytes())
+                .category()
+                .as_str()
+        };
+        assert_eq!(cat(401, "{}"), "provider_authentication");
+        assert_eq!(
+            cat(404, r#"{"error":{"code":"model_not_found","message":"m"}}"#),
+            "provider_invalid_model"
+        );
+        assert_eq!(
+            cat(404, r#"{"error":"model 'x' not found"}"#),
+            "provider_invalid_model"
+        );
+        assert_eq!(cat(404, "not json"), "provider_invalid_request");
+        assert_eq!(
+            cat(
+                503,
+                r#"{"error":{"type":"model_not_loaded","message":"m"}}"#
+            ),
+            "provider_model_not_loaded"
+        );
+        assert_eq!(
+            cat(
+                503,
+                r#"{"error":{"type":"service_unavailable","message":"down"}}"#
+            ),
+            "provider_unavailable"
+        );
+        assert_eq!(cat(500, ""), "provider_unavailable");
+        assert_eq!(
+            cat(
+                400,
+                r#"{"error":{"code":"image_content_not_supported","message":"m"}}"#
+            ),
+            "provider_unsupported_content_block"
+        );
+        assert_eq!(
+            cat(
+                400,
+                r#"{"error":{"code":"bad_request","message":"missing required field"}}"#
+            ),
+            "provider_invalid_request"
+        );
+        assert_eq!(cat(429, "{}"), "provider_rate_limit");
+        let e = from_status(
+            503,
+            &HeaderMap::new(),
+            br#"{"error":{"type":"service_unavailable","message":"down 2"}}"#,
+        );
+        assert_eq!(e.to_string(), "down 2");
+        assert_eq!(e.error_type(), Some("service_unavailable"));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "30")]), now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "30"), ("retry-after-ms", "1500")]),
+                now
+            ),
+            Some(Duration::from_millis(1500))
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(120));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_str(&date).unwrap_or(HeaderValue::from_static("x")),
+        );
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(120)));
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+}

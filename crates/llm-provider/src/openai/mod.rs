@@ -1,0 +1,422 @@
+//! Spec: llm-provider §8.1 — the OpenAI-compatible Chat Completions mapping over HTTP
+//! (OpenAI, vLLM, Ollama, LM Studio, llama.cpp server, ...).
+//!
+//! - `POST {base_url}/chat/completions` for `complete()`, `GET {base_url}/models` for
+//!   `ready()`; `base_url` includes the API version prefix (e.g.
+//!   `https://api.openai.com/v1`, `http://localhost:8000/v1`).
+//! - Transport: reqwest with rustls. Connection failures and timeouts are
+//!   `provider_unavailable`. Response bodies are read up to
+//!   [`OpenAiBuilder::max_response_bytes`] (default 8 MiB): a larger successful body
+//!   is `provider_invalid_response`, so a hostile server cannot exhaust memory.
+//! - Structured output uses native `response_format` unless the model's
+//!   [`ModelCapabilities::supports_native_response_format`] is false, in which case
+//!   the §8.1.5.1 fallback adds a system directive containing the canonical schema
+//!   (see [`OpenAiBuilder::fallback_directive`]); [`OpenAiProvider::structured_output_path`]
+//!   reports the path.
+//! - Managed wire fields (§6 *Managed-field collision*): `model`, `messages`, `tools`,
+//!   `tool_choice` and `stream` always; `temperature`, `max_tokens`, `top_p`, `seed`,
+//!   `frequency_penalty`, `presence_penalty` while set (an equal extras value is a
+//!   no-op, a different one `provider_invalid_request`); `stop` while
+//!   `stop_sequences` is set (merged, declared first, de-duplicated; a malformed
+//!   extras value is ignored); `response_format` on the native structured path;
+//!   `stream_options` while streaming. Other extras ride at the body root untouched.
+//! - Streaming (§8.1.6) is not implemented yet: a `stream` call is rejected pre-send
+//!   with `provider_invalid_request`, as §5 requires of a mapping without streaming.
+//! - The provider never retries; `complete()` retries only under a request's
+//!   call-level retry config.
+//!
+//! # Examples
+//! ```no_run
+//! use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider};
+//! # async fn demo() -> Result<(), openarmature_llm::LlmError> {
+//! let provider = OpenAiProvider::builder("http://localhost:8000/v1", "my-model")
+//!     .api_key("sk-...")
+//!     .build()?;
+//! provider.ready().await?;
+//! let request = CompletionRequest::new(vec![Message::user("Hello")]);
+//! let response = provider.complete(&request).await?;
+//! println!("{:?}", response.content());
+//! # Ok(())
+//! # }
+//! ```
+
+mod errors;
+mod request;
+mod response;
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::Value;
+
+pub use errors::retry_after;
+pub use request::StructuredOutputPath;
+
+use crate::error::{ErrorCategory, LlmError};
+use crate::provider::{ModelCapabilities, Provider, WireRequest};
+use crate::response::Response;
+use crate::validate;
+
+/// The default response size cap (8 MiB).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The default §8.1.5.1 fallback directive; `{schema}` is replaced by the canonical
+/// (sorted-key, compact) JSON of the `response_schema`.
+pub const DEFAULT_FALLBACK_DIRECTIVE: &str = "Respond with only a JSON value that conforms to the following JSON Schema, with no other text: {schema}";
+
+/// Builds an [`OpenAiProvider`].
+#[derive(Debug, Clone)]
+pub struct OpenAiBuilder {
+    base_url: String,
+    model: String,
+    api_key: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    read_timeout: Option<Duration>,
+    max_response_bytes: usize,
+    capabilities: ModelCapabilities,
+    provider_name: String,
+    fallback_directive: String,
+    no_proxy: bool,
+    client: Option<reqwest::Client>,
+}
+
+impl OpenAiBuilder {
+    /// Sends `Authorization: Bearer <key>`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The whole-request deadline, body included (default 300 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The connection deadline (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The longest silence between body reads (default: none beyond `timeout`).
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.read_timeout = Some(timeout);
+        self
+    }
+
+    /// The response size cap (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// What the bound model supports.
+    pub fn capabilities(mut self, capabilities: ModelCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The provider identifier on events (default `openai`).
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        self.provider_name = name.into();
+        self
+    }
+
+    /// The §8.1.5.1 fallback directive; `{schema}` is replaced by the canonical
+    /// schema JSON (default [`DEFAULT_FALLBACK_DIRECTIVE`]).
+    pub fn fallback_directive(mut self, template: impl Into<String>) -> Self {
+        self.fallback_directive = template.into();
+        self
+    }
+
+    /// Ignores proxy environment variables (e.g. for a server on loopback).
+    pub fn no_proxy(mut self) -> Self {
+        self.no_proxy = true;
+        self
+    }
+
+    /// Uses a caller-configured HTTP client (its own TLS, proxy and timeout
+    /// settings); the timeout and proxy options of this builder are then ignored.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Builds the provider.
+    ///
+    /// # Errors
+    /// `provider_invalid_request` when the base URL is not an `http(s)` URL or the
+    /// HTTP client cannot be built.
+    pub fn build(self) -> Result<OpenAiProvider, LlmError> {
+        let base = self.base_url.trim_end_matches('/').to_owned();
+        let url = reqwest::Url::parse(&base).map_err(|e| {
+            LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(LlmError::invalid_request(format!(
+                "base URL `{base}` must be http or https"
+            )));
+        }
+        let client = match self.client {
+            Some(client) => client,
+            None => {
+                let mut builder = reqwest::Client::builder()
+                    .timeout(self.timeout)
+                    .connect_timeout(self.connect_timeout)
+                    .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
+                if let Some(read) = self.read_timeout {
+                    builder = builder.read_timeout(read);
+                }
+                if self.no_proxy {
+                    builder = builder.no_proxy();
+                }
+                builder.build().map_err(|e| {
+                    LlmError::invalid_request(format!("cannot build the HTTP client: {e}"))
+                        .with_source(e)
+                })?
+            }
+        };
+        Ok(OpenAiProvider {
+            client,
+            chat_url: format!("{base}/chat/completions"),
+            models_url: format!("{base}/models"),
+            model: self.model,
+            api_key: self.api_key,
+            max_response_bytes: self.max_response_bytes,
+            capabilities: self.capabilities,
+            provider_name: self.provider_name,
+            fallback_directive: self.fallback_directive,
+        })
+    }
+}
+
+/// A provider speaking the OpenAI-compatible Chat Completions API (§8.1). Cheap to
+/// clone; concurrent calls go to the wire concurrently (§8.1.4).
+#[derive(Debug, Clone)]
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    chat_url: String,
+    models_url: String,
+    model: String,
+    api_key: Option<String>,
+    max_response_bytes: usize,
+    capabilities: ModelCapabilities,
+    provider_name: String,
+    fallback_directive: String,
+}
+
+/// A status line, headers and a (capped) body.
+struct Reply {
+    status: u16,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl OpenAiProvider {
+    /// A builder for a provider bound to `model` at `base_url`.
+    pub fn builder(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiBuilder {
+        OpenAiBuilder {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            capabilities: ModelCapabilities::default(),
+            provider_name: "openai".into(),
+            fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
+            no_proxy: false,
+            client: None,
+        }
+    }
+
+    /// The bound model's capabilities.
+    pub fn capabilities(&self) -> ModelCapabilities {
+        self.capabilities
+    }
+
+    /// Which structured-output path a `response_schema` call takes.
+    pub fn structured_output_path(&self) -> StructuredOutputPath {
+        if self.capabilities.supports_native_response_format {
+            StructuredOutputPath::Native
+        } else {
+            StructuredOutputPath::PromptFallback
+        }
+    }
+
+    /// The exact request body bytes `complete()` would send for `request` (after
+    /// validation): for inspection, logging and cache-key computation.
+    ///
+    /// # Errors
+    /// The pre-send validation error, if any.
+    pub fn request_body(&self, request: &WireRequest<'_>) -> Result<Vec<u8>, LlmError> {
+        self.prepare(request).map(|(_, body)| body)
+    }
+
+    fn prepare(
+        &self,
+        request: &WireRequest<'_>,
+    ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
+        if request.stream {
+            return Err(LlmError::invalid_request(
+                "streaming (llm-provider §8.1.6) is not implemented by this OpenAI-compatible mapping yet",
+            ));
+        }
+        let prepared = validate::request(request, &self.capabilities)?;
+        let body = request::body(
+            &self.model,
+            request,
+            self.structured_output_path(),
+            &self.fallback_directive,
+        )?;
+        Ok((prepared, body))
+    }
+
+    fn with_auth(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let builder = builder.header(ACCEPT, "application/json");
+        match &self.api_key {
+            Some(key) => builder.header(AUTHORIZATION, format!("Bearer {key}")),
+            None => builder,
+        }
+    }
+
+    /// Sends and reads the answer, capping the body.
+    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
+        let mut response = self
+            .with_auth(builder)
+            .send()
+            .await
+            .map_err(transport_error)?;
+        let status = response.status().as_u16();
+        let success = (200..300).contains(&status);
+        let headers = response.headers().clone();
+        let cap = self.max_response_bytes;
+        if success && response.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_large(cap));
+        }
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > cap {
+                        if success {
+                            return Err(too_large(cap));
+                        }
+                        let room = cap - body.len();
+                        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                // An error status is classified by its status even if its body broke.
+                Err(_) if !success => break,
+                Err(e) => return Err(transport_error(e)),
+            }
+        }
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        let (prepared, body) = self.prepare(&request)?;
+        let reply = self
+            .execute(
+                self.client
+                    .post(&self.chat_url)
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body),
+            )
+            .await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ));
+        }
+        response::parse(&reply.body, &prepared, request.response_schema)
+    }
+
+    async fn ready_once(&self) -> Result<(), LlmError> {
+        let reply = self.execute(self.client.get(&self.models_url)).await?;
+        if !(200..300).contains(&reply.status) {
+            return Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ));
+        }
+        let listing: Value = serde_json::from_slice(&reply.body).map_err(|e| {
+            LlmError::invalid_response(format!("model listing is not valid JSON: {e}"))
+                .with_source(e)
+        })?;
+        let entries = listing
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| LlmError::invalid_response("model listing has no `data` list"))?;
+        let entry = entries
+            .iter()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(self.model.as_str()))
+            .ok_or_else(|| {
+                LlmError::new(
+                    ErrorCategory::ProviderInvalidModel,
+                    format!("model `{}` is not served by this provider", self.model),
+                )
+            })?;
+        let state = entry
+            .get("status")
+            .or_else(|| entry.get("state"))
+            .and_then(Value::as_str);
+        match state {
+            None | Some("loaded" | "ready" | "available" | "serving" | "running") => Ok(()),
+            Some(other) => Err(LlmError::new(
+                ErrorCategory::ProviderModelNotLoaded,
+                format!(
+                    "model `{}` is known but not serving (status `{other}`)",
+                    self.model
+                ),
+            )),
+        }
+    }
+}
+
+fn too_large(cap: usize) -> LlmError {
+    LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
+}
+
+fn transport_error(e: reqwest::Error) -> LlmError {
+    let what = if e.is_timeout() {
+        "request timed out"
+    } else if e.is_connect() {
+        "cannot connect to the provider"
+    } else {
+        "transport error"
+    };
+    LlmError::unavailable(format!("{what}: {e}")).with_source(e)
+}
+
+impl Provider for OpenAiProvider {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn provider_name(&self) -> &str {
+        &self.provider_name
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(self.ready_once())
+    }
+
+    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_once(request))
+    }
+}

@@ -1,0 +1,404 @@
+//! Spec: llm-provider §8.1.1 (request mapping, content blocks §8.1.1.1), §8.1.5
+//! (structured output, fallback §8.1.5.1), §6 *Managed-field collision* and §8
+//! *Intra-impl wire-byte stability*.
+//!
+//! Canonicalization: the whole body is serialized with every object's keys sorted
+//! recursively (`serde_json` compact output, shortest float form); arrays keep the
+//! caller's order. Structurally equal inputs therefore give byte-identical bodies.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::LlmError;
+use crate::message::{Content, ContentBlock, ImageSource, Message, ToolCall};
+use crate::provider::WireRequest;
+use crate::schema::{
+    canonical_string, canonicalize, is_strict_compatible, json_equal, schema_name,
+};
+use crate::tool::ToolChoice;
+
+/// How structured output reaches the model (§8.1.5 / §8.1.5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StructuredOutputPath {
+    /// `response_format: {type: json_schema, ...}`.
+    Native,
+    /// A system directive carrying the schema; no `response_format`.
+    PromptFallback,
+}
+
+/// Keys the mapping always manages: an extras value must equal the mapping's own
+/// (absent counts as a value) or the call is rejected.
+const STRUCTURAL: [&str; 4] = ["model", "messages", "tools", "tool_choice"];
+
+/// Declared scalar fields, managed while the caller sets them (reject arm).
+const SCALARS: [&str; 6] = [
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+];
+
+/// The `{schema}` placeholder of a fallback directive.
+pub(crate) const SCHEMA_PLACEHOLDER: &str = "{schema}";
+
+/// Builds the canonical request body bytes for one attempt.
+///
+/// # Errors
+/// `provider_invalid_request` on a managed-field conflict.
+pub(crate) fn body(
+    model: &str,
+    request: &WireRequest<'_>,
+    path: StructuredOutputPath,
+    fallback_directive: &str,
+) -> Result<Vec<u8>, LlmError> {
+    let mut root = Map::new();
+    root.insert("model".into(), Value::from(model));
+
+    let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let fallback = request
+        .response_schema
+        .filter(|_| path == StructuredOutputPath::PromptFallback);
+    if let Some(schema) = fallback {
+        let directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
+        match messages.first_mut() {
+            Some(Value::Object(first))
+                if first.get("role").and_then(Value::as_str) == Some("system") =>
+            {
+                let existing = first
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let joined = format!("{existing}\n\n{directive}");
+                first.insert("content".into(), Value::from(joined));
+            }
+            _ => messages.insert(0, json!({"role": "system", "content": directive})),
+        }
+    }
+    root.insert("messages".into(), Value::Array(messages));
+
+    if !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters}})
+            })
+            .collect();
+        root.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(choice) = request.tool_choice {
+        let wire = match choice {
+            ToolChoice::Auto => Value::from("auto"),
+            ToolChoice::Required => Value::from("required"),
+            ToolChoice::None => Value::from("none"),
+            ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
+        };
+        root.insert("tool_choice".into(), wire);
+    }
+
+    let params = request.config.declared_params();
+    for key in SCALARS {
+        if let Some(v) = params.get(key) {
+            root.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(stop) = &request.config.stop_sequences {
+        root.insert("stop".into(), Value::from(stop.clone()));
+    }
+    if let (Some(schema), StructuredOutputPath::Native) = (request.response_schema, path) {
+        root.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {
+                "name": schema_name(schema),
+                "schema": schema,
+                "strict": is_strict_compatible(schema),
+            }}),
+        );
+    }
+
+    merge_extras(&mut root, &request.config.extras, request.stream)?;
+    let canonical = canonicalize(&Value::Object(root));
+    serde_json::to_vec(&canonical).map_err(|e| {
+        LlmError::invalid_request(format!("cannot encode the request: {e}")).with_source(e)
+    })
+}
+
+/// §6 *Managed-field collision* for the §8.1 managed keys; every other extra rides
+/// untouched at the body root.
+fn merge_extras(
+    root: &mut Map<String, Value>,
+    extras: &Map<String, Value>,
+    stream: bool,
+) -> Result<(), LlmError> {
+    let conflict = |key: &str, ours: &str| {
+        LlmError::invalid_request(format!(
+            "config extras `{key}` conflicts with the value the OpenAI mapping manages ({ours})"
+        ))
+    };
+    for (key, value) in extras {
+        let key = key.as_str();
+        if STRUCTURAL.contains(&key) {
+            match root.get(key) {
+                Some(ours) if json_equal(ours, value) => {}
+                Some(_) => return Err(conflict(key, "set by the call")),
+                None => return Err(conflict(key, "absent on this call")),
+            }
+        } else if key == "stream" {
+            // Always managed: the call fixes the mode (unary sends no `stream` key).
+            if !json_equal(value, &Value::Bool(stream)) {
+                return Err(conflict(key, if stream { "true" } else { "false" }));
+            }
+        } else if key == "stream_options" && stream {
+            let ours = json!({"include_usage": true});
+            if !json_equal(value, &ours) {
+                return Err(conflict(key, "{include_usage: true}"));
+            }
+        } else if key == "stop" && root.contains_key("stop") {
+            merge_stop(root, value);
+        } else if (SCALARS.contains(&key) || key == "response_format") && root.contains_key(key) {
+            if root.get(key).is_some_and(|ours| !json_equal(ours, value)) {
+                return Err(conflict(key, "the declared value"));
+            }
+        } else {
+            root.insert(key.to_owned(), value.clone());
+        }
+    }
+    Ok(())
+}
+
+/// The list-shaped merge arm for `stop`: declared values first, then the caller's,
+/// de-duplicated (first occurrence wins). A string is a one-element list; any other
+/// shape, or a list with a non-string element, is malformed and ignored whole.
+fn merge_stop(root: &mut Map<String, Value>, extra: &Value) {
+    let extra: Option<Vec<&str>> = match extra {
+        Value::String(s) => Some(vec![s.as_str()]),
+        Value::Array(items) => items.iter().map(Value::as_str).collect(),
+        _ => None,
+    };
+    let Some(extra) = extra else { return };
+    let Some(Value::Array(declared)) = root.get("stop") else {
+        return;
+    };
+    let mut merged: Vec<Value> = Vec::new();
+    for item in declared
+        .iter()
+        .cloned()
+        .chain(extra.into_iter().map(Value::from))
+    {
+        if !merged.contains(&item) {
+            merged.push(item);
+        }
+    }
+    root.insert("stop".into(), Value::Array(merged));
+}
+
+fn message(m: &Message) -> Value {
+    match m {
+        Message::System(s) => json!({"role": "system", "content": content(&s.content)}),
+        Message::User(u) => json!({"role": "user", "content": content(&u.content)}),
+        Message::Assistant(a) => {
+            let mut out = Map::new();
+            out.insert("role".into(), Value::from("assistant"));
+            let text = a.content.as_ref().map_or(Value::Null, assistant_content);
+            out.insert("content".into(), text);
+            if !a.tool_calls.is_empty() {
+                out.insert(
+                    "tool_calls".into(),
+                    Value::Array(a.tool_calls.iter().map(tool_call).collect()),
+                );
+            }
+            Value::Object(out)
+        }
+        Message::Tool(t) => {
+            json!({"role": "tool", "content": t.content, "tool_call_id": t.tool_call_id})
+        }
+    }
+}
+
+fn content(c: &Content) -> Value {
+    match c {
+        Content::Text(t) => Value::from(t.as_str()),
+        Content::Blocks(blocks) => Value::Array(blocks.iter().filter_map(block).collect()),
+    }
+}
+
+/// Assistant content with thinking blocks stripped (§8.1.1 strip-on-send): one text
+/// block becomes a string, several an array of text parts, none `null`.
+fn assistant_content(c: &Content) -> Value {
+    match c {
+        Content::Text(t) => Value::from(t.as_str()),
+        Content::Blocks(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            match texts.as_slice() {
+                [] => Value::Null,
+                [one] => Value::from(*one),
+                many => Value::Array(
+                    many.iter()
+                        .map(|t| json!({"type": "text", "text": t}))
+                        .collect(),
+                ),
+            }
+        }
+    }
+}
+
+/// One §8.1.1.1 content entry; thinking blocks and signatures are never sent.
+fn block(b: &ContentBlock) -> Option<Value> {
+    match b {
+        ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
+        ContentBlock::Image(image) => {
+            let url = match &image.source {
+                ImageSource::Url { url } => url.clone(),
+                ImageSource::Inline { base64_data } => format!(
+                    "data:{};base64,{base64_data}",
+                    image.media_type.as_deref().unwrap_or_default()
+                ),
+            };
+            let mut image_url = Map::new();
+            image_url.insert("url".into(), Value::from(url));
+            if let Some(detail) = image.detail {
+                image_url.insert("detail".into(), Value::from(detail.as_str()));
+            }
+            Some(json!({"type": "image_url", "image_url": image_url}))
+        }
+        ContentBlock::Thinking(_) | ContentBlock::RedactedThinking(_) => None,
+    }
+}
+
+fn tool_call(c: &ToolCall) -> Value {
+    let arguments = c.arguments.as_ref().map_or_else(
+        || "{}".to_owned(),
+        |a| canonical_string(&Value::Object(a.clone())),
+    );
+    json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::config::RuntimeConfig;
+    use crate::tool::Tool;
+
+    fn build(messages: &[Message], config: &RuntimeConfig) -> Result<Value, LlmError> {
+        let req = WireRequest {
+            messages,
+            tools: &[],
+            config,
+            response_schema: None,
+            tool_choice: None,
+            stream: false,
+        };
+        body("m", &req, StructuredOutputPath::Native, "{schema}")
+            .map(|b| serde_json::from_slice(&b).unwrap())
+    }
+
+    #[test]
+    fn extras_collisions() {
+        let msgs = [Message::user("hi")];
+        let ok = |c: RuntimeConfig| build(&msgs, &c).unwrap();
+        let err = |c: RuntimeConfig| build(&msgs, &c).unwrap_err().category().as_str();
+        assert_eq!(
+            err(RuntimeConfig::default().extra("model", json!("x"))),
+            "provider_invalid_request"
+        );
+        assert_eq!(
+            ok(RuntimeConfig::default().extra("model", json!("m")))["model"],
+            "m"
+        );
+        assert_eq!(
+            err(RuntimeConfig::default().extra("tools", json!([]))),
+            "provider_invalid_request"
+        );
+        let t = RuntimeConfig::default().temperature(0.7);
+        assert_eq!(
+            err(t.clone().extra("temperature", json!(0.2))),
+            "provider_invalid_request"
+        );
+        assert_eq!(ok(t.extra("temperature", json!(0.7)))["temperature"], 0.7);
+        assert_eq!(
+            ok(RuntimeConfig::default().extra("temperature", json!(0.2)))["temperature"],
+            0.2
+        );
+        let s = RuntimeConfig::default().stop_sequences(["STOP"]);
+        assert_eq!(
+            ok(s.clone().extra("stop", json!(["END", "STOP"])))["stop"],
+            json!(["STOP", "END"])
+        );
+        assert_eq!(
+            ok(s.clone().extra("stop", json!("END")))["stop"],
+            json!(["STOP", "END"])
+        );
+        assert_eq!(
+            ok(s.clone().extra("stop", json!(["END", 1])))["stop"],
+            json!(["STOP"])
+        );
+        assert_eq!(
+            ok(s.extra("stop", json!({"a": 1})))["stop"],
+            json!(["STOP"])
+        );
+        assert_eq!(
+            ok(RuntimeConfig::default().extra("stop", json!(5)))["stop"],
+            json!(5)
+        );
+        assert_eq!(
+            err(RuntimeConfig::default().extra("stream", json!(true))),
+            "provider_invalid_request"
+        );
+        assert!(ok(RuntimeConfig::default().extra("stream", json!(false)))
+            .get("stream")
+            .is_none());
+        assert_eq!(
+            ok(RuntimeConfig::default().extra("stream_options", json!({"a": 1})))["stream_options"],
+            json!({"a": 1})
+        );
+    }
+
+    #[test]
+    fn byte_stable_and_thinking_stripped() {
+        let a = Tool::new(
+            "t",
+            "d",
+            json!({"type": "object", "properties": {"a": {}, "b": {}}}),
+        );
+        let b = Tool::new(
+            "t",
+            "d",
+            json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
+        );
+        let msgs = [Message::user("x")];
+        let config = RuntimeConfig::default();
+        let mk = |tools: &[Tool]| {
+            body(
+                "m",
+                &WireRequest {
+                    messages: &msgs,
+                    tools,
+                    config: &config,
+                    response_schema: None,
+                    tool_choice: None,
+                    stream: false,
+                },
+                StructuredOutputPath::Native,
+                "",
+            )
+            .unwrap()
+        };
+        assert_eq!(mk(&[a]), mk(&[b]));
+        let asst: Message = serde_json::from_value(json!({"role": "assistant", "content": [
+            {"type": "thinking", "text": "r", "signature": "s"}, {"type": "text", "text": "42."}]}))
+        .unwrap();
+        assert_eq!(
+            message(&asst),
+            json!({"role": "assistant", "content": "42."})
+        );
+    }
+}
