@@ -286,6 +286,7 @@ impl<S: State> GraphBuilder<S> {
                     .chain(decl.middleware)
                     .collect();
                 CompiledNode {
+                    namespace: Arc::from([name.clone()]),
                     name: Arc::from(name.as_str()),
                     node: decl.node,
                     chain,

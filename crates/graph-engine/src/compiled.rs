@@ -26,6 +26,8 @@ pub(crate) enum ResolvedEdge<S: State> {
 
 pub(crate) struct CompiledNode<S: State> {
     pub(crate) name: Arc<str>,
+    /// `[name]`: the namespace at the top level, built once.
+    pub(crate) namespace: Arc<[String]>,
     pub(crate) node: Arc<dyn Node<S>>,
     pub(crate) chain: Vec<Arc<dyn Middleware<S>>>,
     pub(crate) edge: ResolvedEdge<S>,
@@ -434,6 +436,10 @@ pub(crate) fn emit<S: State>(
     error: Option<EventError>,
 ) {
     let scope = &ctx.scope;
+    if scope.recipients.is_empty() {
+        // Nobody listens: skip building the event (the hot path without observers).
+        return;
+    }
     let event = NodeEvent {
         phase,
         node_name: Arc::clone(&ctx.node_name),
@@ -476,12 +482,16 @@ impl<S: State> Inner<S> {
         let mut current = self.entry;
         loop {
             let node = &self.nodes[current];
-            let namespace: Arc<[String]> = scope
-                .namespace_prefix
-                .iter()
-                .cloned()
-                .chain(std::iter::once(node.name.to_string()))
-                .collect();
+            let namespace: Arc<[String]> = if scope.namespace_prefix.is_empty() {
+                Arc::clone(&node.namespace)
+            } else {
+                scope
+                    .namespace_prefix
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(node.name.to_string()))
+                    .collect()
+            };
             let ctx = NodeCtx {
                 node_name: Arc::clone(&node.name),
                 namespace,

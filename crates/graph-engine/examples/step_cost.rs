@@ -1,0 +1,72 @@
+//! Rough per-step cost of the engine (for profiling; the criterion benchmarks in
+//! `benches/` are the measured figures). Run with
+//! `cargo run --release -p openarmature-graph --example step_cost`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use openarmature_graph::{observer_fn, state, GraphBuilder, NodeCtx, Registration, Target, END};
+
+state! {
+    /// A counter.
+    #[derive(Default)]
+    pub struct Counter => CounterUpdate {
+        /// Steps taken.
+        pub n: u64,
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let nodes = 1000;
+    let mut builder = GraphBuilder::new(Counter::default());
+    for i in 0..nodes {
+        builder = builder.add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
+            Ok(CounterUpdate::default().n(s.n + 1))
+        });
+        let next = if i + 1 < nodes {
+            Target::from(format!("n{}", i + 1))
+        } else {
+            END
+        };
+        builder = builder.add_edge(format!("n{i}"), next);
+    }
+    let graph = builder.entry("n0").compile()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        for _ in 0..3 {
+            graph
+                .invoke(Counter::default())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let runs = 50;
+        let start = Instant::now();
+        for _ in 0..runs {
+            graph
+                .invoke(Counter::default())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let per_step = start.elapsed().as_secs_f64() / f64::from(runs * nodes) * 1e6;
+        println!("{per_step:.3} µs per node step, no observer ({nodes} nodes, {runs} runs)");
+
+        graph.attach_observer(Registration::new(
+            "noop",
+            observer_fn(|_e| async { Ok(()) }),
+        ));
+        let start = Instant::now();
+        for _ in 0..runs {
+            graph
+                .invoke(Counter::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            graph.drain(None).await;
+        }
+        let per_step = start.elapsed().as_secs_f64() / f64::from(runs * nodes) * 1e6;
+        println!("{per_step:.3} µs per node step, one no-op observer, drained");
+        Ok::<_, String>(())
+    })?;
+    Ok(())
+}
