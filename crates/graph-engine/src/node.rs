@@ -208,6 +208,13 @@ impl NodeCtx {
         }
     }
 
+    /// The configuration the engine resolved for this node execution through
+    /// [`Node::event_config`] (once, before the first attempt); composite nodes reuse
+    /// it instead of resolving their callables a second time.
+    pub fn node_config(&self) -> Option<&crate::observer::NodeConfig> {
+        self.node_config.as_deref()
+    }
+
     /// The index of the latest attempt started in this node execution (what a
     /// middleware outside a retry reports after the retry gave up).
     pub fn latest_attempt_index(&self) -> u32 {

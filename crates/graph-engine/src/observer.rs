@@ -174,6 +174,8 @@ pub struct ParallelBranchesConfig {
     pub branch_names: Vec<String>,
     /// How many branches are dispatched (after `when` skips).
     pub branch_count: usize,
+    /// Which branches are dispatched (after `when` skips), in declaration order.
+    pub dispatched: Vec<String>,
     /// `fail_fast` or `collect`.
     pub error_policy: String,
     /// The node's own name.

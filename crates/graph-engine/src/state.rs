@@ -75,7 +75,9 @@ pub trait State: Clone + Debug + Send + Sync + 'static {
     /// When the field is undeclared or the value has the wrong type.
     fn with_field_json(&self, field: &str, value: Value) -> Result<Self, StateValidationError>;
 
-    /// Builds a partial update from `(field, value)` pairs (projection out).
+    /// Builds a partial update from `(field, value)` pairs (projection out). A field
+    /// may repeat: the result must equal merging the pairs in order (typed state
+    /// combines them per reducer; a custom reducer keeps the last value).
     ///
     /// # Errors
     /// When a field is undeclared or a value does not fit the field's update type.

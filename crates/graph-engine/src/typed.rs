@@ -190,10 +190,13 @@ macro_rules! __oa_state_impl {
                 for (field, value) in fields {
                     match field.as_str() {
                         $( stringify!($field) => {
-                            update.$field = ::core::option::Option::Some(
-                                $crate::__private::serde_json::from_value(value)
-                                    .map_err(|e| $crate::StateValidationError::field(field.as_str(), e.to_string()))?,
-                            );
+                            let value = $crate::__private::serde_json::from_value(value)
+                                .map_err(|e| $crate::StateValidationError::field(field.as_str(), e.to_string()))?;
+                            // A repeated field combines like two sequential merges.
+                            update.$field = ::core::option::Option::Some(match update.$field.take() {
+                                ::core::option::Option::Some(prior) => $crate::__oa_combine!(prior, value; $($red)*),
+                                ::core::option::Option::None => value,
+                            });
                         } )*
                         _ => return ::core::result::Result::Err($crate::StateValidationError::field(field, "not declared in the state")),
                     }
@@ -283,5 +286,25 @@ macro_rules! __oa_check {
     };
     ($field:expr; $($rest:tt)*) => {
         ::core::result::Result::<(), $crate::CompileError>::Ok(())
+    };
+}
+
+/// Combines two updates to one field into one equivalent to merging them in order:
+/// extending reducers concatenate, `merge` unions (later keys win), replacing
+/// reducers keep the later value.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __oa_combine {
+    ($a:expr, $b:expr; ) => {
+        $b
+    };
+    ($a:expr, $b:expr; last_write_wins) => {
+        $b
+    };
+    ($a:expr, $b:expr; custom($($rest:tt)*)) => {
+        $b
+    };
+    ($a:expr, $b:expr; $($rest:tt)*) => {
+        $crate::reducers::typed::combine($a, $b)
     };
 }

@@ -348,9 +348,23 @@ impl<P: State> ParallelBranchesNode<P> {
 impl<P: State> Node<P> for ParallelBranchesNode<P> {
     fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
         Box::pin(async move {
+            // Reuse the dispatch decision the engine resolved at entry (`when` runs
+            // once per dispatch, §11.10).
+            let dispatched: Vec<bool> = match ctx.node_config() {
+                Some(NodeConfig::ParallelBranches(c)) => self
+                    .branches
+                    .keys()
+                    .map(|n| c.dispatched.contains(n))
+                    .collect(),
+                _ => self
+                    .branches
+                    .values()
+                    .map(|b| b.dispatched(&state))
+                    .collect(),
+            };
             let mut running = FuturesUnordered::new();
             for (position, (name, branch)) in self.branches.iter().enumerate() {
-                if !branch.dispatched(&state) {
+                if !dispatched[position] {
                     continue;
                 }
                 let Some(work) = branch.work.first() else {
@@ -402,13 +416,16 @@ impl<P: State> Node<P> for ParallelBranchesNode<P> {
     }
 
     fn event_config(&self, name: &str, state: &P) -> Option<NodeConfig> {
+        let dispatched: Vec<String> = self
+            .branches
+            .iter()
+            .filter(|(_, b)| b.dispatched(state))
+            .map(|(n, _)| n.clone())
+            .collect();
         Some(NodeConfig::ParallelBranches(ParallelBranchesConfig {
             branch_names: self.branches.keys().cloned().collect(),
-            branch_count: self
-                .branches
-                .values()
-                .filter(|b| b.dispatched(state))
-                .count(),
+            branch_count: dispatched.len(),
+            dispatched,
             error_policy: self.error_policy.as_str().to_owned(),
             parent_node_name: name.to_owned(),
         }))

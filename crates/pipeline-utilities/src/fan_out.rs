@@ -506,8 +506,19 @@ impl<P: State, C: State> FanOutNode<P, C> {
 impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
     fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
         Box::pin(async move {
-            let items = self.resolve_items(&state)?;
-            let bound = self.resolve_concurrency(&state)?;
+            // Reuse what the engine resolved at entry (callables run once, §9.2).
+            let resolved = match ctx.node_config() {
+                Some(NodeConfig::FanOut(c)) => Some((c.item_count, c.concurrency)),
+                _ => None,
+            };
+            let items = match (&self.items, resolved) {
+                (None, Some((count, _))) => vec![None; count],
+                _ => self.resolve_items(&state)?,
+            };
+            let bound = match resolved {
+                Some((_, bound)) => bound,
+                None => self.resolve_concurrency(&state)?,
+            };
             let count = items.len();
             if count == 0 {
                 if self.on_empty == OnEmpty::Raise {
@@ -553,7 +564,13 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
     }
 
     fn event_config(&self, name: &str, state: &P) -> Option<NodeConfig> {
-        let item_count = self.resolve_items(state).ok()?.len();
+        let item_count = match &self.items {
+            Some((items_field, _)) => match state.field_json(items_field) {
+                Some(Value::Array(items)) => items.len(),
+                _ => return None,
+            },
+            None => self.resolve_items(state).ok()?.len(),
+        };
         let concurrency = self.resolve_concurrency(state).ok()?;
         Some(NodeConfig::FanOut(FanOutConfig {
             item_count,

@@ -8,6 +8,15 @@ use std::hash::Hash;
 
 use super::ReducerFailure;
 
+/// Two updates to an extending field (a list or a map) as one: `a` then `b`.
+pub fn combine<C, I>(mut a: C, b: C) -> C
+where
+    C: Extend<I> + IntoIterator<Item = I>,
+{
+    a.extend(b);
+    a
+}
+
 /// `last_write_wins`: the update replaces the prior value.
 pub fn last_write_wins<T>(_prior: &T, update: T) -> Result<T, ReducerFailure> {
     Ok(update)
