@@ -1,6 +1,8 @@
 //! Engine overhead: time per node step on linear graphs of trivial nodes, typed and
 //! dynamic state, with and without an observer.
 
+#![allow(clippy::expect_used, missing_docs)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 

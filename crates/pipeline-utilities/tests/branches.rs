@@ -435,6 +435,7 @@ async fn a_false_when_skips_the_branch_entirely() {
             Some(ParallelBranchesConfig {
                 branch_names: vec!["on".into(), "off".into()],
                 branch_count: 1,
+                dispatched: vec!["on".into()],
                 error_policy: "fail_fast".into(),
                 parent_node_name: "par".into(),
             })

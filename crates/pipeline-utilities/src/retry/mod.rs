@@ -175,7 +175,12 @@ impl RetryConfig {
                         let shared: Arc<dyn StdError + Send + Sync> = Arc::from(error);
                         on_retry.on_retry(shared, index).await;
                     }
-                    self.sleeper.sleep(delay).await;
+                    if delay.is_zero() {
+                        // No backoff: let other tasks run, but skip the timer.
+                        tokio::task::yield_now().await;
+                    } else {
+                        self.sleeper.sleep(delay).await;
+                    }
                     index += 1;
                 }
             }
