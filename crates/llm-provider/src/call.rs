@@ -254,7 +254,7 @@ fn failure_of(error: &LlmError) -> LlmFailure {
 
 /// A message in the typed-event form: the §3 JSON shape with inline image bytes
 /// replaced by `{type: "inline_redacted", byte_count}` (observability §5.5.5).
-pub fn event_message(message: &Message) -> Value {
+pub(crate) fn event_message(message: &Message) -> Value {
     let mut value = message.to_json();
     let blocks = match message {
         Message::User(m) => match &m.content {

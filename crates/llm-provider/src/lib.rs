@@ -66,7 +66,7 @@ pub mod schema;
 mod tool;
 mod validate;
 
-pub use call::{event_message, AttemptObserver, AttemptRecord};
+pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
 pub use message::{

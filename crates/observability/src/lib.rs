@@ -1,10 +1,36 @@
 //! # openarmature-observability
 //!
-//! Spec: observability (OpenArmature specification, pinned release v0.109.0).
+//! Spec: observability (OpenArmature specification, pinned release v0.109.0), §3–§7.
 //!
-//! OpenTelemetry spans per node attempt and per LLM attempt, with OTLP export. Nothing is implemented yet: the observer lands with issue 6.
+//! Renders graph invocations as OpenTelemetry traces, correlates log records with them,
+//! and exports both over OTLP.
+//!
+//! - [`OtelObserver`]: an observer that drives span lifecycle from the engine's event
+//!   queue (§6 *observer-driven*): an `openarmature.invocation` span per invocation,
+//!   a span per node attempt (`openarmature.node.attempt_index`), synthesized subgraph,
+//!   fan-out instance and parallel-branch dispatch spans, one
+//!   `openarmature.llm.complete` span per LLM wire attempt, §4.2 status mapping with
+//!   `openarmature.error.category`, detached traces (§4.4), correlation id and caller
+//!   metadata on every span (§5.6), and log correlation (§7).
+//! - [`attributes`]: every span name and attribute key, as constants.
+//! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
+//! - [`export`]: private OTLP tracer / logger providers (HTTP/protobuf or gRPC,
+//!   batch export, `OTEL_EXPORTER_OTLP_*` configuration).
+//!
+//! **TracerProvider isolation (§6).** Nothing in this crate reads or sets the global
+//! OpenTelemetry provider: the observer emits through the provider it is given, so
+//! auto-instrumentation that writes to the global provider never duplicates its spans.
 //!
 //! Implementation status per fixture lives in the workspace `conformance.toml`.
+
+pub mod attributes;
+pub mod export;
+pub mod metadata;
+mod otel;
+
+pub use otel::{
+    InvokeError, OtelObserver, OtelObserverBuilder, INSTRUMENTATION_SCOPE, REGISTRATION_NAME,
+};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "observability";

@@ -30,6 +30,26 @@ pub(crate) const GRAPH_KEYS: &[&str] = &[
     "middleware",
 ];
 
+/// Directives another suite's runner adds to graph definitions (the observability
+/// runner's `emits_log`, `update_pure_from_state`, guarded `when:` edges).
+pub(crate) trait Extension {
+    /// Node keys [`Extension::wrap_node`] handles, accepted beside any node form.
+    fn node_keys(&self) -> &'static [&'static str];
+    /// Wraps a built node with the extension directives present in `spec`.
+    fn wrap_node(
+        &self,
+        name: &str,
+        spec: &Y<'_>,
+        node: Arc<dyn Node<DynState>>,
+    ) -> Result<Arc<dyn Node<DynState>>, AdapterError>;
+    /// Adds the edges it understands; returns the rest for the base builder.
+    fn edges<'y>(
+        &self,
+        builder: GraphBuilder<DynState>,
+        edges: Vec<Y<'y>>,
+    ) -> Result<(GraphBuilder<DynState>, Vec<Y<'y>>), AdapterError>;
+}
+
 /// Compiles graphs of one case: the invoked graph and the named subgraphs it uses
 /// (each compiled once, so observers attached to a subgraph see every use).
 pub(crate) struct Builder<'a> {
@@ -37,6 +57,8 @@ pub(crate) struct Builder<'a> {
     compiled: RefCell<HashMap<String, CompiledGraph<DynState>>>,
     in_progress: RefCell<Vec<String>>,
     pub(crate) harness: Arc<Harness>,
+    /// Extra directives of another suite (none for graph-engine / pipeline-utilities).
+    pub(crate) extension: Option<Arc<dyn Extension>>,
 }
 
 /// A compile outcome: the graph, or the compile error the engine raised.
@@ -49,7 +71,17 @@ impl<'a> Builder<'a> {
             compiled: RefCell::new(HashMap::new()),
             in_progress: RefCell::new(Vec::new()),
             harness,
+            extension: None,
         }
+    }
+
+    /// `base` plus the extension's node keys.
+    fn node_keys(&self, base: &[&'static str]) -> Vec<&'static str> {
+        let mut keys = base.to_vec();
+        if let Some(ext) = &self.extension {
+            keys.extend_from_slice(ext.node_keys());
+        }
+        keys
     }
 
     /// Registers `subgraph: {name, ...}` / `subgraphs: {name: {...}}` found in `y`.
@@ -126,6 +158,10 @@ impl<'a> Builder<'a> {
                     Ok(node) => node,
                     Err(compile_error) => return Ok(Err(compile_error)),
                 };
+                let node = match &self.extension {
+                    Some(ext) => ext.wrap_node(&name, &spec, node)?,
+                    None => node,
+                };
                 let node: Arc<dyn Node<DynState>> = if outer {
                     Arc::new(OrderRecorder {
                         name: name.clone(),
@@ -158,12 +194,15 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        for edge in g
+        let mut edges = g
             .get("edges")
             .map(|e| e.seq())
             .transpose()?
-            .unwrap_or_default()
-        {
+            .unwrap_or_default();
+        if let Some(ext) = &self.extension {
+            (builder, edges) = ext.edges(builder, edges)?;
+        }
+        for edge in edges {
             builder = add_edge(builder, &edge)?;
         }
         Ok(builder.compile())
@@ -175,14 +214,14 @@ impl<'a> Builder<'a> {
         spec: &Y<'a>,
     ) -> Result<Result<Arc<dyn Node<DynState>>, CompileError>, AdapterError> {
         if let Some(sub) = spec.get("subgraph") {
-            spec.check_keys(&[
+            spec.check_keys(&self.node_keys(&[
                 "subgraph",
                 "inputs",
                 "outputs",
                 "projects_in",
                 "projects_out",
                 "middleware",
-            ])?;
+            ]))?;
             let graph = match self.subgraph(sub.str()?, &sub)? {
                 Ok(g) => g,
                 Err(e) => return Ok(Err(e)),
@@ -203,11 +242,11 @@ impl<'a> Builder<'a> {
             return Ok(Ok(Arc::new(node)));
         }
         if let Some(fan_out) = spec.get("fan_out") {
-            spec.check_keys(&["fan_out", "middleware"])?;
+            spec.check_keys(&self.node_keys(&["fan_out", "middleware"]))?;
             return self.fan_out(&fan_out);
         }
         if let Some(branches) = spec.get("parallel_branches") {
-            spec.check_keys(&["parallel_branches", "middleware"])?;
+            spec.check_keys(&self.node_keys(&["parallel_branches", "middleware"]))?;
             return self.parallel_branches(name, &branches);
         }
         let node: Arc<dyn Node<DynState>> = self.scripted(name, spec)?;
@@ -228,6 +267,13 @@ impl<'a> Builder<'a> {
         for (key, y) in spec.entries()? {
             steps.push(match key.as_str() {
                 "middleware" | "error_category" => continue,
+                k if self
+                    .extension
+                    .as_ref()
+                    .is_some_and(|e| e.node_keys().contains(&k)) =>
+                {
+                    continue
+                }
                 "flaky" => Step::Flaky(Arc::new(flaky(&y)?)),
                 "sleep_ms" => Step::Sleep(std::time::Duration::from_millis(
                     u64::try_from(y.i64()?).map_err(|_| y.invalid("sleep_ms must be ≥ 0"))?,

@@ -2,10 +2,10 @@
 //! case's graph with the real engine, invokes it, drains, and asserts.
 
 mod assert;
-mod build;
+pub(crate) mod build;
 mod composite;
 mod event_invariants;
-mod harness;
+pub(crate) mod harness;
 mod middleware;
 mod pu_assert;
 

@@ -66,7 +66,7 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_FALLBACK_DIRECTIVE: &str = "Respond with only a JSON value that conforms to the following JSON Schema, with no other text: {schema}";
 
 /// Builds an [`OpenAiProvider`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiBuilder {
     base_url: String,
     model: String,
@@ -194,8 +194,9 @@ impl OpenAiBuilder {
 }
 
 /// A provider speaking the OpenAI-compatible Chat Completions API (§8.1). Cheap to
-/// clone; concurrent calls go to the wire concurrently (§8.1.4).
-#[derive(Debug, Clone)]
+/// clone; concurrent calls go to the wire concurrently (§8.1.4). `Debug` never
+/// prints the API key.
+#[derive(Clone)]
 pub struct OpenAiProvider {
     client: reqwest::Client,
     chat_url: String,
@@ -206,6 +207,31 @@ pub struct OpenAiProvider {
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
+}
+
+impl std::fmt::Debug for OpenAiBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiBuilder")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("chat_url", &self.chat_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A status line, headers and a (capped) body.

@@ -321,4 +321,118 @@ mod tests {
         }
         assert!(parse(b"{\"choices\": [", &prepared(), None).is_err());
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<f64>().prop_map(
+                    |f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+                ),
+                ".{0,12}".prop_map(Value::from),
+                prop_oneof![
+                    Just("stop"),
+                    Just("length"),
+                    Just("tool_calls"),
+                    Just("error"),
+                    Just("function_call"),
+                    Just("assistant"),
+                    Just("get"),
+                    Just("{\"city\":\"B\"}"),
+                    Just("{\"name\":\"x\",\"age\":3}"),
+                    Just("{")
+                ]
+                .prop_map(Value::from),
+            ]
+        }
+
+        fn json() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(4, 48, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::btree_map(
+                        prop_oneof![
+                            Just("choices".to_owned()),
+                            Just("message".to_owned()),
+                            Just("content".to_owned()),
+                            Just("tool_calls".to_owned()),
+                            Just("function".to_owned()),
+                            Just("arguments".to_owned()),
+                            Just("name".to_owned()),
+                            Just("id".to_owned()),
+                            Just("usage".to_owned()),
+                            Just("finish_reason".to_owned()),
+                            Just("role".to_owned()),
+                            Just("prompt_tokens".to_owned()),
+                            Just("error".to_owned()),
+                            ".{0,6}",
+                        ],
+                        inner,
+                        0..5,
+                    )
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// Bodies shaped like chat completions, with arbitrary parts.
+        fn completion_like() -> impl Strategy<Value = Value> {
+            (json(), json(), json(), json(), json()).prop_map(|(content, calls, finish, usage, extra)| {
+                serde_json::json!({
+                    "id": "x", "choices": [{"message": {"role": "assistant", "content": content,
+                        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get", "arguments": calls}}, extra]},
+                        "finish_reason": finish}],
+                    "usage": usage
+                })
+            })
+        }
+
+        fn with_schema() -> Prepared {
+            let mut p = prepared();
+            p.response_schema = Some(
+                crate::schema::compile(
+                    &serde_json::json!({"type": "object",
+                    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                    "required": ["name", "age"]}),
+                    "s",
+                )
+                .unwrap(),
+            );
+            p
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            #[test]
+            fn never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+                let _ = parse(&bytes, &prepared(), None);
+                let _ = crate::openai::errors::from_status(500, &reqwest::header::HeaderMap::new(), &bytes);
+            }
+
+            #[test]
+            fn never_panics_on_json(value in json()) {
+                let bytes = serde_json::to_vec(&value).unwrap();
+                let _ = parse(&bytes, &prepared(), None);
+            }
+
+            #[test]
+            fn never_panics_on_completion_shapes(value in completion_like(), status in 100u16..600) {
+                let bytes = serde_json::to_vec(&value).unwrap();
+                let schema = serde_json::json!({"type": "object"});
+                if let Ok(r) = parse(&bytes, &with_schema(), Some(&schema)) {
+                    // A successful parse keeps the body verbatim.
+                    prop_assert_eq!(&r.raw, &value);
+                }
+                let _ = parse(&bytes, &prepared(), None);
+                let _ = crate::openai::errors::from_status(status, &reqwest::header::HeaderMap::new(), &bytes);
+            }
+        }
+    }
 }

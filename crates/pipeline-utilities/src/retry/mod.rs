@@ -175,10 +175,8 @@ impl RetryConfig {
                         let shared: Arc<dyn StdError + Send + Sync> = Arc::from(error);
                         on_retry.on_retry(shared, index).await;
                     }
-                    if delay.is_zero() {
-                        // No backoff: let other tasks run, but skip the timer.
-                        tokio::task::yield_now().await;
-                    } else {
+                    // A zero backoff retries at once (no timer round trip).
+                    if !delay.is_zero() {
                         self.sleeper.sleep(delay).await;
                     }
                     index += 1;

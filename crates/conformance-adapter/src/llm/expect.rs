@@ -1,0 +1,558 @@
+//! Spec: conformance-adapter §5.8, §5.11–§5.13 and the llm-provider fixture headers
+//! (001: `response` / `raw_check` / `raises`; 005: literal `expected_wire_request`;
+//! 021/026: the `"*"` wire wildcard) — the llm-provider assertions.
+
+use openarmature_llm::{Content, LlmError, Response, RetryReason};
+use serde_json::{json, Map, Value};
+
+use super::{invariants, CallRun, CallSpec};
+use crate::matchers::json_eq;
+use crate::yaml::Y;
+use crate::AdapterError;
+
+fn err(e: AdapterError) -> String {
+    e.to_string()
+}
+
+/// Where the §8.1 mapping posts completions (under the mock's `/v1` base URL).
+const CHAT_PATH: &str = "/v1/chat/completions";
+
+const EXPECTED_KEYS: &[&str] = &[
+    "response",
+    "raises",
+    "success",
+    "provider_call_count",
+    "caller_messages_unmodified",
+    "wire_requests",
+    "llm_spans",
+    "invariants",
+    "no_token_events_emitted",
+];
+
+/// Asserts everything a call declares.
+pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
+    let expected = spec.get("expected");
+    if let Some(e) = &expected {
+        e.check_keys(EXPECTED_KEYS).map_err(err)?;
+    }
+    let get = |k: &str| expected.as_ref().and_then(|e| e.get(k));
+    if let Some(stray) = run.requests.iter().find(|r| r.path != CHAT_PATH) {
+        return Err(format!(
+            "a request went to {} instead of {CHAT_PATH}",
+            stray.path
+        ));
+    }
+
+    match (get("raises"), &run.result) {
+        (Some(raises), Err(e)) => self::raises(&raises, e)?,
+        (Some(raises), Ok(_)) => {
+            return Err(format!(
+                "expected a raise ({}), but the call succeeded",
+                raises
+                    .get("category")
+                    .and_then(|c| c.str().ok())
+                    .unwrap_or("?")
+            ))
+        }
+        (None, Err(e)) => return Err(format!("unexpected error {}: {e}", e.category().as_str())),
+        (None, Ok(_)) => {}
+    }
+    if let Some(r) = get("response") {
+        let response = run
+            .response()
+            .ok_or("expected.response, but the operation returned no response")?;
+        let served = run.requests.last().and_then(|c| c.served.as_ref());
+        self::response(&r, response, served).map_err(|m| format!("expected.response: {m}"))?;
+    }
+    if let Some(s) = get("success") {
+        let want = s.bool().map_err(err)?;
+        if want != run.result.is_ok() {
+            return Err(format!(
+                "expected.success: {want}, got {:?}",
+                run.result.as_ref().err()
+            ));
+        }
+    }
+    if let Some(n) = get("provider_call_count") {
+        let want = usize::try_from(n.i64().map_err(err)?).map_err(|_| err(n.invalid("a count")))?;
+        if run.requests.len() != want {
+            return Err(format!(
+                "expected.provider_call_count: {want}, got {}",
+                run.requests.len()
+            ));
+        }
+    }
+    if let Some(flag) = get("caller_messages_unmodified") {
+        if flag.bool().map_err(err)? && run.caller_messages != run.caller_messages_after {
+            return Err("caller_messages_unmodified: the caller's messages changed".into());
+        }
+    }
+    if let Some(flag) = get("no_token_events_emitted") {
+        // This implementation has no token events at all (no streaming).
+        flag.bool().map_err(err)?;
+    }
+    if let Some(w) = get("wire_requests") {
+        wire_requests(&w, run).map_err(|m| format!("expected.wire_requests: {m}"))?;
+    }
+    if let Some(s) = get("llm_spans") {
+        llm_spans(&s, run).map_err(|m| format!("expected.llm_spans: {m}"))?;
+    }
+    if let Some(inv) = get("invariants") {
+        invariants::check(&inv, spec, run)?;
+    }
+
+    let wire = spec.get("expected_wire_request");
+    let checks = spec.get("expected_wire_request_checks");
+    let absent = spec.get("expected_wire_request_absent_keys");
+    if wire.is_some() || checks.is_some() || absent.is_some() {
+        let body = run
+            .bodies()
+            .last()
+            .copied()
+            .ok_or("expected_wire_request: no request was sent")?;
+        if let Some(w) = wire {
+            wire_match(&w.json().map_err(err)?, body, "$")
+                .map_err(|m| format!("expected_wire_request: {m}"))?;
+        }
+        if let Some(c) = checks {
+            wire_checks(&c, body, run.response_schema.as_ref())
+                .map_err(|m| format!("expected_wire_request_checks: {m}"))?;
+        }
+        if let Some(a) = absent {
+            for key in a.strings().map_err(err)? {
+                if body.get(&key).is_some() {
+                    return Err(format!(
+                        "expected_wire_request_absent_keys: `{key}` is on the wire: {body}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The assistant message as fixtures spell it.
+pub(crate) fn message_json(response: &Response) -> Value {
+    let content = match &response.message.content {
+        None => Value::Null,
+        Some(Content::Text(t)) => Value::from(t.as_str()),
+        Some(blocks @ Content::Blocks(_)) => serde_json::to_value(blocks).unwrap_or(Value::Null),
+    };
+    let tool_calls = if response.message.tool_calls.is_empty() {
+        Value::Null
+    } else {
+        Value::Array(
+            response
+                .message
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect(),
+        )
+    };
+    json!({"role": "assistant", "content": content, "tool_calls": tool_calls})
+}
+
+fn subset(expected: &Y<'_>, actual: &Value, what: &str) -> Result<(), String> {
+    for (key, ev) in expected.entries().map_err(err)? {
+        let ev = ev.json().map_err(err)?;
+        let av = actual.get(&key).unwrap_or(&Value::Null);
+        if !json_eq(av, &ev) {
+            return Err(format!("{what}.{key}: expected {ev}, got {av}"));
+        }
+    }
+    Ok(())
+}
+
+fn response(expected: &Y<'_>, response: &Response, served: Option<&Value>) -> Result<(), String> {
+    expected
+        .check_keys(&["message", "finish_reason", "usage", "parsed", "raw_check"])
+        .map_err(err)?;
+    if let Some(m) = expected.get("message") {
+        subset(&m, &message_json(response), "message")?;
+    }
+    if let Some(f) = expected.get("finish_reason") {
+        let want = f.str().map_err(err)?;
+        if response.finish_reason.as_str() != want {
+            return Err(format!(
+                "finish_reason: expected {want}, got {}",
+                response.finish_reason.as_str()
+            ));
+        }
+    }
+    if let Some(u) = expected.get("usage") {
+        let usage = serde_json::to_value(response.usage).unwrap_or(Value::Null);
+        subset(&u, &usage, "usage")?;
+    }
+    if let Some(p) = expected.get("parsed") {
+        let want = p.json().map_err(err)?;
+        let got = response.parsed.clone().unwrap_or(Value::Null);
+        if !json_eq(&got, &want) {
+            return Err(format!("parsed: expected {want}, got {got}"));
+        }
+    }
+    if let Some(rc) = expected.get("raw_check") {
+        rc.check_keys(&["required_keys"]).map_err(err)?;
+        let served = served.ok_or("raw_check: no mock body was served")?;
+        for key in rc
+            .req("required_keys")
+            .and_then(|k| k.strings())
+            .map_err(err)?
+        {
+            let got = response
+                .raw
+                .get(&key)
+                .ok_or_else(|| format!("raw_check: `{key}` missing from raw"))?;
+            if Some(got) != served.get(&key) {
+                return Err(format!(
+                    "raw_check: raw.{key} is {got}, the provider sent {:?}",
+                    served.get(&key)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn raises(expected: &Y<'_>, error: &LlmError) -> Result<(), String> {
+    expected
+        .check_keys(&["category", "message", "retry_after_seconds", "carries"])
+        .map_err(err)?;
+    let want = expected
+        .req("category")
+        .and_then(|c| c.str().map(str::to_owned))
+        .map_err(err)?;
+    if error.category().as_str() != want {
+        return Err(format!(
+            "expected.raises.category: expected {want}, got {} ({error})",
+            error.category().as_str()
+        ));
+    }
+    if let Some(m) = expected.get("message") {
+        let want = m.str().map_err(err)?;
+        if error.to_string() != want {
+            return Err(format!(
+                "expected.raises.message: expected {want:?}, got {:?}",
+                error.to_string()
+            ));
+        }
+    }
+    if let Some(s) = expected.get("retry_after_seconds") {
+        let want = s.f64().map_err(err)?;
+        let got = error.retry_after().map(|d| d.as_secs_f64());
+        if got != Some(want) {
+            return Err(format!(
+                "expected.raises.retry_after_seconds: expected {want}, got {got:?}"
+            ));
+        }
+    }
+    if let Some(c) = expected.get("carries") {
+        carries(&c, error).map_err(|m| format!("expected.raises.carries: {m}"))?;
+    }
+    Ok(())
+}
+
+/// The fields a raised error exposes, by their llm-provider §7 names.
+fn carried_field(error: &LlmError, field: &str) -> Result<Value, String> {
+    let soi = error.structured_output();
+    Ok(match field {
+        "category" => Value::from(error.category().as_str()),
+        "message" => Value::from(error.to_string()),
+        "retry_after" => error
+            .retry_after()
+            .map_or(Value::Null, |d| json!(d.as_secs_f64())),
+        "response_schema" => soi.map_or(Value::Null, |s| s.response_schema.clone()),
+        "output_content" => soi.map_or(Value::Null, |s| Value::from(s.output_content.as_str())),
+        "error_message" => soi.map_or(Value::Null, |s| Value::from(s.error_message.as_str())),
+        "finish_reason" => soi.map_or(Value::Null, |s| Value::from(s.finish_reason.as_str())),
+        "usage" => soi.map_or(Value::Null, |s| {
+            serde_json::to_value(s.usage).unwrap_or(Value::Null)
+        }),
+        other => return Err(format!("`{other}` names no field the error exposes")),
+    })
+}
+
+fn carries(expected: &Y<'_>, error: &LlmError) -> Result<(), String> {
+    for (key, ev) in expected.entries().map_err(err)? {
+        if let Some(field) = key.strip_suffix("_present") {
+            let want = ev.bool().map_err(err)?;
+            let got = carried_field(error, field)?;
+            let present = !got.is_null() && got != "";
+            if present != want {
+                return Err(format!("{key}: expected {want}, got {got}"));
+            }
+        } else if let Some(field) = key.strip_suffix("_mentions") {
+            let want = ev.str().map_err(err)?;
+            let got = carried_field(error, field)?;
+            if !got.as_str().is_some_and(|s| s.contains(want)) {
+                return Err(format!("{key}: {got} does not mention {want:?}"));
+            }
+        } else {
+            let want = ev.json().map_err(err)?;
+            let got = carried_field(error, &key)?;
+            match (&want, &got) {
+                (Value::Object(w), _) => {
+                    for (k, v) in w {
+                        let g = got
+                            .get(k)
+                            .ok_or_else(|| format!("{key}.{k}: missing, got {got}"))?;
+                        if !json_eq(g, v) {
+                            return Err(format!("{key}.{k}: expected {v}, got {g}"));
+                        }
+                    }
+                }
+                _ if json_eq(&got, &want) => {}
+                _ => return Err(format!("{key}: expected {want}, got {got}")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Literal key-by-key comparison (key order irrelevant, extra keys fail); `"*"` in
+/// the expectation matches any non-empty string.
+pub(crate) fn wire_match(expected: &Value, actual: &Value, path: &str) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::String(w), _) if w == "*" => match actual {
+            Value::String(s) if !s.is_empty() => Ok(()),
+            _ => Err(format!("{path}: expected a non-empty string, got {actual}")),
+        },
+        (Value::Object(e), Value::Object(a)) => {
+            if let Some((extra, value)) = a.iter().find(|(k, _)| !e.contains_key(*k)) {
+                return Err(format!("{path}: unexpected key `{extra}` = {value}"));
+            }
+            for (k, ev) in e {
+                let av = a
+                    .get(k)
+                    .ok_or_else(|| format!("{path}: missing key `{k}`"))?;
+                wire_match(ev, av, &format!("{path}.{k}"))?;
+            }
+            Ok(())
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                return Err(format!(
+                    "{path}: expected {} items, got {}: {actual}",
+                    e.len(),
+                    a.len()
+                ));
+            }
+            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
+                wire_match(ev, av, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ if json_eq(actual, expected) => Ok(()),
+        _ => Err(format!("{path}: expected {expected}, got {actual}")),
+    }
+}
+
+fn wire_checks(checks: &Y<'_>, body: &Value, schema: Option<&Value>) -> Result<(), String> {
+    for (key, v) in checks.entries().map_err(err)? {
+        if !v.bool().map_err(err)? {
+            return Err(format!("`{key}: false` is not a supported check"));
+        }
+        if key == "system_message_content_references_schema" {
+            let schema = schema.ok_or("the call has no response_schema")?;
+            let first = body.get("messages").and_then(|m| m.get(0));
+            let content = first
+                .filter(|m| m.get("role") == Some(&Value::from("system")))
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_str)
+                .ok_or("the first wire message is not a system message with string content")?;
+            let canonical = openarmature_llm::schema::canonical_string(schema);
+            if !content.contains(&canonical) {
+                return Err(format!(
+                    "the system directive does not contain the schema {canonical}: {content:?}"
+                ));
+            }
+        } else if let Some(field) = key.strip_suffix("_absent") {
+            if let Some(v) = body.get(field) {
+                return Err(format!("`{field}` is on the wire: {v}"));
+            }
+        } else {
+            return Err(format!("unknown check `{key}`"));
+        }
+    }
+    Ok(())
+}
+
+/// §5.11 `wire_requests`: one entry per attempt.
+fn wire_requests(expected: &Y<'_>, run: &CallRun) -> Result<(), String> {
+    let entries = expected.seq().map_err(err)?;
+    let bodies = run.bodies();
+    if entries.len() != bodies.len() {
+        return Err(format!(
+            "{} entries, but the loop issued {} requests",
+            entries.len(),
+            bodies.len()
+        ));
+    }
+    let messages = |b: &Value| {
+        b.get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let base = bodies.first().map_or(0, |b| messages(b).len());
+    for (i, (entry, body)) in entries.iter().zip(&bodies).enumerate() {
+        entry
+            .check_keys(&["sampling", "appended_messages"])
+            .map_err(err)?;
+        if let Some(s) = entry.get("sampling") {
+            for (key, ev) in s.entries().map_err(err)? {
+                let want = ev.json().map_err(err)?;
+                let got = body.get(&key).unwrap_or(&Value::Null);
+                if !json_eq(got, &want) {
+                    return Err(format!(
+                        "attempt {i}: sampling.{key}: expected {want}, got {got}"
+                    ));
+                }
+            }
+        }
+        if let Some(a) = entry.get("appended_messages") {
+            let sent = messages(body);
+            let appended = sent.get(base..).unwrap_or_default();
+            let want = a.seq().map_err(err)?;
+            if want.len() != appended.len() {
+                return Err(format!(
+                    "attempt {i}: expected {} appended messages, got {}: {appended:?}",
+                    want.len(),
+                    appended.len()
+                ));
+            }
+            for (j, (w, got)) in want.iter().zip(appended).enumerate() {
+                w.check_keys(&["role", "content", "content_contains"])
+                    .map_err(err)?;
+                let role = w
+                    .req("role")
+                    .and_then(|r| r.str().map(str::to_owned))
+                    .map_err(err)?;
+                if got.get("role") != Some(&Value::from(role.as_str())) {
+                    return Err(format!(
+                        "attempt {i}: appended[{j}]: expected role {role}, got {got}"
+                    ));
+                }
+                let content = got
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if let Some(c) = w.get("content") {
+                    let want = c.str().map_err(err)?;
+                    if content != want {
+                        return Err(format!("attempt {i}: appended[{j}]: expected content {want:?}, got {content:?}"));
+                    }
+                }
+                if let Some(cc) = w.get("content_contains") {
+                    for needle in cc.strings().map_err(err)? {
+                        if !content.contains(&needle) {
+                            return Err(format!("attempt {i}: appended[{j}]: {content:?} does not contain {needle:?}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Register L3: each `llm_spans` entry checked against the per-attempt signal
+/// (the OTel span rendering itself is deferred to observability).
+fn llm_spans(expected: &Y<'_>, run: &CallRun) -> Result<(), String> {
+    let entries = expected.seq().map_err(err)?;
+    if entries.len() != run.attempts.len() {
+        return Err(format!(
+            "{} spans expected, but the call made {} attempts",
+            entries.len(),
+            run.attempts.len()
+        ));
+    }
+    for (entry, attempt) in entries.iter().zip(&run.attempts) {
+        entry
+            .check_keys(&[
+                "attempt_index",
+                "attributes",
+                "attributes_absent",
+                "error_category",
+            ])
+            .map_err(err)?;
+        let i = attempt.index;
+        if let Some(n) = entry.get("attempt_index") {
+            if n.i64().map_err(err)? != i64::from(i) {
+                return Err(format!(
+                    "span for attempt {i}: attempt_index {}",
+                    n.i64().unwrap_or(-1)
+                ));
+            }
+        }
+        if let Some(c) = entry.get("error_category") {
+            let want = if c.is_null() {
+                None
+            } else {
+                Some(c.str().map_err(err)?.to_owned())
+            };
+            if want != attempt.category {
+                return Err(format!(
+                    "attempt {i}: error_category: expected {want:?}, got {:?}",
+                    attempt.category
+                ));
+            }
+        }
+        let mut attributes: Map<String, Value> = Map::new();
+        attributes.insert("openarmature.llm.attempt_index".into(), Value::from(i));
+        attributes.insert(
+            "openarmature.llm.model".into(),
+            Value::from(run.bound_model.as_str()),
+        );
+        if let Some(reason) = attempt.reason {
+            attributes.insert(
+                "openarmature.llm.retry_reason".into(),
+                Value::from(reason_str(reason)),
+            );
+        }
+        if let Some(f) = &attempt.finish_reason {
+            attributes.insert(
+                "openarmature.llm.finish_reason".into(),
+                Value::from(f.as_str()),
+            );
+        }
+        if let Some(a) = entry.get("attributes") {
+            for (key, ev) in a.entries().map_err(err)? {
+                let want = ev.json().map_err(err)?;
+                if !SIGNAL_ATTRIBUTES.contains(&key.as_str()) {
+                    return Err(format!(
+                        "attribute `{key}` is not carried by the per-attempt signal (span rendering is deferred to observability)"
+                    ));
+                }
+                let got = attributes.get(&key).unwrap_or(&Value::Null);
+                if !json_eq(got, &want) {
+                    return Err(format!("attempt {i}: {key}: expected {want}, got {got}"));
+                }
+            }
+        }
+        if let Some(a) = entry.get("attributes_absent") {
+            for key in a.strings().map_err(err)? {
+                if !SIGNAL_ATTRIBUTES.contains(&key.as_str()) {
+                    return Err(format!(
+                        "attribute `{key}` is not carried by the per-attempt signal"
+                    ));
+                }
+                if let Some(v) = attributes.get(&key) {
+                    return Err(format!("attempt {i}: `{key}` should be absent, got {v}"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+const SIGNAL_ATTRIBUTES: &[&str] = &[
+    "openarmature.llm.attempt_index",
+    "openarmature.llm.model",
+    "openarmature.llm.retry_reason",
+    "openarmature.llm.finish_reason",
+];
+
+pub(crate) fn reason_str(reason: RetryReason) -> &'static str {
+    reason.as_str()
+}

@@ -1,0 +1,316 @@
+//! Spec: conformance-adapter §5.1 / §5.3 extended by the observability fixture headers:
+//! the graph directives the observability suite adds to the graph-engine vocabulary.
+//!
+//! - `emits_log: {message, level}` — the node makes a log record (fixture 010) through
+//!   [`OtelObserver::log`], before its other work.
+//! - `update_pure_from_state: {field: <harness function>}` — a pure update computed
+//!   from the state (fixtures 006 / 008: `input_times_two`).
+//! - Guarded edges `{from, when: {field, gt | lt | equals}, to}` with an unguarded
+//!   fallback edge from the same node (fixture 011).
+//! - `condition: {if_field, equals, then, else}` edges are compiled without destination
+//!   hints, so every node counts as reachable from them (adapter register O4: the
+//!   reference over-approximates a conditional edge's range, and fixture 004 declares a
+//!   node no edge reaches).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use openarmature_graph::{
+    BoxError, CompileError, CompileWarning, DynState, DynUpdate, GraphBuilder, Node, NodeConfig,
+    NodeCtx, Target, END,
+};
+use openarmature_observability::OtelObserver;
+use opentelemetry::logs::Severity;
+use serde_json::Value;
+
+use crate::ge::build::Extension;
+use crate::ge::harness::lock;
+use crate::yaml::Y;
+use crate::AdapterError;
+
+/// Node keys this extension handles.
+const NODE_KEYS: &[&str] = &["emits_log", "update_pure_from_state"];
+
+/// A log record a node made: which node, which body.
+#[derive(Debug, Clone)]
+pub(crate) struct EmittedLog {
+    pub(crate) node: String,
+    pub(crate) body: String,
+}
+
+/// The observability directives, wired to the case's observer.
+pub(crate) struct ObsExtension {
+    pub(crate) observer: OtelObserver,
+    pub(crate) logs: Arc<Mutex<Vec<EmittedLog>>>,
+}
+
+fn unknown(y: &Y<'_>, what: String) -> AdapterError {
+    AdapterError::DirectiveUnknown {
+        file: y.file.to_path_buf(),
+        directive: what,
+        location: y.location().to_owned(),
+    }
+}
+
+/// A harness function of `update_pure_from_state`.
+#[derive(Debug, Clone)]
+enum PureFn {
+    /// `<field>_times_two`: the field's value doubled.
+    TimesTwo(String),
+}
+
+impl PureFn {
+    fn parse(y: &Y<'_>) -> Result<PureFn, AdapterError> {
+        let name = y.str()?;
+        match name.strip_suffix("_times_two") {
+            Some(field) if !field.is_empty() => Ok(PureFn::TimesTwo(field.to_owned())),
+            _ => Err(unknown(
+                y,
+                format!("update_pure_from_state function `{name}`"),
+            )),
+        }
+    }
+
+    fn eval(&self, state: &DynState) -> Result<Value, BoxError> {
+        match self {
+            PureFn::TimesTwo(field) => {
+                let v = state.get(field).cloned().unwrap_or(Value::Null);
+                if let Some(i) = v.as_i64() {
+                    Ok(Value::from(i.checked_mul(2).ok_or("integer overflow")?))
+                } else if let Some(f) = v.as_f64() {
+                    Ok(serde_json::Number::from_f64(f * 2.0).map_or(Value::Null, Value::Number))
+                } else {
+                    Err(format!("`{field}` is not a number: {v}").into())
+                }
+            }
+        }
+    }
+}
+
+fn severity(y: &Y<'_>) -> Result<Severity, AdapterError> {
+    Ok(match y.str()? {
+        "TRACE" => Severity::Trace,
+        "DEBUG" => Severity::Debug,
+        "INFO" => Severity::Info,
+        "WARN" | "WARNING" => Severity::Warn,
+        "ERROR" => Severity::Error,
+        "FATAL" | "CRITICAL" => Severity::Fatal,
+        other => return Err(unknown(y, format!("log level `{other}`"))),
+    })
+}
+
+/// A node wrapped with the extension's directives.
+struct ObsNode {
+    name: String,
+    inner: Arc<dyn Node<DynState>>,
+    logs: Vec<(Severity, String)>,
+    pure: Vec<(String, PureFn)>,
+    observer: OtelObserver,
+    emitted: Arc<Mutex<Vec<EmittedLog>>>,
+}
+
+impl Node<DynState> for ObsNode {
+    fn run(
+        &self,
+        state: Arc<DynState>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+        Box::pin(async move {
+            for (sev, body) in &self.logs {
+                self.observer.log(&ctx, *sev, body.clone());
+                lock(&self.emitted).push(EmittedLog {
+                    node: self.name.clone(),
+                    body: body.clone(),
+                });
+            }
+            let mut update = self.inner.run(Arc::clone(&state), ctx).await?;
+            for (field, f) in &self.pure {
+                update.fields.push((field.clone(), f.eval(&state)?));
+            }
+            Ok(update)
+        })
+    }
+
+    fn event_config(&self, name: &str, state: &DynState) -> Option<NodeConfig> {
+        self.inner.event_config(name, state)
+    }
+
+    fn emits_node_events(&self) -> bool {
+        self.inner.emits_node_events()
+    }
+
+    fn check(&self, name: &str, parent: &DynState) -> Result<Vec<CompileWarning>, CompileError> {
+        self.inner.check(name, parent)
+    }
+}
+
+/// One `when:` guard.
+#[derive(Debug, Clone)]
+enum Guard {
+    Gt(String, f64),
+    Lt(String, f64),
+    Equals(String, Value),
+}
+
+impl Guard {
+    fn parse(y: &Y<'_>) -> Result<Guard, AdapterError> {
+        y.check_keys(&["field", "gt", "lt", "equals"])?;
+        let field = y.req("field")?.str()?.to_owned();
+        match (y.get("gt"), y.get("lt"), y.get("equals")) {
+            (Some(v), None, None) => Ok(Guard::Gt(field, v.f64()?)),
+            (None, Some(v), None) => Ok(Guard::Lt(field, v.f64()?)),
+            (None, None, Some(v)) => Ok(Guard::Equals(field, v.json()?)),
+            _ => Err(y.invalid("a `when` guard needs exactly one of gt, lt, equals")),
+        }
+    }
+
+    fn holds(&self, s: &DynState) -> bool {
+        let num = |f: &str| s.get(f).and_then(Value::as_f64);
+        match self {
+            Guard::Gt(f, b) => num(f).is_some_and(|x| x > *b),
+            Guard::Lt(f, b) => num(f).is_some_and(|x| x < *b),
+            Guard::Equals(f, v) => s.get(f).is_some_and(|x| crate::matchers::json_eq(x, v)),
+        }
+    }
+}
+
+fn target(name: &str) -> Target {
+    if name == "END" {
+        END
+    } else {
+        Target::from(name)
+    }
+}
+
+/// A node's guarded destinations and its fallback.
+type Routes = (Vec<(Guard, Target)>, Option<Target>);
+
+/// Register O4: an `if_field` condition without destination hints.
+fn if_field_edge(
+    builder: GraphBuilder<DynState>,
+    e: &Y<'_>,
+    c: &Y<'_>,
+) -> Result<GraphBuilder<DynState>, AdapterError> {
+    e.check_keys(&["from", "condition"])?;
+    c.check_keys(&["if_field", "equals", "then", "else"])?;
+    let from = e.req("from")?.str()?.to_owned();
+    let field = c.req("if_field")?.str()?.to_owned();
+    let equals = c.req("equals")?.json()?;
+    let then = target(c.req("then")?.str()?);
+    let otherwise = target(c.req("else")?.str()?);
+    Ok(builder.add_conditional_edge(
+        from,
+        move |s: &DynState| {
+            let hit = s
+                .get(&field)
+                .is_some_and(|v| crate::matchers::json_eq(v, &equals));
+            Ok(if hit { then.clone() } else { otherwise.clone() })
+        },
+        None,
+    ))
+}
+
+impl Extension for ObsExtension {
+    fn node_keys(&self) -> &'static [&'static str] {
+        NODE_KEYS
+    }
+
+    fn wrap_node(
+        &self,
+        name: &str,
+        spec: &Y<'_>,
+        node: Arc<dyn Node<DynState>>,
+    ) -> Result<Arc<dyn Node<DynState>>, AdapterError> {
+        let mut logs = Vec::new();
+        if let Some(log) = spec.get("emits_log") {
+            log.check_keys(&["message", "level"])?;
+            let level = match log.get("level") {
+                Some(l) => severity(&l)?,
+                None => Severity::Info,
+            };
+            logs.push((level, log.req("message")?.str()?.to_owned()));
+        }
+        let mut pure = Vec::new();
+        if let Some(p) = spec.get("update_pure_from_state") {
+            for (field, f) in p.entries()? {
+                pure.push((field, PureFn::parse(&f)?));
+            }
+        }
+        if logs.is_empty() && pure.is_empty() {
+            return Ok(node);
+        }
+        Ok(Arc::new(ObsNode {
+            name: name.to_owned(),
+            inner: node,
+            logs,
+            pure,
+            observer: self.observer.clone(),
+            emitted: Arc::clone(&self.logs),
+        }))
+    }
+
+    fn edges<'y>(
+        &self,
+        mut builder: GraphBuilder<DynState>,
+        edges: Vec<Y<'y>>,
+    ) -> Result<(GraphBuilder<DynState>, Vec<Y<'y>>), AdapterError> {
+        let mut guarded_from = Vec::new();
+        let mut rest = Vec::new();
+        for e in edges {
+            if e.get("when").is_some() {
+                guarded_from.push(e.req("from")?.str()?.to_owned());
+            }
+            match e.get("condition") {
+                Some(c) if c.get("if_field").is_some() => {
+                    builder = if_field_edge(builder, &e, &c)?;
+                }
+                _ => rest.push(e),
+            }
+        }
+        if guarded_from.is_empty() {
+            return Ok((builder, rest));
+        }
+        let edges = std::mem::take(&mut rest);
+        let mut routes: HashMap<String, Routes> = HashMap::new();
+        let mut order = Vec::new();
+        for e in edges {
+            let from = e.req("from")?.str()?.to_owned();
+            if !guarded_from.contains(&from) {
+                rest.push(e);
+                continue;
+            }
+            e.check_keys(&["from", "to", "when"])?;
+            let to = target(e.req("to")?.str()?);
+            if !order.contains(&from) {
+                order.push(from.clone());
+            }
+            let entry = routes.entry(from).or_default();
+            match e.get("when") {
+                Some(w) => entry.0.push((Guard::parse(&w)?, to)),
+                None if entry.1.is_none() => entry.1 = Some(to),
+                None => return Err(e.invalid("two unguarded edges from one node")),
+            }
+        }
+        for from in order {
+            let Some((guards, fallback)) = routes.remove(&from) else {
+                continue;
+            };
+            let mut hints: Vec<Target> = guards.iter().map(|(_, t)| t.clone()).collect();
+            hints.extend(fallback.clone());
+            builder = builder.add_conditional_edge(
+                from,
+                move |s: &DynState| {
+                    Ok(guards
+                        .iter()
+                        .find(|(g, _)| g.holds(s))
+                        .map(|(_, t)| t.clone())
+                        .or_else(|| fallback.clone())
+                        .unwrap_or(END))
+                },
+                Some(hints),
+            );
+        }
+        Ok((builder, rest))
+    }
+}

@@ -1,0 +1,542 @@
+//! Spec: conformance-adapter §5.9 — the named invariants of the observability suite's
+//! OTel fixtures, each checked concretely against the exported spans and log records.
+//! An unknown name fails the case (FIXTURE-QUIRKS Q8).
+
+use std::collections::BTreeSet;
+
+use openarmature_observability::attributes as a;
+use opentelemetry_sdk::trace::SpanData;
+use serde_json::Value;
+
+use super::spans::{attr, attr_str, has_exception, is_error, value_matches, Binder, Forest};
+use super::{LogView, Run};
+use crate::yaml::Y;
+
+fn err<T>(m: impl Into<String>) -> Result<T, String> {
+    Err(m.into())
+}
+
+fn is_uuid_v4(s: &str) -> bool {
+    value_matches(
+        &Value::from("<uuid>"),
+        &Value::from(s),
+        &mut Binder::default(),
+        "$",
+    )
+    .is_ok()
+}
+
+/// Checks every entry of an `invariants:` mapping.
+pub(crate) fn check_all(invariants: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
+    for (name, value) in invariants.entries().map_err(|e| e.to_string())? {
+        let v = value.json().map_err(|e| e.to_string())?;
+        check(&name, &v, run).map_err(|m| format!("invariant {name}: {m}"))?;
+    }
+    Ok(())
+}
+
+fn truthy(v: &Value) -> Result<(), String> {
+    match v {
+        Value::Bool(true) => Ok(()),
+        other => err(format!(
+            "expected `true` as the invariant's value, got {other}"
+        )),
+    }
+}
+
+fn correlation_ids(spans: &[&SpanData]) -> Result<BTreeSet<String>, String> {
+    let mut ids = BTreeSet::new();
+    for s in spans {
+        match attr_str(s, a::CORRELATION_ID) {
+            Some(id) if !id.is_empty() => {
+                ids.insert(id);
+            }
+            _ => return err(format!("span `{}` has no correlation id", s.name)),
+        }
+    }
+    Ok(ids)
+}
+
+fn one_correlation_id(spans: &[&SpanData]) -> Result<String, String> {
+    let ids = correlation_ids(spans)?;
+    match ids.len() {
+        1 => Ok(ids.into_iter().next().unwrap_or_default()),
+        0 => err("no spans"),
+        _ => err(format!("several correlation ids: {ids:?}")),
+    }
+}
+
+/// The one parent trace and the traces linked from it.
+fn parent_and_detached(
+    f: &Forest,
+) -> Result<
+    (
+        opentelemetry::trace::TraceId,
+        Vec<opentelemetry::trace::TraceId>,
+    ),
+    String,
+> {
+    let parents = f.parent_traces();
+    let [parent] = parents.as_slice() else {
+        return err(format!(
+            "expected one parent trace, found {}",
+            parents.len()
+        ));
+    };
+    let detached: Vec<_> = f.trace_ids().into_iter().filter(|t| t != parent).collect();
+    Ok((*parent, detached))
+}
+
+/// The span of the parent trace carrying links (the detached unit's dispatch span).
+fn linking_span(f: &Forest) -> Result<&SpanData, String> {
+    let (parent, _) = parent_and_detached(f)?;
+    let linking: Vec<&SpanData> = f
+        .in_trace(parent)
+        .into_iter()
+        .filter(|s| !s.links.links.is_empty())
+        .collect();
+    match linking.as_slice() {
+        [one] => Ok(one),
+        other => err(format!(
+            "expected one span carrying links, found {}",
+            other.len()
+        )),
+    }
+}
+
+fn detached_roots(f: &Forest) -> Result<Vec<&SpanData>, String> {
+    let (_, detached) = parent_and_detached(f)?;
+    let mut roots = Vec::new();
+    for t in detached {
+        match f.roots_of(t).as_slice() {
+            [root] => roots.push(*root),
+            other => return err(format!("a detached trace has {} roots", other.len())),
+        }
+    }
+    if roots.is_empty() {
+        return err("no detached trace");
+    }
+    Ok(roots)
+}
+
+fn invocation_roots(f: &Forest) -> Vec<&SpanData> {
+    f.roots()
+        .into_iter()
+        .filter(|s| s.name == a::INVOCATION_SPAN)
+        .collect()
+}
+
+/// The invocation root's node children (attempt spans).
+fn root_attempts(f: &Forest) -> Result<Vec<&SpanData>, String> {
+    let roots = invocation_roots(f);
+    let [root] = roots.as_slice() else {
+        return err(format!(
+            "expected one invocation span, found {}",
+            roots.len()
+        ));
+    };
+    Ok(f.children(root)
+        .into_iter()
+        .filter(|s| attr(s, a::NODE_ATTEMPT_INDEX).is_some())
+        .collect())
+}
+
+fn int_list(v: &Value) -> Result<Vec<i64>, String> {
+    v.as_array()
+        .and_then(|l| l.iter().map(Value::as_i64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| format!("expected a list of integers, got {v}"))
+}
+
+/// Fan-out instance spans: carry `fan_out_index` and `parent_node_name`.
+fn instance_spans<'f>(f: &'f Forest, node: &str) -> Vec<&'f SpanData> {
+    f.spans
+        .iter()
+        .filter(|s| s.name == node && attr(s, a::FAN_OUT_PARENT_NODE_NAME).is_some())
+        .collect()
+}
+
+fn log_trace_ids(logs: &[LogView]) -> BTreeSet<String> {
+    logs.iter().map(|l| l.trace_id.clone()).collect()
+}
+
+fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
+    let f = run.forest;
+    let all: Vec<&SpanData> = f.spans.iter().collect();
+    match name {
+        "correlation_id_consistency" | "correlation_id_consistent_across_traces" => {
+            truthy(v)?;
+            one_correlation_id(&all).map(|_| ())
+        }
+        "correlation_id_uniform_across_tree" => {
+            let id = one_correlation_id(&all)?;
+            value_matches(
+                v,
+                &Value::from(id),
+                &mut Binder::default(),
+                "correlation_id",
+            )
+        }
+        "correlation_id_is_uuidv4" | "all_correlation_ids_uuidv4" => {
+            truthy(v)?;
+            let ids = correlation_ids(&all)?;
+            match ids.iter().find(|id| !is_uuid_v4(id)) {
+                Some(bad) => err(format!("`{bad}` is not a UUIDv4")),
+                None => Ok(()),
+            }
+        }
+        "each_invocation_correlation_id_uniform" => {
+            truthy(v)?;
+            for group in run.per_invocation() {
+                one_correlation_id(&group)?;
+            }
+            Ok(())
+        }
+        "correlation_ids_differ_across_invocations" => {
+            truthy(v)?;
+            let groups = run.per_invocation();
+            let ids: Result<BTreeSet<String>, String> =
+                groups.iter().map(|g| one_correlation_id(g)).collect();
+            let ids = ids?;
+            if groups.len() < 2 || ids.len() != groups.len() {
+                return err(format!(
+                    "{} invocations, {} distinct ids",
+                    groups.len(),
+                    ids.len()
+                ));
+            }
+            Ok(())
+        }
+        "unique_fan_out_indices_under" => {
+            let node = v.as_str().ok_or("expected a node name")?;
+            let spans = instance_spans(f, node);
+            let indices: Vec<Value> = spans
+                .iter()
+                .filter_map(|s| attr(s, a::NODE_FAN_OUT_INDEX))
+                .collect();
+            let unique: BTreeSet<String> = indices.iter().map(Value::to_string).collect();
+            if spans.is_empty() || unique.len() != spans.len() {
+                return err(format!("instance indices {indices:?}"));
+            }
+            if let Some(parent) = spans.iter().find_map(|s| f.parent(s)) {
+                if parent.name != node
+                    || spans.iter().any(|s| {
+                        f.parent(s).map(|p| p.span_context.span_id())
+                            != Some(parent.span_context.span_id())
+                    })
+                {
+                    return err("instance spans are not all under the fan-out node span");
+                }
+            }
+            Ok(())
+        }
+        "fan_out_index_range" => {
+            let bounds = int_list(v)?;
+            let [lo, hi] = bounds.as_slice() else {
+                return err("expected [low, high]");
+            };
+            let mut got: Vec<i64> = f
+                .spans
+                .iter()
+                .filter(|s| attr(s, a::FAN_OUT_PARENT_NODE_NAME).is_some())
+                .filter_map(|s| attr(s, a::NODE_FAN_OUT_INDEX).and_then(|x| x.as_i64()))
+                .collect();
+            got.sort_unstable();
+            let want: Vec<i64> = (*lo..=*hi).collect();
+            if got == want {
+                Ok(())
+            } else {
+                err(format!("instance indices {got:?}, expected {want:?}"))
+            }
+        }
+        "sibling_attempt_count_under_invocation" => {
+            let want = v.as_u64().ok_or("expected a count")?;
+            let got = root_attempts(f)?.len();
+            if u64::try_from(got).ok() == Some(want) {
+                Ok(())
+            } else {
+                err(format!("{got} attempt spans"))
+            }
+        }
+        "attempt_indices" => {
+            let want = int_list(v)?;
+            let mut got: Vec<i64> = root_attempts(f)?
+                .iter()
+                .filter_map(|s| attr(s, a::NODE_ATTEMPT_INDEX).and_then(|x| x.as_i64()))
+                .collect();
+            got.sort_unstable();
+            if got == want {
+                Ok(())
+            } else {
+                err(format!("attempt indices {got:?}"))
+            }
+        }
+        "all_attempt_spans_error" => {
+            truthy(v)?;
+            let attempts = root_attempts(f)?;
+            if attempts.is_empty() || attempts.iter().any(|s| !is_error(s)) {
+                return err("not every attempt span is ERROR");
+            }
+            Ok(())
+        }
+        "distinct_trace_ids" => {
+            truthy(v)?;
+            let (_, detached) = parent_and_detached(f)?;
+            if detached.is_empty() {
+                return err("a single trace");
+            }
+            Ok(())
+        }
+        "all_instance_trace_ids_distinct" => {
+            truthy(v)?;
+            let linking = linking_span(f)?;
+            let targets: BTreeSet<String> = linking
+                .links
+                .links
+                .iter()
+                .map(|l| l.span_context.trace_id().to_string())
+                .collect();
+            let (parent, detached) = parent_and_detached(f)?;
+            if targets.len() != linking.links.links.len()
+                || targets.len() != detached.len()
+                || targets.contains(&parent.to_string())
+            {
+                return err("instance traces are not distinct");
+            }
+            Ok(())
+        }
+        "dispatch_span_link_count" | "fan_out_node_span_link_count" => {
+            let want = v.as_u64().ok_or("expected a count")?;
+            let got = linking_span(f)?.links.links.len();
+            if u64::try_from(got).ok() == Some(want) {
+                Ok(())
+            } else {
+                err(format!("{got} links"))
+            }
+        }
+        "detached_invocation_id_equals_parent"
+        | "each_instance_trace_roots_in_invocation_span_sharing_parent_invocation_id" => {
+            truthy(v)?;
+            let (parent, _) = parent_and_detached(f)?;
+            let parent_root = f
+                .roots_of(parent)
+                .into_iter()
+                .find(|s| s.name == a::INVOCATION_SPAN)
+                .ok_or("the parent trace has no invocation span")?;
+            let id = attr_str(parent_root, a::INVOCATION_ID).ok_or("no invocation id")?;
+            for root in detached_roots(f)? {
+                if root.name != a::INVOCATION_SPAN {
+                    return err(format!("a detached trace roots in `{}`", root.name));
+                }
+                if attr_str(root, a::INVOCATION_ID).as_deref() != Some(id.as_str()) {
+                    return err("a detached invocation span has another invocation id");
+                }
+            }
+            Ok(())
+        }
+        "no_instance_spans_in_parent_trace" => {
+            truthy(v)?;
+            let (parent, _) = parent_and_detached(f)?;
+            match f
+                .in_trace(parent)
+                .into_iter()
+                .find(|s| attr(s, a::NODE_FAN_OUT_INDEX).is_some())
+            {
+                Some(s) => err(format!(
+                    "`{}` (an instance span) is in the parent trace",
+                    s.name
+                )),
+                None => Ok(()),
+            }
+        }
+        "error_status_on_parent_dispatch_span" | "error_status_on_parent_fan_out_node_span" => {
+            truthy(v)?;
+            if is_error(linking_span(f)?) {
+                Ok(())
+            } else {
+                err("the parent-trace dispatch span is not ERROR")
+            }
+        }
+        "error_status_on_detached_invocation_span"
+        | "error_status_on_detached_instance_invocation_span" => {
+            truthy(v)?;
+            if detached_roots(f)?.iter().all(|r| is_error(r)) {
+                Ok(())
+            } else {
+                err("a detached invocation span is not ERROR")
+            }
+        }
+        "exception_event_on_both_error_spans" => {
+            truthy(v)?;
+            let mut spans = detached_roots(f)?;
+            spans.push(linking_span(f)?);
+            if spans.iter().all(|s| has_exception(s)) {
+                Ok(())
+            } else {
+                err("an ERROR span has no exception event")
+            }
+        }
+        "same_execution_path" | "span_count_equal_across_runs" => {
+            truthy(v)?;
+            let groups = run.per_invocation();
+            let shapes: Vec<Vec<String>> = groups
+                .iter()
+                .map(|g| {
+                    let mut names: Vec<String> = g.iter().map(|s| s.name.to_string()).collect();
+                    names.sort();
+                    names
+                })
+                .collect();
+            if groups.len() < 2 || shapes.windows(2).any(|w| w[0] != w[1]) {
+                return err(format!("runs differ: {shapes:?}"));
+            }
+            Ok(())
+        }
+        "all_logs_same_trace_id" => {
+            truthy(v)?;
+            let ids = log_trace_ids(&run.logs);
+            if run.logs.is_empty() || ids.len() != 1 {
+                return err(format!("log trace ids {ids:?}"));
+            }
+            Ok(())
+        }
+        "log_trace_ids_differ_when_detached" => {
+            truthy(v)?;
+            let ids = log_trace_ids(&run.logs);
+            if ids.len() < 2 {
+                return err(format!("log trace ids {ids:?}"));
+            }
+            Ok(())
+        }
+        "all_logs_carry_correlation_id" => {
+            if run.logs.is_empty() {
+                return err("no log records");
+            }
+            for log in &run.logs {
+                let got = log
+                    .attributes
+                    .get(a::CORRELATION_ID)
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                value_matches(v, &got, &mut Binder::default(), &log.body)?;
+            }
+            Ok(())
+        }
+        "log_span_ids_match_active_span_at_emission" => {
+            truthy(v)?;
+            for log in &run.logs {
+                let node = run
+                    .emitted
+                    .iter()
+                    .find(|e| e.body == log.body)
+                    .ok_or_else(|| format!("no node made `{}`", log.body))?;
+                let span = f
+                    .spans
+                    .iter()
+                    .find(|s| s.name == node.node && attr(s, a::NODE_NAME).is_some())
+                    .ok_or_else(|| format!("no span for node `{}`", node.node))?;
+                if span.span_context.span_id().to_string() != log.span_id {
+                    return err(format!("`{}` is not on `{}`'s span", log.body, node.node));
+                }
+            }
+            Ok(())
+        }
+        "callable_branch_renders_one_span_keyed_by_branch_name"
+        | "callable_branch_span_has_no_inner_node_spans"
+        | "when_skipped_branch_emits_no_span"
+        | "branch_count_is_dispatched_count_not_declared" => {
+            truthy(v)?;
+            let declared = run.declared_branches();
+            let pb = f
+                .spans
+                .iter()
+                .find(|s| attr(s, a::PARALLEL_BRANCHES_BRANCH_COUNT).is_some())
+                .ok_or("no parallel-branches node span")?;
+            let count = attr(pb, a::PARALLEL_BRANCHES_BRANCH_COUNT)
+                .and_then(|c| c.as_u64())
+                .unwrap_or_default();
+            let dispatch = f.children(pb);
+            for d in &dispatch {
+                if attr_str(d, a::NODE_BRANCH_NAME).as_deref() != Some(d.name.as_ref()) {
+                    return err(format!(
+                        "dispatch span `{}` is not keyed by its branch",
+                        d.name
+                    ));
+                }
+                if name == "callable_branch_span_has_no_inner_node_spans"
+                    && !f.children(d).is_empty()
+                {
+                    return err(format!("`{}` has inner spans", d.name));
+                }
+            }
+            let names: BTreeSet<&str> = dispatch.iter().map(|d| d.name.as_ref()).collect();
+            if names.len() != dispatch.len() || u64::try_from(dispatch.len()).ok() != Some(count) {
+                return err(format!(
+                    "{} dispatch spans for branch_count {count}",
+                    dispatch.len()
+                ));
+            }
+            if name == "branch_count_is_dispatched_count_not_declared"
+                && u64::try_from(declared.len()).ok() == Some(count)
+            {
+                return err("branch_count equals the declared count");
+            }
+            let skipped: Vec<&String> = declared
+                .iter()
+                .filter(|b| !names.contains(b.as_str()))
+                .collect();
+            if name == "when_skipped_branch_emits_no_span"
+                && (skipped.is_empty()
+                    || f.spans
+                        .iter()
+                        .any(|s| skipped.iter().any(|b| s.name == b.as_str())))
+            {
+                return err(format!(
+                    "skipped branches {skipped:?} left spans (or none skipped)"
+                ));
+            }
+            Ok(())
+        }
+        "implementation_name_non_empty"
+        | "implementation_version_non_empty"
+        | "implementation_name_matches_canonical_value"
+        | "attributes_on_invocation_span_only"
+        | "attributes_absent_on_inner_spans"
+        | "attribution_attrs_on_parent_invocation_span"
+        | "attribution_attrs_on_detached_child_invocation_span"
+        | "attribution_attrs_absent_on_inner_spans_both_traces"
+        | "always_emit_invariant_applies_to_every_invocation_span" => {
+            truthy(v)?;
+            implementation_attribution(name, &all)
+        }
+        other => err(format!(
+            "fixture_directive_unknown: invariant `{other}` has no check"
+        )),
+    }
+}
+
+/// §5.1: every invocation span (parent and detached) carries the implementation name
+/// (this port's canonical value) and a non-empty version; no other span does.
+fn implementation_attribution(name: &str, all: &[&SpanData]) -> Result<(), String> {
+    let invocations = all.iter().filter(|s| s.name == a::INVOCATION_SPAN).count();
+    let wants_detached = name == "attribution_attrs_on_detached_child_invocation_span";
+    if invocations == 0 || (wants_detached && invocations < 2) {
+        return err(format!("{invocations} invocation spans"));
+    }
+    for s in all {
+        let impl_name = attr_str(s, a::IMPLEMENTATION_NAME);
+        let version = attr_str(s, a::IMPLEMENTATION_VERSION);
+        let ok = if s.name == a::INVOCATION_SPAN {
+            impl_name.as_deref() == Some(a::IMPLEMENTATION)
+                && version.as_deref().is_some_and(|v| !v.is_empty())
+        } else {
+            impl_name.is_none() && version.is_none()
+        };
+        if !ok {
+            return err(format!(
+                "span `{}`: implementation name {impl_name:?}, version {version:?}",
+                s.name
+            ));
+        }
+    }
+    Ok(())
+}

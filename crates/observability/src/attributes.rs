@@ -1,0 +1,126 @@
+//! Spec: observability §4.5 (span names) and §5 (attribute namespace).
+//!
+//! Every span name and attribute key the OpenTelemetry mapping emits, as constants,
+//! so backends, tests and dashboards can refer to them without retyping strings.
+
+/// The invocation span's name (§4.5), also the root of every detached trace (§4.4).
+pub const INVOCATION_SPAN: &str = "openarmature.invocation";
+/// The LLM provider span's name (§4.5).
+pub const LLM_SPAN: &str = "openarmature.llm.complete";
+
+/// The value of [`IMPLEMENTATION_NAME`] for this port (§5.1: `openarmature-<language>`).
+pub const IMPLEMENTATION: &str = "openarmature-rust";
+
+// §5.1 Invocation span.
+
+/// `openarmature.invocation_id` — string, caller-supplied or a minted UUIDv4.
+pub const INVOCATION_ID: &str = "openarmature.invocation_id";
+/// `openarmature.graph.entry_node` — string, the entry node of the trace's outermost graph.
+pub const GRAPH_ENTRY_NODE: &str = "openarmature.graph.entry_node";
+/// `openarmature.graph.spec_version` — string, the targeted spec release.
+pub const GRAPH_SPEC_VERSION: &str = "openarmature.graph.spec_version";
+/// `openarmature.implementation.name` — string, always emitted.
+pub const IMPLEMENTATION_NAME: &str = "openarmature.implementation.name";
+/// `openarmature.implementation.version` — string, always emitted.
+pub const IMPLEMENTATION_VERSION: &str = "openarmature.implementation.version";
+
+// §5.2 Node span.
+
+/// `openarmature.node.name` — string, the node's name in its immediate graph.
+pub const NODE_NAME: &str = "openarmature.node.name";
+/// `openarmature.node.namespace` — string array, never joined.
+pub const NODE_NAMESPACE: &str = "openarmature.node.namespace";
+/// `openarmature.node.step` — int.
+pub const NODE_STEP: &str = "openarmature.node.step";
+/// `openarmature.node.attempt_index` — int, 0 unless a retry middleware re-attempts.
+pub const NODE_ATTEMPT_INDEX: &str = "openarmature.node.attempt_index";
+/// `openarmature.error.category` — string, the §4 category, on failed spans only.
+pub const ERROR_CATEGORY: &str = "openarmature.error.category";
+
+// §5.3 Subgraph span.
+
+/// `openarmature.subgraph.name` — string, the compiled subgraph's name or `""`.
+pub const SUBGRAPH_NAME: &str = "openarmature.subgraph.name";
+
+// §5.4 Fan-out spans.
+
+/// `openarmature.node.fan_out_index` — int, on instance spans and the nodes inside.
+pub const NODE_FAN_OUT_INDEX: &str = "openarmature.node.fan_out_index";
+/// `openarmature.fan_out.parent_node_name` — string, on instance spans.
+pub const FAN_OUT_PARENT_NODE_NAME: &str = "openarmature.fan_out.parent_node_name";
+/// `openarmature.fan_out.item_count` — int, on the fan-out node span.
+pub const FAN_OUT_ITEM_COUNT: &str = "openarmature.fan_out.item_count";
+/// `openarmature.fan_out.concurrency` — int, on the fan-out node span (0 = unbounded).
+pub const FAN_OUT_CONCURRENCY: &str = "openarmature.fan_out.concurrency";
+/// `openarmature.fan_out.error_policy` — `fail_fast` | `collect`, on the fan-out node span.
+pub const FAN_OUT_ERROR_POLICY: &str = "openarmature.fan_out.error_policy";
+
+// §5.7 Parallel-branches spans.
+
+/// `openarmature.node.branch_name` — string, on dispatch spans and the nodes inside.
+pub const NODE_BRANCH_NAME: &str = "openarmature.node.branch_name";
+/// `openarmature.parallel_branches.parent_node_name` — string, on dispatch spans.
+pub const PARALLEL_BRANCHES_PARENT_NODE_NAME: &str =
+    "openarmature.parallel_branches.parent_node_name";
+/// `openarmature.parallel_branches.branch_count` — int, dispatched branches.
+pub const PARALLEL_BRANCHES_BRANCH_COUNT: &str = "openarmature.parallel_branches.branch_count";
+/// `openarmature.parallel_branches.error_policy` — `fail_fast` | `collect`.
+pub const PARALLEL_BRANCHES_ERROR_POLICY: &str = "openarmature.parallel_branches.error_policy";
+
+// §5.6 Cross-cutting.
+
+/// `openarmature.correlation_id` — string, on every span and log record.
+pub const CORRELATION_ID: &str = "openarmature.correlation_id";
+/// `openarmature.session_id` — string, on every span of a session-bound invocation.
+pub const SESSION_ID: &str = "openarmature.session_id";
+/// The prefix of caller-supplied invocation metadata attributes (`openarmature.user.<key>`).
+pub const USER_PREFIX: &str = "openarmature.user.";
+
+// §5.5 LLM provider span.
+
+/// `openarmature.llm.model` — string, the bound model.
+pub const LLM_MODEL: &str = "openarmature.llm.model";
+/// `openarmature.llm.finish_reason` — string.
+pub const LLM_FINISH_REASON: &str = "openarmature.llm.finish_reason";
+/// `openarmature.llm.usage.prompt_tokens` — int, omitted when not reported.
+pub const LLM_USAGE_PROMPT_TOKENS: &str = "openarmature.llm.usage.prompt_tokens";
+/// `openarmature.llm.usage.completion_tokens` — int, omitted when not reported.
+pub const LLM_USAGE_COMPLETION_TOKENS: &str = "openarmature.llm.usage.completion_tokens";
+/// `openarmature.llm.usage.total_tokens` — int, omitted when not reported.
+pub const LLM_USAGE_TOTAL_TOKENS: &str = "openarmature.llm.usage.total_tokens";
+/// `openarmature.llm.attempt_index` — int, the call-level attempt (0 without retry).
+pub const LLM_ATTEMPT_INDEX: &str = "openarmature.llm.attempt_index";
+/// `openarmature.llm.retry_reason` — `transient` | `reask`, on attempts ≥ 1 only.
+pub const LLM_RETRY_REASON: &str = "openarmature.llm.retry_reason";
+/// `openarmature.llm.cache_read.input_tokens` — int, when the provider reported it.
+pub const LLM_CACHE_READ_INPUT_TOKENS: &str = "openarmature.llm.cache_read.input_tokens";
+/// `openarmature.llm.cache_creation.input_tokens` — int, when the provider reported it.
+pub const LLM_CACHE_CREATION_INPUT_TOKENS: &str = "openarmature.llm.cache_creation.input_tokens";
+
+// §5.5.2 / §5.5.3 GenAI semantic conventions.
+
+/// `gen_ai.system` — the provider identifier (`openai`, …).
+pub const GEN_AI_SYSTEM: &str = "gen_ai.system";
+/// `gen_ai.request.model` — the bound model.
+pub const GEN_AI_REQUEST_MODEL: &str = "gen_ai.request.model";
+/// The prefix of the request-parameter attributes (`gen_ai.request.temperature`, …).
+pub const GEN_AI_REQUEST_PREFIX: &str = "gen_ai.request.";
+/// `gen_ai.response.model` — the model the provider reported.
+pub const GEN_AI_RESPONSE_MODEL: &str = "gen_ai.response.model";
+/// `gen_ai.response.id` — the provider's response id.
+pub const GEN_AI_RESPONSE_ID: &str = "gen_ai.response.id";
+/// `gen_ai.response.finish_reasons` — a one-element string array.
+pub const GEN_AI_RESPONSE_FINISH_REASONS: &str = "gen_ai.response.finish_reasons";
+/// `gen_ai.usage.input_tokens` — int.
+pub const GEN_AI_USAGE_INPUT_TOKENS: &str = "gen_ai.usage.input_tokens";
+/// `gen_ai.usage.output_tokens` — int.
+pub const GEN_AI_USAGE_OUTPUT_TOKENS: &str = "gen_ai.usage.output_tokens";
+
+// OpenTelemetry exception event (§4.2: recorded on every ERROR span).
+
+/// The OpenTelemetry exception event's name.
+pub const EXCEPTION_EVENT: &str = "exception";
+/// `exception.type` — here the §4 category (Rust errors carry no class name).
+pub const EXCEPTION_TYPE: &str = "exception.type";
+/// `exception.message` — the raised error's message.
+pub const EXCEPTION_MESSAGE: &str = "exception.message";

@@ -1,0 +1,130 @@
+//! Spec: observability §5.5 (baseline LLM span attributes), §5.5.2 (request
+//! parameters), §5.5.3 / §5.5.3.1 (GenAI response and cache attributes), §5.5.4
+//! (`disable_genai_semconv`); llm-provider §7.1 (one span per wire attempt,
+//! `openarmature.llm.attempt_index`, `openarmature.llm.retry_reason`).
+//!
+//! The payload attributes of §5.5.1 are off by default and not emitted yet.
+
+use openarmature_graph::{LlmAttemptEvent, LlmAttemptOutcome, LlmResponseSummary};
+use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
+use serde_json::Value;
+
+use super::state::Failure;
+use super::Config;
+use crate::attributes as attr;
+
+/// The attributes of one attempt's span, and its failure (if it failed).
+pub(crate) fn attempt_attributes(
+    e: &LlmAttemptEvent,
+    config: &Config,
+) -> (Vec<KeyValue>, Option<Failure>) {
+    let mut attrs = vec![
+        KeyValue::new(attr::LLM_MODEL, e.request.model.clone()),
+        KeyValue::new(attr::LLM_ATTEMPT_INDEX, i64::from(e.attempt_index)),
+    ];
+    if e.attempt_index > 0 {
+        if let Some(reason) = e.retry_reason {
+            attrs.push(KeyValue::new(attr::LLM_RETRY_REASON, reason.as_str()));
+        }
+    }
+    let genai = !config.disable_genai_semconv;
+    if genai {
+        attrs.push(KeyValue::new(
+            attr::GEN_AI_SYSTEM,
+            e.request.provider.clone(),
+        ));
+        attrs.push(KeyValue::new(
+            attr::GEN_AI_REQUEST_MODEL,
+            e.request.model.clone(),
+        ));
+        for (name, value) in &e.request.request_params {
+            if let Some(v) = param_value(value) {
+                attrs.push(KeyValue::new(
+                    format!("{}{name}", attr::GEN_AI_REQUEST_PREFIX),
+                    v,
+                ));
+            }
+        }
+    }
+    let (response, failure) = match &e.outcome {
+        LlmAttemptOutcome::Completed(r) => (Some(r), None),
+        LlmAttemptOutcome::Failed { failure, response } => (
+            response.as_ref(),
+            Some(Failure {
+                category: failure.error_category.clone(),
+                message: failure.error_message.clone(),
+            }),
+        ),
+        _ => (None, None),
+    };
+    if let Some(r) = response {
+        response_attributes(r, genai, &mut attrs);
+    }
+    (attrs, failure)
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn response_attributes(r: &LlmResponseSummary, genai: bool, attrs: &mut Vec<KeyValue>) {
+    if let Some(reason) = &r.finish_reason {
+        attrs.push(KeyValue::new(attr::LLM_FINISH_REASON, reason.clone()));
+    }
+    let u = &r.usage;
+    for (key, v) in [
+        (attr::LLM_USAGE_PROMPT_TOKENS, u.prompt_tokens),
+        (attr::LLM_USAGE_COMPLETION_TOKENS, u.completion_tokens),
+        (attr::LLM_USAGE_TOTAL_TOKENS, u.total_tokens),
+    ] {
+        if let Some(v) = v {
+            attrs.push(KeyValue::new(key, int(v)));
+        }
+    }
+    if !genai {
+        return;
+    }
+    if let Some(m) = &r.response_model {
+        attrs.push(KeyValue::new(attr::GEN_AI_RESPONSE_MODEL, m.clone()));
+    }
+    if let Some(id) = &r.response_id {
+        attrs.push(KeyValue::new(attr::GEN_AI_RESPONSE_ID, id.clone()));
+    }
+    if let Some(reason) = &r.finish_reason {
+        attrs.push(KeyValue::new(
+            attr::GEN_AI_RESPONSE_FINISH_REASONS,
+            OtelValue::Array(Array::String(vec![StringValue::from(reason.clone())])),
+        ));
+    }
+    for (key, v) in [
+        (attr::GEN_AI_USAGE_INPUT_TOKENS, u.prompt_tokens),
+        (attr::GEN_AI_USAGE_OUTPUT_TOKENS, u.completion_tokens),
+        (attr::LLM_CACHE_READ_INPUT_TOKENS, u.cached_tokens),
+        (
+            attr::LLM_CACHE_CREATION_INPUT_TOKENS,
+            u.cache_creation_tokens,
+        ),
+    ] {
+        if let Some(v) = v {
+            attrs.push(KeyValue::new(key, int(v)));
+        }
+    }
+}
+
+/// A request parameter as an attribute value (scalars and string arrays, §5.5.2).
+fn param_value(v: &Value) -> Option<OtelValue> {
+    match v {
+        Value::Bool(b) => Some(OtelValue::Bool(*b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(OtelValue::I64)
+            .or_else(|| n.as_f64().map(OtelValue::F64)),
+        Value::String(s) => Some(OtelValue::from(s.clone())),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(|s| StringValue::from(s.to_owned())))
+            .collect::<Option<Vec<_>>>()
+            .map(|v| OtelValue::Array(Array::String(v))),
+        _ => None,
+    }
+}

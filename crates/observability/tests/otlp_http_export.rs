@@ -1,0 +1,245 @@
+//! An invocation exported through the real OTLP/HTTP exporter (batch processor, its own
+//! export thread) to a collector stand-in on 127.0.0.1 that decodes the protobuf
+//! `ExportTraceServiceRequest`s it receives.
+//!
+//! The graph has one node that fails once with a transient error and is retried by the
+//! pipeline's `RetryMiddleware`, so two attempt spans must arrive.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use openarmature_graph::{state, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_observability::attributes as a;
+use openarmature_observability::export::{OtlpExport, Protocol};
+use openarmature_observability::OtelObserver;
+use openarmature_pipeline::retry::{Constant, RetryConfig};
+use openarmature_pipeline::RetryMiddleware;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+state! {
+    /// The test state.
+    #[derive(Default)]
+    pub struct Doc => DocUpdate {
+        /// Set by the node.
+        pub done: bool,
+    }
+}
+
+/// Reads one HTTP/1.1 request; returns its path and body.
+async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        if let Ok(httparse::Status::Complete(head)) = req.parse(&buf) {
+            let path = req.path?.to_owned();
+            let len: usize = req
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < head + len {
+                let n = stream.read(&mut chunk).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            return Some((path, buf[head..head + len].to_vec()));
+        }
+    }
+}
+
+/// A minimal OTLP/HTTP trace receiver: decodes every request and forwards it.
+async fn collector(
+    listener: TcpListener,
+    tx: mpsc::UnboundedSender<(String, ExportTraceServiceRequest)>,
+) {
+    while let Ok((mut stream, _)) = listener.accept().await {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Some((path, body)) = read_request(&mut stream).await {
+                if let Ok(req) = ExportTraceServiceRequest::decode(body.as_slice()) {
+                    let _ = tx.send((path, req));
+                }
+                let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                if stream.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn attr<'s>(span: &'s Span, key: &str) -> Option<&'s AnyValue> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+}
+
+fn int(span: &Span, key: &str) -> Option<i64> {
+    match attr(span, key) {
+        Some(AnyValue::IntValue(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+fn string(span: &Span, key: &str) -> Option<String> {
+    match attr(span, key) {
+        Some(AnyValue::StringValue(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_invocation_arrives_over_otlp_http() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(collector(listener, tx));
+
+    let provider = OtlpExport::from_env()
+        .protocol(Protocol::HttpProtobuf)
+        .endpoint(format!("http://{addr}"))
+        .timeout(Duration::from_secs(5))
+        .service_name("openarmature-otlp-test")
+        .tracer_provider()
+        .expect("provider");
+    let otel = OtelObserver::builder(&provider).build();
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let retry = RetryConfig::default()
+        .max_attempts(3)
+        .backoff(Constant(Duration::ZERO));
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("flaky", move |_s: Arc<Doc>, _ctx: NodeCtx| {
+            let counter = Arc::clone(&counter);
+            async move {
+                if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let err = CategorizedError::new(Some("provider_rate_limit"), "slow down")
+                        .transient(true);
+                    return Err(Box::new(err) as openarmature_graph::BoxError);
+                }
+                Ok(DocUpdate::default().done(true))
+            }
+        })
+        .node_middleware("flaky", Arc::new(RetryMiddleware::new(retry)))
+        .add_edge("flaky", END)
+        .entry("flaky")
+        .compile()
+        .expect("compile");
+
+    let mut meta = serde_json::Map::new();
+    meta.insert("tenantId".into(), "acme".into());
+    let options = InvokeOptions {
+        correlation_id: Some("req-42".into()),
+        metadata: meta,
+        ..InvokeOptions::default()
+    };
+    let done = otel
+        .invoke(&graph, Doc::default(), options)
+        .await
+        .expect("invoke");
+    assert!(done.state.done);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    // Shutting the provider down flushes the batch processor (blocking: it waits for
+    // the export thread, which talks to the collector running on this runtime).
+    tokio::task::spawn_blocking(move || provider.shutdown())
+        .await
+        .expect("join")
+        .expect("shutdown flushes");
+
+    let mut spans = Vec::new();
+    let mut service = None;
+    while spans.len() < 3 {
+        let (path, req) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an export within 10 s")
+            .expect("collector alive");
+        assert_eq!(path, "/v1/traces");
+        for rs in req.resource_spans {
+            if let Some(res) = rs.resource {
+                for kv in res.attributes {
+                    if kv.key == "service.name" {
+                        service = kv.value.and_then(|v| v.value);
+                    }
+                }
+            }
+            for ss in rs.scope_spans {
+                assert_eq!(
+                    ss.scope.as_ref().map(|s| s.name.as_str()),
+                    Some("openarmature")
+                );
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    assert_eq!(
+        service,
+        Some(AnyValue::StringValue("openarmature-otlp-test".into()))
+    );
+
+    let by_name: HashMap<&str, Vec<&Span>> = spans.iter().fold(HashMap::new(), |mut m, s| {
+        m.entry(s.name.as_str()).or_default().push(s);
+        m
+    });
+    let invocation = by_name[a::INVOCATION_SPAN][0];
+    assert_eq!(
+        string(invocation, a::GRAPH_ENTRY_NODE).as_deref(),
+        Some("flaky")
+    );
+    assert_eq!(
+        string(invocation, a::CORRELATION_ID).as_deref(),
+        Some("req-42")
+    );
+    assert_eq!(
+        string(invocation, a::IMPLEMENTATION_NAME).as_deref(),
+        Some(a::IMPLEMENTATION)
+    );
+    assert_eq!(
+        string(invocation, "openarmature.user.tenantId").as_deref(),
+        Some("acme")
+    );
+
+    let mut attempts = by_name["flaky"].clone();
+    attempts.sort_by_key(|s| int(s, a::NODE_ATTEMPT_INDEX));
+    assert_eq!(attempts.len(), 2);
+    for (i, span) in attempts.iter().enumerate() {
+        assert_eq!(int(span, a::NODE_ATTEMPT_INDEX), Some(i as i64));
+        assert_eq!(
+            span.parent_span_id, invocation.span_id,
+            "attempts are siblings"
+        );
+        assert_eq!(span.trace_id, invocation.trace_id);
+        assert_eq!(string(span, a::CORRELATION_ID).as_deref(), Some("req-42"));
+    }
+    let failed = attempts[0];
+    assert_eq!(
+        string(failed, a::ERROR_CATEGORY).as_deref(),
+        Some("node_exception")
+    );
+    let status = failed.status.as_ref().expect("status");
+    assert_eq!(status.message, "node_exception");
+    assert!(failed.events.iter().any(|e| e.name == "exception"));
+    assert_eq!(string(attempts[1], a::ERROR_CATEGORY), None);
+}
