@@ -11,8 +11,8 @@ use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCa
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
 use crate::observer::{
-    EventError, NodeConfig, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration,
-    StateRef,
+    EventError, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, ObserverErrorSink,
+    ObserverEvent, Phase, Registration, StateRef,
 };
 use crate::queue::{DrainSummary, EventQueue, Registry};
 use crate::state::State;
@@ -131,10 +131,14 @@ impl<S: State> CompiledGraph<S> {
             Arc::clone(&self.inner.sink),
         );
         let started_seq = next_seq();
+        let correlation: Arc<str> = match options.correlation_id {
+            Some(c) => c.into(),
+            None => uuid::Uuid::new_v4().to_string().into(),
+        };
         let inv = Arc::new(Invocation {
             started_seq,
             id: Arc::clone(&id),
-            correlation_id: options.correlation_id.map(Into::into),
+            correlation_id: Some(correlation.clone()),
             metadata: options.metadata,
             step: AtomicU64::new(0),
             queue,
@@ -152,17 +156,52 @@ impl<S: State> CompiledGraph<S> {
             branch_chain: Arc::from([]),
             inherited_attempt: 0,
         });
-        if let Err(err) = initial.validate() {
-            return Err(GraphError {
+        // Lifecycle events are opt-in: dispatch them only when someone asked.
+        let listening = scope.recipients.iter().any(|r| r.invocation_events);
+        if listening {
+            let entry = Arc::clone(&self.inner.nodes[self.inner.entry].name);
+            let started = InvocationStarted {
+                invocation_id: Arc::clone(&id),
+                correlation_id: correlation,
+                metadata: Arc::new(scope.inv.metadata.clone()),
+                entry,
+                at: std::time::SystemTime::now(),
+            };
+            scope.inv.queue.dispatch(
+                ObserverEvent::InvocationStarted(started),
+                Arc::clone(&scope.recipients),
+            );
+        }
+        let result = match initial.validate() {
+            Err(err) => Err(GraphError {
                 category: RuntimeCategory::StateValidationError,
                 node: String::new(),
                 namespace: Vec::new(),
                 state: initial,
                 invocation_id: id.to_string(),
                 source: Box::new(err),
-            });
+            }),
+            Ok(()) => {
+                self.inner
+                    .run_level(Arc::new(initial), Arc::clone(&scope))
+                    .await
+            }
+        };
+        if listening {
+            let completed = InvocationCompleted {
+                invocation_id: Arc::clone(&id),
+                error: result
+                    .as_ref()
+                    .err()
+                    .map(|e| (e.category_name().to_owned(), e.original_message())),
+                at: std::time::SystemTime::now(),
+            };
+            scope.inv.queue.dispatch(
+                ObserverEvent::InvocationCompleted(completed),
+                Arc::clone(&scope.recipients),
+            );
         }
-        let state = self.inner.run_level(Arc::new(initial), scope).await?;
+        let state = result?;
         Ok(Completed {
             state: unwrap_arc(state),
             invocation_id: id.to_string(),
@@ -278,6 +317,11 @@ impl<S: State> CompiledGraph<S> {
     /// The schema defaults the graph was built with.
     pub fn defaults(&self) -> &S {
         &self.inner.defaults
+    }
+
+    /// The entry node's name.
+    pub fn entry(&self) -> &str {
+        &self.inner.nodes[self.inner.entry].name
     }
 
     /// The declared node names, in declaration order.
@@ -456,6 +500,7 @@ pub(crate) fn emit<S: State>(
         branch_name_chain: Arc::clone(&scope.branch_chain),
         invocation_id: Arc::clone(&scope.inv.id),
         correlation_id: scope.inv.correlation_id.clone(),
+        at: std::time::SystemTime::now(),
         fan_out_config: match ctx.node_config.as_deref() {
             Some(NodeConfig::FanOut(c)) => Some(c.clone()),
             _ => None,

@@ -429,6 +429,24 @@ impl<S: fmt::Debug> StdError for GraphError<S> {
     }
 }
 
+/// Recognises another crate's error type: returns its category when `err` is one.
+pub type CategoryProbe = fn(&(dyn StdError + 'static)) -> Option<&'static str>;
+
+static PROBES: std::sync::RwLock<Vec<CategoryProbe>> = std::sync::RwLock::new(Vec::new());
+
+/// Registers a [`CategoryProbe`] so [`category_of`] (and with it the retry
+/// classifier, failure isolation and event error chains) recognises a foreign
+/// error type — e.g. `openarmature-llm` registers its `LlmError`, so `?` on one
+/// inside a node keeps its category. Registering the same probe twice is a no-op.
+pub fn register_category_probe(probe: CategoryProbe) {
+    let mut probes = PROBES
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !probes.iter().any(|p| std::ptr::fn_addr_eq(*p, probe)) {
+        probes.push(probe);
+    }
+}
+
 /// The category of one error-chain link: a [`CategorizedError`]'s category, a
 /// [`MergeError`]'s `reducer_error`, a [`RoutingError`]'s `routing_error`, a
 /// [`StateValidationError`]'s `state_validation_error`, or a nested subgraph
@@ -452,5 +470,8 @@ pub fn category_of<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e str> {
     if let Some(e) = err.downcast_ref::<crate::cause::Carrier>() {
         return Some(e.category());
     }
-    None
+    let probes = PROBES
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    probes.iter().find_map(|probe| probe(err))
 }

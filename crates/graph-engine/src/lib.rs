@@ -77,8 +77,9 @@ pub use cause::{
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
 pub use error::{
-    category, category_of, BoxError, CategorizedError, CompileError, CompileWarning, GraphError,
-    MergeError, RoutingError, RuntimeCategory, StateValidationError,
+    category, category_of, register_category_probe, BoxError, CategorizedError, CategoryProbe,
+    CompileError, CompileWarning, GraphError, MergeError, RoutingError, RuntimeCategory,
+    StateValidationError,
 };
 pub use llm_events::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
@@ -88,8 +89,9 @@ pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};
 pub use observer::{
     observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
-    FnObserver, Lineage, NodeConfig, NodeEvent, Observer, ObserverErrorSink, ObserverEvent,
-    ParallelBranchesConfig, Phase, PhaseSet, Registration, StateRef,
+    FnObserver, InvocationCompleted, InvocationStarted, Lineage, NodeConfig, NodeEvent, Observer,
+    ObserverErrorSink, ObserverEvent, ParallelBranchesConfig, Phase, PhaseSet, Registration,
+    StateRef,
 };
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};

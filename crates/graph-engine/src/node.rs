@@ -296,7 +296,13 @@ impl NodeCtx {
         &self.scope.inv.id
     }
 
-    /// The caller's correlation id, if any.
+    /// Whether any observer receives this node's events (lets callers skip building
+    /// costly framework events nobody reads).
+    pub fn has_observers(&self) -> bool {
+        !self.scope.recipients.is_empty()
+    }
+
+    /// The invocation's correlation id (caller-supplied, or minted as a UUIDv4).
     pub fn correlation_id(&self) -> Option<&str> {
         self.scope.inv.correlation_id.as_deref()
     }

@@ -147,6 +147,8 @@ pub struct NodeEvent {
     pub invocation_id: Arc<str>,
     /// The caller's correlation id, if any.
     pub correlation_id: Option<Arc<str>>,
+    /// When the engine dispatched the event (wall clock).
+    pub at: std::time::SystemTime,
     /// The resolved configuration of a fan-out node (on its own events only).
     pub fan_out_config: Option<FanOutConfig>,
     /// The resolved configuration of a parallel-branches node (on its own events only).
@@ -207,6 +209,39 @@ pub enum ObserverEvent {
     LlmFailed(crate::llm_events::LlmFailedEvent),
     /// One wire attempt of an LLM call (the per-attempt span signal, llm-provider §7.1).
     LlmAttempt(crate::llm_events::LlmAttemptEvent),
+    /// An invocation of the outermost graph began (first on its queue).
+    InvocationStarted(InvocationStarted),
+    /// An invocation of the outermost graph ended (last on its queue).
+    InvocationCompleted(InvocationCompleted),
+}
+
+/// The first event of every invocation: its identity and caller inputs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct InvocationStarted {
+    /// The invocation id.
+    pub invocation_id: Arc<str>,
+    /// The correlation id (caller-supplied, or minted as a UUIDv4).
+    pub correlation_id: Arc<str>,
+    /// Caller-supplied invocation metadata (observability §3.4).
+    pub metadata: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The graph's entry node.
+    pub entry: Arc<str>,
+    /// When the invocation began (wall clock).
+    pub at: std::time::SystemTime,
+}
+
+/// The last event of every invocation: how it ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct InvocationCompleted {
+    /// The invocation id.
+    pub invocation_id: Arc<str>,
+    /// `None` when the run reached `END`; else the reported error category
+    /// (`GraphError::category_name`) and message.
+    pub error: Option<(String, String)>,
+    /// When the invocation ended (wall clock).
+    pub at: std::time::SystemTime,
 }
 
 /// Where an event came from: the graph-engine §6 event-source identity tuple.
@@ -301,6 +336,8 @@ impl ObserverEvent {
             ObserverEvent::LlmCompletion(e) => &e.site.invocation_id,
             ObserverEvent::LlmFailed(e) => &e.site.invocation_id,
             ObserverEvent::LlmAttempt(e) => &e.site.invocation_id,
+            ObserverEvent::InvocationStarted(e) => &e.invocation_id,
+            ObserverEvent::InvocationCompleted(e) => &e.invocation_id,
         }
     }
 
@@ -365,6 +402,7 @@ pub struct Registration {
     pub(crate) name: Arc<str>,
     pub(crate) phases: PhaseSet,
     pub(crate) observer: Arc<dyn Observer>,
+    pub(crate) invocation_events: bool,
 }
 
 impl Registration {
@@ -374,6 +412,7 @@ impl Registration {
             name: name.into(),
             phases: PhaseSet::ALL,
             observer: Arc::new(observer),
+            invocation_events: false,
         }
     }
 
@@ -383,6 +422,7 @@ impl Registration {
             name: name.into(),
             phases: PhaseSet::ALL,
             observer,
+            invocation_events: false,
         }
     }
 
@@ -397,8 +437,21 @@ impl Registration {
         &self.name
     }
 
+    /// Also receives the invocation lifecycle events
+    /// ([`ObserverEvent::InvocationStarted`] / [`ObserverEvent::InvocationCompleted`]),
+    /// which are not part of the spec's event stream and are off by default.
+    pub fn with_invocation_events(mut self) -> Self {
+        self.invocation_events = true;
+        self
+    }
+
     pub(crate) fn wants(&self, event: &ObserverEvent) -> bool {
-        event.phase().is_none_or(|p| self.phases.contains(p))
+        match event {
+            ObserverEvent::InvocationStarted(_) | ObserverEvent::InvocationCompleted(_) => {
+                self.invocation_events
+            }
+            other => other.phase().is_none_or(|p| self.phases.contains(p)),
+        }
     }
 }
 

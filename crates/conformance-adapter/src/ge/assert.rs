@@ -520,7 +520,14 @@ fn flag(v: &Y<'_>, name: &str) -> Result<bool, String> {
 pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
     let inv = &ctx.outcome.invocation_id;
     for (name, v) in y.entries().map_err(|e| e.to_string())? {
-        let recorded = ctx.implicit.events_for(inv);
+        // Node events only (invocation lifecycle and framework events are not node
+        // boundaries).
+        let recorded: Vec<Arc<ObserverEvent>> = ctx
+            .implicit
+            .events_for(inv)
+            .into_iter()
+            .filter(|e| e.as_node().is_some())
+            .collect();
         let ok = match name.as_str() {
             "no_events_for_node" => {
                 let node = v.str().map_err(|e| e.to_string())?;
@@ -547,10 +554,10 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                 flag(&v, &name)? == graph_reusable(ctx).await
             }
             "drain_waited_for_all_events" => {
-                let all = recorded.len();
+                let all = ctx.implicit.events_for(inv).len();
                 let complete = ctx.outcome.drain.undelivered_count == 0
                     && !ctx.outcome.drain.timeout_reached
-                    && all > 0
+                    && !recorded.is_empty()
                     && lock(&ctx.harness.observers)
                         .values()
                         .all(|o| o.events_for(inv).len() == all);
@@ -573,7 +580,9 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                         .filter_map(|e| e.as_node())
                         .filter(|n| n.step < step || (n.step == step && n.phase == Phase::Started))
                         .count();
-                    d.snapshot.len() == before && !d.summary.timeout_reached
+                    let snapshot_nodes =
+                        d.snapshot.iter().filter(|e| e.as_node().is_some()).count();
+                    snapshot_nodes == before && !d.summary.timeout_reached
                 });
                 flag(&v, &name)? == ok
             }
