@@ -27,6 +27,7 @@ pub struct Options {
     capability: Option<String>,
     list: bool,
     verbose: bool,
+    markdown: bool,
     jobs: Option<usize>,
 }
 
@@ -39,6 +40,7 @@ impl Options {
             match arg.as_str() {
                 "--list" => options.list = true,
                 "-v" | "--verbose" => options.verbose = true,
+                "--markdown" => options.markdown = true,
                 "-j" | "--jobs" => {
                     let value = args.next().ok_or("`--jobs` needs a number")?;
                     options.jobs = Some(parse_jobs(value)?);
@@ -234,7 +236,11 @@ pub fn run(options: &Options) -> ExitCode {
     }
 
     println!();
-    print_table(&per_capability);
+    if options.markdown {
+        print_markdown_table(&per_capability);
+    } else {
+        print_table(&per_capability);
+    }
 
     let mut total = Counts::default();
     for counts in per_capability.values() {
@@ -434,6 +440,16 @@ fn print_table(per_capability: &BTreeMap<String, Counts>) {
     }
 }
 
+/// `--markdown`: the same table as a GitHub-flavoured Markdown table (for the README).
+fn print_markdown_table(per_capability: &BTreeMap<String, Counts>) {
+    println!("| capability | passed | failed | skipped (deferred) | total cases |");
+    println!("|---|---|---|---|---|");
+    for (name, c) in per_capability {
+        let [name, passed, failed, skipped, total] = row(name, c);
+        println!("| {name} | {passed} | {failed} | {skipped} | {total} |");
+    }
+}
+
 fn row(name: &str, c: &Counts) -> [String; 5] {
     [
         name.to_owned(),
@@ -518,7 +534,8 @@ mod tests {
     fn parses_options() -> Result<(), String> {
         let o = Options::parse(&strings(&["graph-engine", "--list", "-j", "3", "-v"]))?;
         assert_eq!(o.capability.as_deref(), Some("graph-engine"));
-        assert!(o.list && o.verbose);
+        assert!(o.list && o.verbose && !o.markdown);
+        assert!(Options::parse(&strings(&["--markdown"]))?.markdown);
         assert_eq!(o.jobs, Some(3));
         assert_eq!(Options::parse(&strings(&["--jobs=2"]))?.jobs, Some(2));
         assert!(Options::parse(&strings(&["--nope"])).is_err());

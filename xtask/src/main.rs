@@ -9,6 +9,7 @@
 
 use std::process::ExitCode;
 
+mod bench;
 mod conformance;
 
 const HELP: &str = "\
@@ -35,6 +36,12 @@ Commands:
         own fixtures under spec/conformance/<capability>/. Without upstream
         fixtures the run only warns, except when $CI is set.
 
+  bench [FILTER]
+        Run the criterion benchmarks of the workspace with short settings
+        (1 s warm-up, 3 s measurement) and print a summary: the median per
+        benchmark, per element where a throughput is set. FILTER is passed to
+        criterion (a benchmark-id substring). Full runs: `cargo bench`.
+
   help  Print this help.
 ";
 
@@ -49,6 +56,7 @@ fn main() -> ExitCode {
             print!("{HELP}");
             ExitCode::SUCCESS
         }
+        "bench" => bench::run(rest),
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
             Err(message) => usage_error(&message),
