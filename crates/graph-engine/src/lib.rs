@@ -60,6 +60,7 @@ mod cause;
 mod compiled;
 mod dynamic;
 mod error;
+mod extension_event;
 mod llm_events;
 mod middleware;
 mod node;
@@ -81,6 +82,7 @@ pub use error::{
     CompileError, CompileWarning, GraphError, MergeError, RoutingError, RuntimeCategory,
     StateValidationError,
 };
+pub use extension_event::ExtensionEvent;
 pub use llm_events::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
     LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,

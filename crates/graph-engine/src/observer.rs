@@ -213,6 +213,8 @@ pub enum ObserverEvent {
     InvocationStarted(InvocationStarted),
     /// An invocation of the outermost graph ended (last on its queue).
     InvocationCompleted(InvocationCompleted),
+    /// A named event of an opt-in extension (spec/extensions/).
+    Extension(crate::extension_event::ExtensionEvent),
 }
 
 /// The first event of every invocation: its identity and caller inputs.
@@ -338,6 +340,7 @@ impl ObserverEvent {
             ObserverEvent::LlmAttempt(e) => &e.site.invocation_id,
             ObserverEvent::InvocationStarted(e) => &e.invocation_id,
             ObserverEvent::InvocationCompleted(e) => &e.invocation_id,
+            ObserverEvent::Extension(e) => &e.invocation_id,
         }
     }
 

@@ -206,11 +206,22 @@ impl Registry {
 /// The sending side of one invocation's delivery queue.
 pub(crate) struct EventQueue {
     tx: Mutex<Option<mpsc::UnboundedSender<Envelope>>>,
+    /// The worker's inputs until the first event starts it (an invocation nobody
+    /// observes never spawns a worker).
+    pending: Mutex<Option<PendingWorker>>,
     pub(crate) stats: Arc<QueueStats>,
 }
 
+struct PendingWorker {
+    rx: mpsc::UnboundedReceiver<Envelope>,
+    registry: Arc<Registry>,
+    invocation_id: Arc<str>,
+    sink: ObserverErrorSink,
+}
+
 impl EventQueue {
-    /// Starts the invocation's delivery worker and registers it for drains.
+    /// Creates the invocation's queue; its delivery worker starts (and registers
+    /// for drains) with the first event.
     pub(crate) fn start(
         registry: &Arc<Registry>,
         invocation_id: Arc<str>,
@@ -222,34 +233,45 @@ impl EventQueue {
             emitted: AtomicU64::new(0),
             progress,
         });
-        let key = registry.next_key.fetch_add(1, Ordering::Relaxed);
-        let mut active = registry
-            .active
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        EventQueue {
+            tx: Mutex::new(Some(tx)),
+            pending: Mutex::new(Some(PendingWorker {
+                rx,
+                registry: Arc::clone(registry),
+                invocation_id,
+                sink,
+            })),
+            stats,
+        }
+    }
+
+    fn spawn_worker(&self) {
+        let Some(p) = self.pending.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return;
+        };
+        let key = p.registry.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut active = p.registry.active.lock().unwrap_or_else(PoisonError::into_inner);
         let handle = tokio::spawn(deliver(
-            rx,
-            Arc::clone(&stats),
-            Arc::clone(registry),
+            p.rx,
+            Arc::clone(&self.stats),
+            Arc::clone(&p.registry),
             key,
-            sink,
+            p.sink,
         ));
         active.push(Arc::new(WorkerEntry {
             key,
-            invocation_id,
-            stats: Arc::clone(&stats),
+            invocation_id: p.invocation_id,
+            stats: Arc::clone(&self.stats),
             abort: handle.abort_handle(),
         }));
-        drop(active);
-        EventQueue {
-            tx: Mutex::new(Some(tx)),
-            stats,
-        }
     }
 
     /// Enqueues one event for `recipients`. Never waits.
     pub(crate) fn dispatch(&self, event: ObserverEvent, recipients: Arc<[Registration]>) {
         let guard = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard.is_some() {
+            self.spawn_worker();
+        }
         if let Some(tx) = guard.as_ref() {
             self.stats.emitted.fetch_add(1, Ordering::SeqCst);
             // A send fails only after a process-wide drain cancelled the worker; the
