@@ -132,3 +132,62 @@ fn unimplemented_mappings_and_streaming_are_refused() {
     )));
     assert!(m.contains("stream"), "{m}");
 }
+
+/// A transient failure, then the OK reply: two attempt spans.
+fn retried(spans: &str) -> String {
+    format!(
+        "mock_provider:
+  responses:
+    - {{status: 503, body: {{error: {{message: down}}}}}}
+    - status: 200
+      body:
+        id: cc-1
+        model: test-model
+        choices:
+          - {{index: 0, message: {{role: assistant, content: hi}}, finish_reason: stop}}
+calls:
+  - operation: complete
+    messages: [{{role: user, content: go}}]
+    retry: {{max_attempts: 2, backoff: {{type: deterministic, seconds: 0}}}}
+    expected:
+      llm_spans:
+{spans}
+"
+    )
+}
+
+#[test]
+fn llm_spans_are_asserted_on_the_exported_spans() {
+    let good = "        - {attempt_index: 0, error_category: provider_unavailable, attributes_absent: [openarmature.llm.retry_reason]}
+        - {attempt_index: 1, error_category: null, attributes: {openarmature.llm.retry_reason: transient, openarmature.llm.model: test-model, gen_ai.system: openai}}";
+    assert_eq!(run(&retried(good)), CaseOutcome::Passed);
+    for (spans, needle) in [
+        (
+            "        - {attempt_index: 0, error_category: provider_unavailable}",
+            "1 spans expected, but 2",
+        ),
+        (
+            "        - {attempt_index: 0, error_category: null}
+        - {attempt_index: 1, error_category: null}",
+            "expected status OK",
+        ),
+        (
+            "        - {attempt_index: 0, error_category: provider_unavailable}
+        - {attempt_index: 1, error_category: provider_unavailable}",
+            "expected ERROR",
+        ),
+        (
+            "        - {attempt_index: 0, attributes: {openarmature.llm.retry_reason: transient}}
+        - {attempt_index: 1}",
+            "retry_reason` is missing",
+        ),
+        (
+            "        - {attempt_index: 0}
+        - {attempt_index: 1, attributes_absent: [openarmature.llm.retry_reason]}",
+            "should be absent",
+        ),
+    ] {
+        let m = failure(run(&retried(spans)));
+        assert!(m.contains(needle), "{spans}: {m}");
+    }
+}

@@ -246,11 +246,20 @@ impl EventQueue {
     }
 
     fn spawn_worker(&self) {
-        let Some(p) = self.pending.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+        let Some(p) = self
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
             return;
         };
         let key = p.registry.next_key.fetch_add(1, Ordering::Relaxed);
-        let mut active = p.registry.active.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut active = p
+            .registry
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let handle = tokio::spawn(deliver(
             p.rx,
             Arc::clone(&self.stats),

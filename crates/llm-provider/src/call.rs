@@ -16,7 +16,7 @@
 //! sleeper). Classifier, backoff and `on_retry` see the error as the engine does: a
 //! [`openarmature_graph::CategorizedError`] whose `source()` is the [`LlmError`]
 //! (see [`LlmError::find_in`]); the classifier's state argument is `None` at call
-//! level. Inside a node, exactly one terminal [`LlmCompletionEvent`] or
+//! level. Inside a node with observers, exactly one terminal [`LlmCompletionEvent`] or
 //! [`LlmFailedEvent`] follows the attempt events.
 
 use std::error::Error as StdError;
@@ -76,9 +76,12 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     provider: &P,
     request: &CompletionRequest,
 ) -> Result<Response, LlmError> {
+    crate::error::register_category_probe();
     let call_id = uuid::Uuid::new_v4().to_string();
     let call_started = Instant::now();
-    let site = request.node.as_ref().map(LlmCallSite::from_ctx);
+    // Typed events are built only when an observer will receive them.
+    let node = request.node.as_ref().filter(|ctx| ctx.has_observers());
+    let site = node.map(LlmCallSite::from_ctx);
     let retry = request.retry.as_ref();
     let max_attempts = retry.map_or(1, |r| r.max_attempts());
     // The working transcript: `None` until the first reask appends to a copy.
@@ -96,6 +99,7 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
             .send(WireRequest::of(request, messages, &config))
             .await;
         let latency = started.elapsed();
+        crate::resilience::hooks::deposit(request, attempt, &result);
 
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {
@@ -108,7 +112,7 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
                 latency,
             });
         }
-        if let (Some(ctx), Some(site)) = (&request.node, &site) {
+        if let (Some(ctx), Some(site)) = (node, &site) {
             let outcome = match &result {
                 Ok(response) => LlmAttemptOutcome::Completed(response_summary(response)),
                 Err(error) => LlmAttemptOutcome::Failed {
@@ -128,7 +132,7 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
 
         let error = match result {
             Ok(response) => {
-                if let (Some(ctx), Some(site)) = (&request.node, &site) {
+                if let (Some(ctx), Some(site)) = (node, &site) {
                     ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
                         site.clone(),
                         request_summary(provider, &call_id, &request.messages, &request.config),
@@ -165,8 +169,10 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
             }
             _ => None,
         };
-        let Some((next_reason, view)) = next else {
-            if let (Some(ctx), Some(site)) = (&request.node, &site) {
+        // Extensions 0002/0003: the backoff may give up, the budget may refuse.
+        let (next, error) = crate::resilience::hooks::gate(retry, attempt, next, error);
+        let Some((next_reason, view, delay)) = next else {
+            if let (Some(ctx), Some(site)) = (node, &site) {
                 ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
                     site.clone(),
                     request_summary(provider, &call_id, &request.messages, &request.config),
@@ -178,7 +184,6 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
             return Err(error);
         };
         if let Some(r) = retry {
-            let delay = r.base.backoff.delay_for(attempt, &view);
             if let Some(on_retry) = &r.base.on_retry {
                 let shared: Arc<dyn StdError + Send + Sync> = Arc::new(view);
                 on_retry.on_retry(shared, attempt).await;

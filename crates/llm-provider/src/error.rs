@@ -11,7 +11,12 @@
 //! into one with [`LlmError::into_categorized`] (or `From`), keeping the typed error as
 //! its `source()`, so retry middleware, failure isolation and node events see the
 //! category while [`LlmError::find_in`] still recovers the typed error (its
-//! `retry_after`, its structured-output surface) from any cause chain. In a node body:
+//! `retry_after`, its structured-output surface) from any cause chain.
+//!
+//! In a node body `?` is enough: building a provider (and every `complete()` call)
+//! registers a category probe with the engine
+//! ([`openarmature_graph::register_category_probe`]), so a bare boxed [`LlmError`]
+//! keeps its category too. [`LlmError::into_box_error`] makes the bridge explicit:
 //!
 //! ```
 //! # use openarmature_llm::LlmError;
@@ -57,10 +62,17 @@ pub enum ErrorCategory {
     ProviderUnsupportedContentBlock,
     /// The content did not parse as JSON or did not validate against `response_schema`.
     StructuredOutputInvalid,
+    /// Extension 0004: the endpoint's circuit breaker is open; nothing was sent.
+    ProviderCircuitOpen,
+    /// Extension 0003: a retry was refused because the retry budget is empty.
+    RetryBudgetExhausted,
+    /// Extension 0002: the provider asked for a wait above the backoff's cap.
+    RetryAfterExceeded,
 }
 
 impl ErrorCategory {
-    /// Every category, in §7 order.
+    /// The nine §7 categories, in §7 order (the extension categories are in
+    /// [`ErrorCategory::EXTENSIONS`]).
     pub const ALL: [ErrorCategory; 9] = [
         ErrorCategory::ProviderAuthentication,
         ErrorCategory::ProviderUnavailable,
@@ -71,6 +83,14 @@ impl ErrorCategory {
         ErrorCategory::ProviderInvalidRequest,
         ErrorCategory::ProviderUnsupportedContentBlock,
         ErrorCategory::StructuredOutputInvalid,
+    ];
+
+    /// The categories of the opt-in extensions (spec/extensions/ 0002–0004); all
+    /// non-transient. They only occur when an extension is switched on.
+    pub const EXTENSIONS: [ErrorCategory; 3] = [
+        ErrorCategory::ProviderCircuitOpen,
+        ErrorCategory::RetryBudgetExhausted,
+        ErrorCategory::RetryAfterExceeded,
     ];
 
     /// The spec identifier, e.g. `provider_rate_limit`.
@@ -85,6 +105,9 @@ impl ErrorCategory {
             ErrorCategory::ProviderInvalidRequest => "provider_invalid_request",
             ErrorCategory::ProviderUnsupportedContentBlock => "provider_unsupported_content_block",
             ErrorCategory::StructuredOutputInvalid => "structured_output_invalid",
+            ErrorCategory::ProviderCircuitOpen => "provider_circuit_open",
+            ErrorCategory::RetryBudgetExhausted => "retry_budget_exhausted",
+            ErrorCategory::RetryAfterExceeded => "retry_after_exceeded",
         }
     }
 
@@ -199,6 +222,15 @@ pub enum LlmError {
     /// `structured_output_invalid`.
     #[error(transparent)]
     StructuredOutputInvalid(Box<StructuredOutputInvalid>),
+    /// `provider_circuit_open` (extension 0004).
+    #[error(transparent)]
+    CircuitOpen(ProviderFailure),
+    /// `retry_budget_exhausted` (extension 0003); the source is the last error.
+    #[error(transparent)]
+    RetryBudgetExhausted(ProviderFailure),
+    /// `retry_after_exceeded` (extension 0002); the source is the last error.
+    #[error(transparent)]
+    RetryAfterExceeded(ProviderFailure),
 }
 
 impl LlmError {
@@ -222,6 +254,9 @@ impl LlmError {
             ErrorCategory::ProviderUnsupportedContentBlock => {
                 LlmError::UnsupportedContentBlock(failure)
             }
+            ErrorCategory::ProviderCircuitOpen => LlmError::CircuitOpen(failure),
+            ErrorCategory::RetryBudgetExhausted => LlmError::RetryBudgetExhausted(failure),
+            ErrorCategory::RetryAfterExceeded => LlmError::RetryAfterExceeded(failure),
             ErrorCategory::StructuredOutputInvalid => {
                 LlmError::StructuredOutputInvalid(Box::new(StructuredOutputInvalid {
                     response_schema: Value::Null,
@@ -264,6 +299,9 @@ impl LlmError {
             LlmError::InvalidRequest(_) => ErrorCategory::ProviderInvalidRequest,
             LlmError::UnsupportedContentBlock(_) => ErrorCategory::ProviderUnsupportedContentBlock,
             LlmError::StructuredOutputInvalid(_) => ErrorCategory::StructuredOutputInvalid,
+            LlmError::CircuitOpen(_) => ErrorCategory::ProviderCircuitOpen,
+            LlmError::RetryBudgetExhausted(_) => ErrorCategory::RetryBudgetExhausted,
+            LlmError::RetryAfterExceeded(_) => ErrorCategory::RetryAfterExceeded,
         }
     }
 
@@ -293,7 +331,10 @@ impl LlmError {
             | LlmError::RateLimit(f)
             | LlmError::InvalidResponse(f)
             | LlmError::InvalidRequest(f)
-            | LlmError::UnsupportedContentBlock(f) => Some(f),
+            | LlmError::UnsupportedContentBlock(f)
+            | LlmError::CircuitOpen(f)
+            | LlmError::RetryBudgetExhausted(f)
+            | LlmError::RetryAfterExceeded(f) => Some(f),
             LlmError::StructuredOutputInvalid(_) => None,
         }
     }
@@ -307,7 +348,10 @@ impl LlmError {
             | LlmError::RateLimit(f)
             | LlmError::InvalidResponse(f)
             | LlmError::InvalidRequest(f)
-            | LlmError::UnsupportedContentBlock(f) => Some(f),
+            | LlmError::UnsupportedContentBlock(f)
+            | LlmError::CircuitOpen(f)
+            | LlmError::RetryBudgetExhausted(f)
+            | LlmError::RetryAfterExceeded(f) => Some(f),
             LlmError::StructuredOutputInvalid(_) => None,
         }
     }
@@ -321,10 +365,12 @@ impl LlmError {
     }
 
     /// For `provider_rate_limit`: how long the provider asked to wait
-    /// (`retry-after-ms`, else `Retry-After` in seconds or as an HTTP date).
+    /// (`retry-after-ms`, else `Retry-After` in seconds or as an HTTP date). Also
+    /// set on `retry_after_exceeded` (the wait that was refused). A `Retry-After` on
+    /// other answers (e.g. a 503) is kept on [`ProviderFailure::retry_after`].
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimit(f) => f.retry_after,
+            LlmError::RateLimit(f) | LlmError::RetryAfterExceeded(f) => f.retry_after,
             _ => None,
         }
     }
@@ -403,6 +449,23 @@ impl LlmError {
     }
 }
 
+/// The engine [`CategoryProbe`](openarmature_graph::CategoryProbe) for [`LlmError`]:
+/// its §7 category when `error` is one.
+pub(crate) fn category_probe(error: &(dyn StdError + 'static)) -> Option<&'static str> {
+    error
+        .downcast_ref::<LlmError>()
+        .map(|e| e.category().as_str())
+}
+
+/// Registers [`category_probe`] with the engine once per process, so an [`LlmError`]
+/// returned from a node with `?` (a plain `Box<dyn Error>`) keeps its category for
+/// `category_of`, the retry classifiers, failure isolation and event cause chains.
+/// Called when a provider is built and by every `complete()` call.
+pub(crate) fn register_category_probe() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| openarmature_graph::register_category_probe(category_probe));
+}
+
 impl From<LlmError> for CategorizedError {
     fn from(error: LlmError) -> Self {
         error.into_categorized()
@@ -447,5 +510,16 @@ mod tests {
         let typed = LlmError::find_in(&c).map(LlmError::retry_after);
         assert_eq!(typed, Some(Some(Duration::from_secs(3))));
         assert!(openarmature_pipeline::retry::is_transient(&c));
+    }
+
+    #[test]
+    fn a_bare_llm_error_keeps_its_category_once_the_probe_is_registered() {
+        register_category_probe();
+        register_category_probe();
+        let boxed: BoxError = Box::new(LlmError::new(ErrorCategory::ProviderUnavailable, "down"));
+        assert_eq!(category_of(&*boxed), Some("provider_unavailable"));
+        assert!(openarmature_pipeline::retry::is_transient(&*boxed));
+        let other: BoxError = "plain".into();
+        assert_eq!(category_of(&*other), None);
     }
 }

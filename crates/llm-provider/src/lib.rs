@@ -27,6 +27,30 @@
 //!
 //! Providers never retry on their own.
 //!
+//! # Two retry lanes, and the three-piece pattern
+//!
+//! - **Call level** (this crate): [`CompletionRequest::retry`] takes an
+//!   [`LlmRetryConfig`] (or a plain [`openarmature_pipeline::RetryConfig`], the same
+//!   record node-level retry takes). One `complete()` call re-sends its request:
+//!   transient categories (`provider_unavailable`, `provider_rate_limit`,
+//!   `provider_model_not_loaded`) after the backoff — wrap the backoff in
+//!   [`HonorRetryAfter`] to wait at least what a rate limit's `Retry-After` asks —
+//!   and, with a reask builder, `structured_output_invalid` by appending the bad reply
+//!   and a correction. Each attempt's retry reason (`transient` / `reask`) is on its
+//!   [`openarmature_graph::LlmAttemptEvent`].
+//! - **Node level** (`openarmature-pipeline`): [`openarmature_pipeline::RetryMiddleware`]
+//!   re-runs the whole node, every call in it. Stacked, budgets multiply (3 node
+//!   attempts × 3 call attempts = up to 9 requests per logical call): retry provider
+//!   transients at the call level, and keep node retry for what only a fresh run fixes.
+//!
+//! Around a node that calls a provider, compose, outermost first:
+//! [`openarmature_pipeline::FailureIsolationMiddleware`] →
+//! [`openarmature_pipeline::RetryMiddleware`] → the node body, which returns
+//! [`LlmError::into_box_error`] so both middleware see the category. What escapes both
+//! lanes degrades the node instead of failing the run. `cargo run --example
+//! resilient_extraction` (in the workspace root) shows all of it against a
+//! fault-injecting server.
+//!
 //! # Examples
 //! ```no_run
 //! use std::time::Duration;
@@ -60,6 +84,7 @@ mod error;
 mod message;
 pub mod openai;
 mod provider;
+pub mod resilience;
 mod response;
 mod retry;
 pub mod schema;
@@ -77,8 +102,9 @@ pub use message::{
 pub use openai::{OpenAiBuilder, OpenAiProvider};
 pub use openarmature_graph::RetryReason;
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
+pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
-pub use retry::{HonorRetryAfter, LlmRetryConfig, ReaskBuilder};
+pub use retry::{LlmRetryConfig, ReaskBuilder};
 pub use tool::{Tool, ToolChoice};
 
 /// The OpenArmature capability this crate implements.

@@ -34,14 +34,12 @@
 //! assert_eq!(retry.config_for_attempt(&base, 5).temperature, Some(0.6));
 //! ```
 
-use std::error::Error as StdError;
 use std::sync::Arc;
-use std::time::Duration;
 
-use openarmature_pipeline::retry::{Backoff, RetryConfig};
+use openarmature_pipeline::retry::RetryConfig;
 
 use crate::config::RuntimeConfig;
-use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::error::StructuredOutputInvalid;
 
 /// Builds the corrective `user` message of a reask retry from the failed attempt's
 /// `structured_output_invalid` surface (`output_content`, `error_message`, ...).
@@ -124,45 +122,9 @@ impl LlmRetryConfig {
     }
 }
 
-/// A backoff that honours a rate limit's `retry_after` (an opt-in extension): the
-/// larger of the inner strategy's delay and the provider's requested wait, capped.
-#[derive(Debug, Clone, Copy)]
-pub struct HonorRetryAfter<B> {
-    /// The strategy used when the provider asks for nothing (or for less).
-    pub inner: B,
-    /// The longest wait honoured.
-    pub cap: Duration,
-}
-
-impl<B> HonorRetryAfter<B> {
-    /// Wraps `inner`, honouring waits up to 60 s.
-    pub fn new(inner: B) -> Self {
-        HonorRetryAfter {
-            inner,
-            cap: Duration::from_secs(60),
-        }
-    }
-}
-
-impl<B: Backoff> Backoff for HonorRetryAfter<B> {
-    fn delay(&self, attempt_index: u32) -> Duration {
-        self.inner.delay(attempt_index)
-    }
-
-    fn delay_for(&self, attempt_index: u32, error: &(dyn StdError + 'static)) -> Duration {
-        let base = self.inner.delay_for(attempt_index, error);
-        match LlmError::find_in(error).and_then(LlmError::retry_after) {
-            Some(wait) => base.max(wait.min(self.cap)),
-            None => base,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCategory;
-    use openarmature_pipeline::retry::Constant;
 
     #[test]
     fn schedule_carries_forward_and_attempt_zero_is_base() {
@@ -176,19 +138,5 @@ mod tests {
         let two = r.config_for_attempt(&base, 2);
         assert_eq!((two.temperature, two.seed), (Some(0.0), Some(7)));
         assert_eq!(r.config_for_attempt(&base, 9).seed, Some(7));
-    }
-
-    #[test]
-    fn retry_after_is_honoured_up_to_the_cap() {
-        let b = HonorRetryAfter::new(Constant(Duration::from_millis(5)));
-        let e = LlmError::new(ErrorCategory::ProviderRateLimit, "slow")
-            .with_retry_after(Some(Duration::from_secs(2)))
-            .into_categorized();
-        assert_eq!(b.delay_for(0, &e), Duration::from_secs(2));
-        let long = LlmError::new(ErrorCategory::ProviderRateLimit, "slow")
-            .with_retry_after(Some(Duration::from_secs(3600)));
-        assert_eq!(b.delay_for(0, &long), Duration::from_secs(60));
-        let other = LlmError::unavailable("down");
-        assert_eq!(b.delay_for(0, &other), Duration::from_millis(5));
     }
 }

@@ -415,3 +415,32 @@ async fn a_failed_call_surfaces_its_category_on_the_graph_error() {
     );
     assert_eq!(err.original_message(), "bad key");
 }
+
+#[tokio::test]
+async fn a_bare_question_mark_keeps_the_llm_category_for_node_retry() {
+    let sleeps = Sleeps::default();
+    let (server, p) = provider(vec![down("d0"), Step::json(200, completion("hi"))]).await;
+    let p = Arc::new(p);
+    let graph = GraphBuilder::new(S::default())
+        .add_node("ask", move |_s: Arc<S>, _ctx: NodeCtx| {
+            let p = Arc::clone(&p);
+            async move {
+                let request = CompletionRequest::new(vec![Message::user("hi")]);
+                // No bridge: the boxed LlmError is recognised by the registered probe.
+                let response = p.complete(&request).await?;
+                Ok(SUpdate::default().answer(response.content().unwrap_or_default().to_owned()))
+            }
+        })
+        .node_middleware("ask", Arc::new(RetryMiddleware::new(retry(2, &sleeps))))
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .unwrap();
+    let out = graph.invoke(S::default()).await.unwrap();
+    assert_eq!(out.answer, "hi");
+    assert_eq!(
+        server.request_count(),
+        2,
+        "the default classifier retried it"
+    );
+}

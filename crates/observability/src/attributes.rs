@@ -97,6 +97,36 @@ pub const LLM_CACHE_READ_INPUT_TOKENS: &str = "openarmature.llm.cache_read.input
 /// `openarmature.llm.cache_creation.input_tokens` — int, when the provider reported it.
 pub const LLM_CACHE_CREATION_INPUT_TOKENS: &str = "openarmature.llm.cache_creation.input_tokens";
 
+// §5.5.1 Payload attributes (emitted only with `disable_provider_payload = false`;
+// each capped per §5.5.5).
+
+/// `openarmature.llm.input.messages` — string, the sent messages as canonical JSON
+/// (sorted keys, no whitespace, inline image bytes redacted).
+pub const LLM_INPUT_MESSAGES: &str = "openarmature.llm.input.messages";
+/// `openarmature.llm.output.content` — string, the assistant's content verbatim
+/// (only when non-empty).
+pub const LLM_OUTPUT_CONTENT: &str = "openarmature.llm.output.content";
+/// `openarmature.llm.output.tool_calls` — string, the output tool calls as canonical
+/// JSON `[{id, name, arguments}]` (only when there are any).
+pub const LLM_OUTPUT_TOOL_CALLS: &str = "openarmature.llm.output.tool_calls";
+/// `openarmature.llm.request.extras` — string, the `RuntimeConfig` extras as
+/// canonical JSON (only when non-empty).
+pub const LLM_REQUEST_EXTRAS: &str = "openarmature.llm.request.extras";
+
+/// The default per-attribute payload cap, in bytes (§5.5.5: 64 KiB).
+pub const DEFAULT_PAYLOAD_BYTE_CAP: usize = 65_536;
+/// The smallest payload cap an observer accepts, in bytes (§5.5.5).
+pub const MIN_PAYLOAD_BYTE_CAP: usize = 256;
+
+// §5.5.10 Tool-call identity projections (ungated).
+
+/// `openarmature.llm.output.tool_calls.count` — int, on a tool-calling completion.
+pub const LLM_OUTPUT_TOOL_CALLS_COUNT: &str = "openarmature.llm.output.tool_calls.count";
+/// `openarmature.llm.output.tool_calls.names` — string array, in request order.
+pub const LLM_OUTPUT_TOOL_CALLS_NAMES: &str = "openarmature.llm.output.tool_calls.names";
+/// `openarmature.llm.output.tool_calls.ids` — string array, aligned with `.names`.
+pub const LLM_OUTPUT_TOOL_CALLS_IDS: &str = "openarmature.llm.output.tool_calls.ids";
+
 // §5.5.2 / §5.5.3 GenAI semantic conventions.
 
 /// `gen_ai.system` — the provider identifier (`openai`, …).

@@ -14,6 +14,8 @@
 //!   metadata on every span (§5.6), and log correlation (§7).
 //! - [`attributes`]: every span name and attribute key, as constants.
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
+//! - [`payload`]: the §5.5.1 canonical JSON and §5.5.5 truncation of payload
+//!   attributes.
 //! - [`export`]: private OTLP tracer / logger providers (HTTP/protobuf or gRPC,
 //!   batch export, `OTEL_EXPORTER_OTLP_*` configuration).
 //!
@@ -27,9 +29,11 @@ pub mod attributes;
 pub mod export;
 pub mod metadata;
 mod otel;
+pub mod payload;
 
 pub use otel::{
-    InvokeError, OtelObserver, OtelObserverBuilder, INSTRUMENTATION_SCOPE, REGISTRATION_NAME,
+    InvokeError, OtelObserver, OtelObserverBuilder, PayloadCapTooSmall, INSTRUMENTATION_SCOPE,
+    REGISTRATION_NAME,
 };
 
 /// The OpenArmature capability this crate implements.

@@ -289,3 +289,175 @@ async fn a_dropped_invoke_still_closes_the_invocation_span() {
     let spans = exporter.get_finished_spans().unwrap();
     assert_eq!(named(&spans, a::INVOCATION_SPAN).len(), 1);
 }
+
+/// A node reporting one attempt whose request is `content` and whose reply is "hello".
+fn payload_graph(content: String) -> CompiledGraph<Doc> {
+    GraphBuilder::new(Doc::default())
+        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+            let content = content.clone();
+            async move {
+                let request = LlmRequestSummary::new(
+                    "openai",
+                    "gpt-test",
+                    "call-1",
+                    vec![json!({"role": "user", "content": content})],
+                    serde_json::Map::new(),
+                    json!({"repetition_penalty": 1.05})
+                        .as_object()
+                        .cloned()
+                        .unwrap(),
+                );
+                let reply = LlmAttemptOutcome::Completed(LlmResponseSummary::new(
+                    None,
+                    None,
+                    LlmUsage::default(),
+                    Some("tool_calls".into()),
+                    Some("hello".into()),
+                    Some(vec![
+                        json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
+                    ]),
+                ));
+                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                    LlmCallSite::from_ctx(&ctx),
+                    request,
+                    0,
+                    None,
+                    reply,
+                    Some(1.0),
+                )));
+                Ok(DocUpdate::default().done(true))
+            }
+        })
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .unwrap()
+}
+
+fn string_attr(span: &SpanData, key: &str) -> Option<String> {
+    attr(span, key).map(|v| v.as_str().into_owned())
+}
+
+#[tokio::test]
+async fn payload_is_off_by_default_and_capped_when_on() {
+    let (exporter, default_tracing) = provider();
+    let otel = OtelObserver::builder(&default_tracing).build();
+    otel.invoke(
+        &payload_graph("hi".into()),
+        Doc::default(),
+        InvokeOptions::default(),
+    )
+    .await
+    .unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let llm = named(&spans, a::LLM_SPAN)[0];
+    for key in [
+        a::LLM_INPUT_MESSAGES,
+        a::LLM_OUTPUT_CONTENT,
+        a::LLM_OUTPUT_TOOL_CALLS,
+        a::LLM_REQUEST_EXTRAS,
+    ] {
+        assert_eq!(attr(llm, key), None, "{key} is payload");
+    }
+    // The identity projections are not payload.
+    assert_eq!(
+        attr(llm, a::LLM_OUTPUT_TOOL_CALLS_COUNT),
+        Some(Value::I64(1))
+    );
+
+    let (exporter, tracing) = provider();
+    let otel = OtelObserver::builder(&tracing)
+        .disable_provider_payload(false)
+        .payload_byte_cap(256)
+        .unwrap()
+        .build();
+    let long = "日本".repeat(100);
+    otel.invoke(
+        &payload_graph(long.clone()),
+        Doc::default(),
+        InvokeOptions::default(),
+    )
+    .await
+    .unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let llm = named(&spans, a::LLM_SPAN)[0];
+    let messages = string_attr(llm, a::LLM_INPUT_MESSAGES).unwrap();
+    let full = format!(r#"[{{"content":"{long}","role":"user"}}]"#);
+    let marker = format!("…[truncated, {} bytes total]", full.len());
+    assert!(messages.len() <= 256);
+    let prefix = messages.strip_suffix(&marker).expect("the marker ends it");
+    assert!(full.starts_with(prefix));
+    assert_eq!(
+        string_attr(llm, a::LLM_OUTPUT_CONTENT).as_deref(),
+        Some("hello")
+    );
+    assert_eq!(
+        string_attr(llm, a::LLM_OUTPUT_TOOL_CALLS).as_deref(),
+        Some(r#"[{"arguments":{"q":"x"},"id":"c1","name":"search"}]"#)
+    );
+    assert_eq!(
+        string_attr(llm, a::LLM_REQUEST_EXTRAS).as_deref(),
+        Some(r#"{"repetition_penalty":1.05}"#)
+    );
+}
+
+#[test]
+fn a_payload_cap_below_256_bytes_is_rejected() {
+    let (_exporter, provider) = provider();
+    let err = OtelObserver::builder(&provider)
+        .payload_byte_cap(255)
+        .unwrap_err();
+    assert_eq!(err.requested, 255);
+}
+
+#[tokio::test]
+async fn a_registration_renders_the_invocation_from_lifecycle_events() {
+    let (exporter, provider) = provider();
+    let otel = OtelObserver::builder(&provider).build();
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+            Err::<DocUpdate, _>("kaput".into())
+        })
+        .add_edge("boom", END)
+        .entry("boom")
+        .compile()
+        .unwrap();
+    graph.attach_observer(otel.registration());
+    let times: Arc<std::sync::Mutex<Vec<std::time::SystemTime>>> = Arc::default();
+    let sink = Arc::clone(&times);
+    graph.attach_observer(Registration::new(
+        "times",
+        openarmature_graph::observer_fn(move |e: Arc<ObserverEvent>| {
+            let sink = Arc::clone(&sink);
+            async move {
+                if let Some(n) = e.as_node() {
+                    sink.lock().unwrap().push(n.at);
+                }
+                Ok(())
+            }
+        }),
+    ));
+    let options = InvokeOptions {
+        metadata: json!({"tenantId": "acme"}).as_object().cloned().unwrap(),
+        ..InvokeOptions::default()
+    };
+    assert!(graph.invoke_with(Doc::default(), options).await.is_err());
+    graph.drain(None).await;
+    // No close_all: the `completed` lifecycle event closed the invocation span.
+    let spans = exporter.get_finished_spans().unwrap();
+    let root = named(&spans, a::INVOCATION_SPAN)[0];
+    assert_eq!(root.status, Status::error("node_exception"));
+    assert_eq!(attr(root, a::GRAPH_ENTRY_NODE), Some(Value::from("boom")));
+    assert_eq!(
+        attr(root, "openarmature.user.tenantId"),
+        Some(Value::from("acme"))
+    );
+    let node = named(&spans, "boom")[0];
+    let times = times.lock().unwrap();
+    assert_eq!(
+        (node.start_time, node.end_time),
+        (times[0], times[1]),
+        "node spans take the events' timestamps"
+    );
+    assert!(root.start_time <= node.start_time && node.end_time <= root.end_time);
+}

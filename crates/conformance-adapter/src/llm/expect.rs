@@ -2,8 +2,8 @@
 //! (001: `response` / `raw_check` / `raises`; 005: literal `expected_wire_request`;
 //! 021/026: the `"*"` wire wildcard) — the llm-provider assertions.
 
-use openarmature_llm::{Content, LlmError, Response, RetryReason};
-use serde_json::{json, Map, Value};
+use openarmature_llm::{Content, LlmError, Response};
+use serde_json::{json, Value};
 
 use super::{invariants, CallRun, CallSpec};
 use crate::matchers::json_eq;
@@ -456,18 +456,17 @@ fn wire_requests(expected: &Y<'_>, run: &CallRun) -> Result<(), String> {
     Ok(())
 }
 
-/// Register L3: each `llm_spans` entry checked against the per-attempt signal
-/// (the OTel span rendering itself is deferred to observability).
+/// Register L3: each `llm_spans` entry against the exported span of that attempt.
 fn llm_spans(expected: &Y<'_>, run: &CallRun) -> Result<(), String> {
     let entries = expected.seq().map_err(err)?;
-    if entries.len() != run.attempts.len() {
+    if entries.len() != run.spans.len() {
         return Err(format!(
-            "{} spans expected, but the call made {} attempts",
+            "{} spans expected, but {} `openarmature.llm.complete` spans were exported",
             entries.len(),
-            run.attempts.len()
+            run.spans.len()
         ));
     }
-    for (entry, attempt) in entries.iter().zip(&run.attempts) {
+    for (i, (entry, span)) in entries.iter().zip(&run.spans).enumerate() {
         entry
             .check_keys(&[
                 "attempt_index",
@@ -476,83 +475,61 @@ fn llm_spans(expected: &Y<'_>, run: &CallRun) -> Result<(), String> {
                 "error_category",
             ])
             .map_err(err)?;
-        let i = attempt.index;
+        if !span.under_node {
+            return Err(format!(
+                "span {i} is not a child of the calling node's span"
+            ));
+        }
         if let Some(n) = entry.get("attempt_index") {
-            if n.i64().map_err(err)? != i64::from(i) {
+            let want = n.i64().map_err(err)?;
+            if span.attempt_index != Some(want) {
                 return Err(format!(
-                    "span for attempt {i}: attempt_index {}",
-                    n.i64().unwrap_or(-1)
+                    "span {i}: attempt_index {:?}, expected {want}",
+                    span.attempt_index
                 ));
             }
         }
         if let Some(c) = entry.get("error_category") {
-            let want = if c.is_null() {
-                None
+            let attribute = span.attributes.get("openarmature.error.category");
+            if c.is_null() {
+                if !span.ok || attribute.is_some() {
+                    return Err(format!(
+                        "span {i}: expected status OK without an error category, got {:?} / {attribute:?}",
+                        span.error
+                    ));
+                }
             } else {
-                Some(c.str().map_err(err)?.to_owned())
-            };
-            if want != attempt.category {
-                return Err(format!(
-                    "attempt {i}: error_category: expected {want:?}, got {:?}",
-                    attempt.category
-                ));
+                let want = c.str().map_err(err)?;
+                if span.error.as_deref() != Some(want)
+                    || attribute.and_then(Value::as_str) != Some(want)
+                    || !span.exception
+                {
+                    return Err(format!(
+                        "span {i}: expected ERROR `{want}` (attribute and exception event), got status {:?}, attribute {attribute:?}",
+                        span.error
+                    ));
+                }
             }
-        }
-        let mut attributes: Map<String, Value> = Map::new();
-        attributes.insert("openarmature.llm.attempt_index".into(), Value::from(i));
-        attributes.insert(
-            "openarmature.llm.model".into(),
-            Value::from(run.bound_model.as_str()),
-        );
-        if let Some(reason) = attempt.reason {
-            attributes.insert(
-                "openarmature.llm.retry_reason".into(),
-                Value::from(reason_str(reason)),
-            );
-        }
-        if let Some(f) = &attempt.finish_reason {
-            attributes.insert(
-                "openarmature.llm.finish_reason".into(),
-                Value::from(f.as_str()),
-            );
         }
         if let Some(a) = entry.get("attributes") {
             for (key, ev) in a.entries().map_err(err)? {
                 let want = ev.json().map_err(err)?;
-                if !SIGNAL_ATTRIBUTES.contains(&key.as_str()) {
-                    return Err(format!(
-                        "attribute `{key}` is not carried by the per-attempt signal (span rendering is deferred to observability)"
-                    ));
-                }
-                let got = attributes.get(&key).unwrap_or(&Value::Null);
+                let got = span
+                    .attributes
+                    .get(&key)
+                    .ok_or_else(|| format!("span {i}: attribute `{key}` is missing"))?;
                 if !json_eq(got, &want) {
-                    return Err(format!("attempt {i}: {key}: expected {want}, got {got}"));
+                    return Err(format!("span {i}: {key}: expected {want}, got {got}"));
                 }
             }
         }
         if let Some(a) = entry.get("attributes_absent") {
             for key in a.strings().map_err(err)? {
-                if !SIGNAL_ATTRIBUTES.contains(&key.as_str()) {
-                    return Err(format!(
-                        "attribute `{key}` is not carried by the per-attempt signal"
-                    ));
-                }
-                if let Some(v) = attributes.get(&key) {
-                    return Err(format!("attempt {i}: `{key}` should be absent, got {v}"));
+                if let Some(v) = span.attributes.get(&key) {
+                    return Err(format!("span {i}: `{key}` should be absent, got {v}"));
                 }
             }
         }
     }
     Ok(())
-}
-
-const SIGNAL_ATTRIBUTES: &[&str] = &[
-    "openarmature.llm.attempt_index",
-    "openarmature.llm.model",
-    "openarmature.llm.retry_reason",
-    "openarmature.llm.finish_reason",
-];
-
-pub(crate) fn reason_str(reason: RetryReason) -> &'static str {
-    reason.as_str()
 }

@@ -6,7 +6,7 @@
 //! (`fixture_directive_unknown`), and so does any value other than `true`.
 //!
 //! Names that speak of spans (`n_attempts_emit_n_llm_spans`, ...) are checked on the
-//! per-attempt signal the spans are built from (register L3).
+//! exported `openarmature.llm.complete` spans (register L3).
 
 use openarmature_llm::{RetryReason, RuntimeConfig};
 use serde_json::Value;
@@ -137,13 +137,29 @@ fn messages_of(body: &Value) -> Vec<Value> {
 // ---- the checks ------------------------------------------------------------------
 
 fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
-    let n = ctx.attempts().len();
-    ensure(n == ctx.run.requests.len(), || {
-        format!(
-            "{n} attempt signals for {} requests",
-            ctx.run.requests.len()
-        )
-    })?;
+    let n = ctx.run.spans.len();
+    ensure(
+        n == ctx.run.requests.len() && n == ctx.attempts().len(),
+        || {
+            format!(
+                "{n} LLM spans for {} requests and {} attempts",
+                ctx.run.requests.len(),
+                ctx.attempts().len()
+            )
+        },
+    )?;
+    // Each span renders its attempt as the provider reported it.
+    for (span, attempt) in ctx.run.spans.iter().zip(ctx.attempts()) {
+        let finish = span
+            .attributes
+            .get("openarmature.llm.finish_reason")
+            .and_then(Value::as_str);
+        ensure(
+            span.attempt_index == Some(i64::from(attempt.index))
+                && finish == attempt.finish_reason.as_deref(),
+            || format!("span {span:?} does not render attempt {attempt:?}"),
+        )?;
+    }
     match ctx.expected_spans {
         Some(spans) => ensure(spans == n, || {
             format!("{n} attempts, {spans} spans expected")
@@ -153,13 +169,14 @@ fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
 }
 
 fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Result<(), String> {
-    let ok = ctx
-        .attempts()
-        .iter()
-        .enumerate()
-        .all(|(i, a)| usize::try_from(a.index).is_ok_and(|x| x == i));
+    let indices: Vec<Option<i64>> = ctx.run.spans.iter().map(|s| s.attempt_index).collect();
+    let ok = !indices.is_empty()
+        && indices
+            .iter()
+            .enumerate()
+            .all(|(i, a)| a.is_some_and(|x| usize::try_from(x).is_ok_and(|x| x == i)));
     ensure(ok, || {
-        format!("attempt indices are not 0..n: {:?}", ctx.attempts())
+        format!("span attempt indices are not 0..n: {indices:?}")
     })
 }
 
@@ -197,10 +214,26 @@ fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Result<(), String> {
 }
 
 fn every_attempt_failed(ctx: &Ctx<'_>) -> Result<(), String> {
+    let spans = &ctx.run.spans;
     ensure(
-        !ctx.attempts().is_empty() && all(ctx.attempts(), |a| a.category.is_some()),
-        || format!("not every attempt failed: {:?}", ctx.attempts()),
+        !spans.is_empty()
+            && spans.len() == ctx.attempts().len()
+            && all(spans, |s| {
+                s.error.is_some()
+                    && s.attributes
+                        .get("openarmature.error.category")
+                        .and_then(Value::as_str)
+                        == s.error.as_deref()
+            }),
+        || format!("not every attempt span carries its error category: {spans:?}"),
     )
+}
+
+fn exactly_one_attempt_span(ctx: &Ctx<'_>) -> Result<(), String> {
+    exactly_one_attempt(ctx)?;
+    ensure(ctx.run.spans.len() == 1, || {
+        format!("{} LLM spans", ctx.run.spans.len())
+    })
 }
 
 fn exactly_one_attempt(ctx: &Ctx<'_>) -> Result<(), String> {
@@ -630,9 +663,8 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "exhaustion_propagates_final_error" => exhaustion_propagates_final_error,
         "every_attempt_span_carries_error_category" => every_attempt_failed,
         "non_transient_exits_retry_loop_on_first_occurrence" => non_transient_first_occurrence,
-        "exactly_one_attempt_span_for_non_transient" | "exactly_one_attempt_issued" => {
-            exactly_one_attempt
-        }
+        "exactly_one_attempt_span_for_non_transient" => exactly_one_attempt_span,
+        "exactly_one_attempt_issued" => exactly_one_attempt,
         "no_backoff_sleep_invoked" => no_backoff_sleep,
         "base_attempt_uses_caller_config" => base_attempt_uses_caller_config,
         "per_attempt_override_applies_to_retries_only" => override_applies_to_retries_only,

@@ -15,29 +15,42 @@
 //! - L2 a fixture input that cannot be built into typed messages / tools /
 //!   `tool_choice` / config is the pre-send `provider_invalid_request` the call
 //!   raises (the spec lets construction-time checks stand in for the boundary).
-//! - L3 `llm_spans`: the OTel spans themselves are not asserted until observability
-//!   lands (conformance.toml); each entry is checked against the per-attempt signal
-//!   spans are built from (attempt index, retry reason, error category, finish
-//!   reason, model).
+//! - L3 `complete()` calls run inside a synthetic one-node graph (node `__llm_call__`,
+//!   FIXTURE-QUIRKS Q4) with the OTel observer on a private tracer provider and an
+//!   in-memory exporter: the node body makes the call (`CompletionRequest::in_node`),
+//!   keeps its result without propagating it, and returns an empty update. `response`
+//!   / `raises` are asserted on that result; `llm_spans` and the span invariants on the
+//!   exported `openarmature.llm.complete` spans, ordered by
+//!   `openarmature.llm.attempt_index`, each of which must be a child of the node's
+//!   span. `error_category: <c>` means status ERROR with description `<c>` plus the
+//!   attribute `openarmature.error.category: <c>`; `error_category: null` means status
+//!   OK and no such attribute.
 //! - L4 `stream: true` calls, `stream_body` mocks and non-OpenAI `mapping`s are
 //!   refused as not implemented (so those fixtures stay honestly deferred).
 
 mod expect;
 mod invariants;
 pub(crate) mod mock;
+mod resilience;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use openarmature_graph::{
+    DynSchema, DynState, DynUpdate, GraphBuilder, InvokeOptions, NodeCtx, END,
+};
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, LlmError, LlmRetryConfig, Message, ModelCapabilities,
     OpenAiProvider, Provider, Response, RetryReason, RuntimeConfig, StructuredOutputInvalid, Tool,
     ToolChoice,
 };
+use openarmature_observability::{attributes as attr, OtelObserver};
 use openarmature_pipeline::retry::{Constant, DefaultClassifier, RetryConfig, Sleeper};
-use serde_json::Value;
+use opentelemetry::trace::Status;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use serde_json::{Map, Value};
 
 use self::mock::{Captured, MockServer, Reply};
 use crate::yaml::Y;
@@ -168,10 +181,28 @@ pub(crate) struct AttemptInfo {
     pub(crate) output_content: Option<String>,
 }
 
+/// One exported `openarmature.llm.complete` span (register L3).
+#[derive(Debug, Clone)]
+pub(crate) struct SpanView {
+    /// `openarmature.llm.attempt_index`.
+    pub(crate) attempt_index: Option<i64>,
+    pub(crate) attributes: Map<String, Value>,
+    /// `Some(description)` for an ERROR status.
+    pub(crate) error: Option<String>,
+    /// Status OK (explicitly).
+    pub(crate) ok: bool,
+    /// An exception event was recorded.
+    pub(crate) exception: bool,
+    /// A child of the synthetic node's span.
+    pub(crate) under_node: bool,
+}
+
 /// Everything one call produced, for the assertions.
 pub(crate) struct CallRun {
     pub(crate) result: Result<Option<Response>, LlmError>,
     pub(crate) attempts: Vec<AttemptInfo>,
+    /// The call's LLM spans, by attempt index (register L3).
+    pub(crate) spans: Vec<SpanView>,
     /// Non-health requests received during the call.
     pub(crate) requests: Vec<Captured>,
     pub(crate) sleeps: Vec<Duration>,
@@ -208,6 +239,9 @@ impl CallRun {
 }
 
 async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+    if resilience::claims(root, case) {
+        return resilience::run(root, case).await; // the project's extension fixtures
+    }
     let single = std::ptr::eq(root.value, case.value);
     if !single {
         root.check_keys(FILE_KEYS).map_err(err)?;
@@ -614,6 +648,7 @@ async fn execute(
     let mut run = CallRun {
         result: Ok(None),
         attempts: Vec::new(),
+        spans: Vec::new(),
         requests: Vec::new(),
         sleeps: Vec::new(),
         corrections: Vec::new(),
@@ -727,8 +762,8 @@ async fn execute(
                     },
                 );
             });
-            run.result = match spec.get("retry_middleware") {
-                None => provider.complete(&request).await.map(Some),
+            let middleware = match spec.get("retry_middleware") {
+                None => None,
                 Some(mw) => {
                     mw.check_keys(&["max_attempts", "classifier", "backoff"])
                         .map_err(err)?;
@@ -737,23 +772,12 @@ async fn execute(
                         max_attempts: config.max_attempts.max(1),
                         ..RetrySpec::default()
                     });
-                    let request = &request;
-                    config
-                        .run(None, |_| async move {
-                            provider
-                                .complete(request)
-                                .await
-                                .map_err(LlmError::into_box_error)
-                        })
-                        .await
-                        .map(Some)
-                        .map_err(|boxed| {
-                            LlmError::find_in(&*boxed).cloned().unwrap_or_else(|| {
-                                LlmError::unavailable(format!("uncategorized error: {boxed}"))
-                            })
-                        })
+                    Some(config)
                 }
             };
+            let (result, spans) = in_synthetic_node(provider, &request, middleware).await?;
+            run.result = result;
+            run.spans = spans;
             run.caller_messages_after = Some(Value::Array(
                 request.messages.iter().map(Message::to_json).collect(),
             ));
@@ -792,4 +816,122 @@ fn finish(
     run.attempts = take(attempts);
     run.corrections = take(corrections);
     Ok(run)
+}
+
+/// The synthetic node's name (register L3).
+const NODE: &str = "__llm_call__";
+
+/// Register L3: runs the call inside a one-node graph observed by the OTel observer,
+/// and returns its result and its LLM spans (by attempt index).
+async fn in_synthetic_node(
+    provider: &OpenAiProvider,
+    request: &CompletionRequest,
+    middleware: Option<RetryConfig>,
+) -> Result<(Result<Option<Response>, LlmError>, Vec<SpanView>), String> {
+    type Slot = Arc<Mutex<Option<Result<Option<Response>, LlmError>>>>;
+    let exporter = InMemorySpanExporter::default();
+    let tracing = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let otel = OtelObserver::builder(&tracing).build();
+    let slot: Slot = Arc::default();
+    let (p, r, out) = (provider.clone(), request.clone(), Arc::clone(&slot));
+    let schema = DynSchema::builder().build();
+    let graph = GraphBuilder::new(schema.defaults())
+        .add_node(NODE, move |_s: Arc<DynState>, ctx: NodeCtx| {
+            let (provider, request, middleware, out) = (
+                p.clone(),
+                r.clone().in_node(&ctx),
+                middleware.clone(),
+                Arc::clone(&out),
+            );
+            async move {
+                let result = match middleware {
+                    None => provider.complete(&request).await.map(Some),
+                    Some(config) => {
+                        let (provider, request) = (&provider, &request);
+                        config
+                            .run(None, |_| async move {
+                                provider
+                                    .complete(request)
+                                    .await
+                                    .map_err(LlmError::into_box_error)
+                            })
+                            .await
+                            .map(Some)
+                            .map_err(|boxed| {
+                                LlmError::find_in(&*boxed).cloned().unwrap_or_else(|| {
+                                    LlmError::unavailable(format!("uncategorized error: {boxed}"))
+                                })
+                            })
+                    }
+                };
+                push_slot(&out, result);
+                Ok(DynUpdate::default())
+            }
+        })
+        .add_edge(NODE, END)
+        .entry(NODE)
+        .compile()
+        .map_err(|e| format!("the synthetic node does not compile: {e}"))?;
+    otel.invoke(&graph, schema.defaults(), InvokeOptions::default())
+        .await
+        .map_err(|e| format!("the synthetic node failed: {e}"))?;
+    let result = slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+        .ok_or("the synthetic node made no call")?;
+    let spans = exporter
+        .get_finished_spans()
+        .map_err(|e| format!("in-memory exporter: {e}"))?;
+    Ok((result, span_views(&spans)))
+}
+
+fn push_slot(
+    slot: &Mutex<Option<Result<Option<Response>, LlmError>>>,
+    result: Result<Option<Response>, LlmError>,
+) {
+    *slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+}
+
+/// The LLM spans, ordered by attempt index.
+fn span_views(spans: &[SpanData]) -> Vec<SpanView> {
+    let node = spans
+        .iter()
+        .find(|s| s.name == NODE)
+        .map(|s| s.span_context.span_id());
+    let mut views: Vec<SpanView> = spans
+        .iter()
+        .filter(|s| s.name == attr::LLM_SPAN)
+        .map(|s| {
+            let attributes: Map<String, Value> = s
+                .attributes
+                .iter()
+                .map(|kv| {
+                    (
+                        kv.key.as_str().to_owned(),
+                        crate::obs::attribute_json(&kv.value),
+                    )
+                })
+                .collect();
+            SpanView {
+                attempt_index: attributes
+                    .get(attr::LLM_ATTEMPT_INDEX)
+                    .and_then(Value::as_i64),
+                attributes,
+                error: match &s.status {
+                    Status::Error { description } => Some(description.to_string()),
+                    _ => None,
+                },
+                ok: matches!(s.status, Status::Ok),
+                exception: s.events.events.iter().any(|e| e.name == "exception"),
+                under_node: Some(s.parent_span_id) == node,
+            }
+        })
+        .collect();
+    views.sort_by_key(|v| v.attempt_index);
+    views
 }

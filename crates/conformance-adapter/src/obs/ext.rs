@@ -3,6 +3,8 @@
 //!
 //! - `emits_log: {message, level}` — the node makes a log record (fixture 010) through
 //!   [`OtelObserver::log`], before its other work.
+//! - `calls_llm` / `also_emits_via_global_tracer` — an LLM call against the case's
+//!   mock provider, after the node's scripted steps (see [`super::llm`]).
 //! - `update_pure_from_state: {field: <harness function>}` — a pure update computed
 //!   from the state (fixtures 006 / 008: `input_times_two`).
 //! - Guarded edges `{from, when: {field, gt | lt | equals}, to}` with an unguarded
@@ -24,13 +26,19 @@ use openarmature_observability::OtelObserver;
 use opentelemetry::logs::Severity;
 use serde_json::Value;
 
+use super::llm::{LlmCall, LlmHarness};
 use crate::ge::build::Extension;
 use crate::ge::harness::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 
 /// Node keys this extension handles.
-const NODE_KEYS: &[&str] = &["emits_log", "update_pure_from_state"];
+const NODE_KEYS: &[&str] = &[
+    "emits_log",
+    "update_pure_from_state",
+    "calls_llm",
+    "also_emits_via_global_tracer",
+];
 
 /// A log record a node made: which node, which body.
 #[derive(Debug, Clone)]
@@ -43,6 +51,8 @@ pub(crate) struct EmittedLog {
 pub(crate) struct ObsExtension {
     pub(crate) observer: OtelObserver,
     pub(crate) logs: Arc<Mutex<Vec<EmittedLog>>>,
+    /// The mock provider, when the case makes LLM calls.
+    pub(crate) llm: Option<Arc<LlmHarness>>,
 }
 
 fn unknown(y: &Y<'_>, what: String) -> AdapterError {
@@ -106,6 +116,8 @@ struct ObsNode {
     inner: Arc<dyn Node<DynState>>,
     logs: Vec<(Severity, String)>,
     pure: Vec<(String, PureFn)>,
+    llm: Option<LlmCall>,
+    global_span: Option<String>,
     observer: OtelObserver,
     emitted: Arc<Mutex<Vec<EmittedLog>>>,
 }
@@ -124,7 +136,13 @@ impl Node<DynState> for ObsNode {
                     body: body.clone(),
                 });
             }
-            let mut update = self.inner.run(Arc::clone(&state), ctx).await?;
+            let mut update = self.inner.run(Arc::clone(&state), ctx.clone()).await?;
+            if let Some(name) = &self.global_span {
+                super::llm::emit_global(name);
+            }
+            if let Some(call) = &self.llm {
+                call.run(&ctx, &mut update).await?;
+            }
             for (field, f) in &self.pure {
                 update.fields.push((field.clone(), f.eval(&state)?));
             }
@@ -237,7 +255,18 @@ impl Extension for ObsExtension {
                 pure.push((field, PureFn::parse(&f)?));
             }
         }
-        if logs.is_empty() && pure.is_empty() {
+        let llm = match spec.get("calls_llm") {
+            Some(c) => match &self.llm {
+                Some(h) => Some(h.call(&c)?),
+                None => return Err(c.invalid("calls_llm without a mock provider")),
+            },
+            None => None,
+        };
+        let global_span = spec
+            .get("also_emits_via_global_tracer")
+            .map(|g| super::llm::global_span(&g))
+            .transpose()?;
+        if logs.is_empty() && pure.is_empty() && llm.is_none() && global_span.is_none() {
             return Ok(node);
         }
         Ok(Arc::new(ObsNode {
@@ -245,6 +274,8 @@ impl Extension for ObsExtension {
             inner: node,
             logs,
             pure,
+            llm,
+            global_span,
             observer: self.observer.clone(),
             emitted: Arc::clone(&self.logs),
         }))

@@ -508,9 +508,12 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             implementation_attribution(name, &all)
         }
-        other => err(format!(
-            "fixture_directive_unknown: invariant `{other}` has no check"
-        )),
+        other => match super::llm_invariants::check(other, v, run) {
+            Some(verdict) => verdict,
+            None => err(format!(
+                "fixture_directive_unknown: invariant `{other}` has no check"
+            )),
+        },
     }
 }
 

@@ -1,12 +1,17 @@
 //! Spec: observability conformance (the fixture-001 header is normative for the suite)
-//! and conformance-adapter §5.8 / §6.3 — the observability runner's OTel part.
+//! and conformance-adapter §5.8 / §6.3 — the observability runner.
 //!
 //! Each case builds its graph with the graph-engine builder (plus the observability
-//! directives of [`ext`]), runs every invocation through
-//! [`OtelObserver::invoke`] on a **private** tracer provider whose simple span
-//! processor feeds an in-memory exporter (and, for §7, a private logger provider
-//! with an in-memory log exporter), then matches the exported spans
-//! ([`spans`]) and checks the named invariants ([`invariants`]).
+//! directives of [`ext`] and the LLM directives of [`llm`]), runs every invocation
+//! through [`OtelObserver::invoke`] on a **private** tracer provider whose simple span
+//! processor feeds an in-memory exporter (and, for §7, a private logger provider with
+//! an in-memory log exporter), then matches the exported spans ([`spans`]), the typed
+//! observers' storage ([`typed`]) and the named invariants ([`invariants`],
+//! [`llm_invariants`]). Besides the fixture's `typed_observers`, an implicit recorder
+//! keeps every event of the invocation (the invariants read it).
+//!
+//! Cases that call an LLM run on their own unpaused runtime in a dedicated thread
+//! (real sockets to the 127.0.0.1 mock provider do not mix with a paused clock).
 //!
 //! Register of fixture-shaped conventions (see ARCHITECTURE.md *Adapter register*):
 //!
@@ -27,15 +32,39 @@
 //!   lists only `dispatch` under the parent invocation span although the graph also runs
 //!   `after`; its `traces` children lists are matched as subsets (elsewhere children
 //!   lists are exhaustive).
+//! - O6 bound model (FIXTURE-QUIRKS Q3): `calls_llm.model`, else the first 2xx
+//!   `mock_llm` body's model when it is exactly `gpt-test` or `test-model`, else
+//!   `test-model`. A case-level `expected_error.category` is compared with the §4
+//!   category of the graph error, except when the failure's cause chain carries an
+//!   `LlmError` (an LLM call raised through the node): then with that error's
+//!   llm-provider §7 category, which is what 069–073 name ("the exception propagates
+//!   out of `provider.complete()`"); 007 still sees `node_exception`.
+//!   `node_completed_event_carries_error.error_category` is the §6.4 derived category
+//!   (FIXTURE-QUIRKS Q1).
+//! - O7 `inner_subgraphs` (054 / 055) is shorthand for `subgraphs` whose state is
+//!   implied: each gets `input: dict` (the fan-out item) and one `any` field per
+//!   `stores_response_in`. `fan_out: {items_field, inner_subgraph}` fans the items
+//!   into `input` (an undeclared items field is declared `list<any>`) and collects
+//!   the stored reply into a synthesized outer `__collected: list<any>` (the
+//!   fixtures assert events only);
+//!   `parallel_branches: {branches: [names]}` runs the same-named inner subgraphs.
+//! - O8 `calls_llm.tools` in the OpenAI wire shape (`{type: function, function:
+//!   {...}}`, 061) is read as the §4 tool record it describes.
 
 mod ext;
 mod invariants;
+mod llm;
+mod llm_invariants;
 mod spans;
+mod typed;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use openarmature_graph::{DynState, InvokeOptions, State};
+use openarmature_graph::{
+    observer_fn, DynState, InvokeOptions, ObserverEvent, Registration, State,
+};
+use openarmature_llm::LlmError;
 use openarmature_observability::{attributes as a, InvokeError, OtelObserver};
 use opentelemetry::logs::AnyValue;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
@@ -43,7 +72,12 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::Value;
 
 use self::ext::{EmittedLog, ObsExtension};
-use self::spans::{attr_str, match_list, value_matches, Binder, Forest, MatchOpts};
+use self::llm::{CallRecord, LlmHarness};
+use self::spans::{attr, attr_str, match_list, value_matches, Binder, Forest, MatchOpts};
+use self::typed::Collector;
+
+/// An OpenTelemetry attribute value as JSON (shared with the llm-provider runner).
+pub(crate) use self::spans::json_of as attribute_json;
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Harness};
 use crate::yaml::Y;
@@ -63,11 +97,19 @@ const CASE_KEYS: &[&str] = &[
     "expected_error",
     "subgraph",
     "subgraphs",
+    "inner_subgraphs",
     "caller_correlation_id",
     "caller_metadata",
     "detached_subgraphs",
     "detached_fan_outs",
     "invocations",
+    "mock_llm",
+    "provider",
+    "typed_observers",
+    "disable_llm_spans",
+    "disable_provider_payload",
+    "disable_genai_semconv",
+    "caller_global_otel_active",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -81,11 +123,20 @@ const FILE_KEYS: &[&str] = &[
 
 const EXPECTED_KEYS: &[&str] = &[
     "span_tree",
+    "span_tree_private",
+    "span_tree_global",
+    "no_openarmature_spans_on_global",
     "traces",
     "parent_trace",
     "detached_trace_count",
     "invariants",
     "no_edge_spans",
+    "no_llm_provider_span",
+    "llm_span_attributes",
+    "llm_span_attributes_absent",
+    "response_usage",
+    "observers",
+    "node_completed_event_carries_error",
     "log_records",
     "invocation_count",
     "determinism_check",
@@ -103,7 +154,12 @@ fn err(e: AdapterError) -> String {
 enum Outcome {
     Completed(Value),
     Rejected,
-    Failed { category: String, node: String },
+    Failed {
+        category: String,
+        node: String,
+        /// The §7 category of the `LlmError` in the cause chain, if any.
+        llm: Option<String>,
+    },
 }
 
 /// An exported log record, as fixtures assert it.
@@ -121,6 +177,14 @@ pub(crate) struct Run<'a> {
     pub(crate) emitted: Vec<EmittedLog>,
     case: &'a Y<'a>,
     invocation_ids: Vec<String>,
+    /// Every event of every invocation, in delivery order (the implicit recorder).
+    pub(crate) events: Vec<Arc<ObserverEvent>>,
+    /// The fixture's typed observers.
+    pub(crate) collectors: Vec<Arc<Collector>>,
+    /// Every LLM call the nodes made, in completion order.
+    pub(crate) calls: Vec<CallRecord>,
+    /// Whether each invocation failed, and the §7 category it raised (if an LLM call).
+    pub(crate) failures: Vec<Option<Option<String>>>,
 }
 
 impl Run<'_> {
@@ -169,6 +233,43 @@ impl Run<'_> {
         }
         out
     }
+
+    /// The case's caller metadata.
+    pub(crate) fn caller_metadata(&self) -> serde_json::Map<String, Value> {
+        match self.case.get("caller_metadata").and_then(|m| m.json().ok()) {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    /// The `config` each `calls_llm` node declares, by node name.
+    pub(crate) fn call_configs(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for (name, node) in self
+            .case
+            .get("nodes")
+            .and_then(|n| n.entries().ok())
+            .unwrap_or_default()
+        {
+            if let Some(call) = node.get("calls_llm") {
+                let config = call
+                    .get("config")
+                    .and_then(|c| c.json().ok())
+                    .unwrap_or(Value::Null);
+                out.push((name, config));
+            }
+        }
+        out
+    }
+
+    /// The LLM provider spans.
+    pub(crate) fn llm_spans(&self) -> Vec<&SpanData> {
+        self.forest
+            .spans
+            .iter()
+            .filter(|s| s.name == a::LLM_SPAN)
+            .collect()
+    }
 }
 
 /// Every `(subgraph node, subgraph identity)` pair in the case's graph definitions.
@@ -207,8 +308,203 @@ fn graph_defs<'a>(doc: &Y<'a>, case: &Y<'a>) -> Vec<Y<'a>> {
     out
 }
 
-/// Runs one observability case.
+/// Whether a YAML value mentions `key` anywhere.
+fn mentions(v: &serde_norway::Value, key: &str) -> bool {
+    match v {
+        serde_norway::Value::Mapping(m) => m
+            .iter()
+            .any(|(k, v)| k.as_str() == Some(key) || mentions(v, key)),
+        serde_norway::Value::Sequence(items) => items.iter().any(|i| mentions(i, key)),
+        serde_norway::Value::Tagged(t) => mentions(&t.value, key),
+        _ => false,
+    }
+}
+
+/// Runs one observability case; cases that call an LLM get their own unpaused
+/// runtime with I/O, in a dedicated thread.
 pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String> {
+    let needs_llm = case.get("mock_llm").is_some() || mentions(case.value, "calls_llm");
+    let desugared = llm_desugar(case).map_err(err)?;
+    if !needs_llm {
+        let case = desugared
+            .as_ref()
+            .map_or_else(|| case.clone(), |v| Y::root(v, case.file));
+        return run_inner(doc, &case, false).await;
+    }
+    let file = case.file.to_path_buf();
+    let single = std::ptr::eq(doc.value, case.value);
+    let doc_value = doc.value.clone();
+    let case_value = desugared.unwrap_or_else(|| case.value.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("observability-llm-case".into())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(async {
+                    let doc = Y::root(&doc_value, &file);
+                    let case = if single {
+                        doc.clone()
+                    } else {
+                        Y::root(&case_value, &file)
+                    };
+                    run_inner(&doc, &case, true).await
+                }),
+                Err(e) => Err(format!("cannot start a runtime: {e}")),
+            };
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("cannot start the case thread: {e}"))?;
+    rx.await
+        .map_err(|_| "the observability case thread panicked".to_owned())?
+}
+
+/// Register O7: rewrites `inner_subgraphs` shorthand into `subgraphs`, or `None`.
+fn llm_desugar(case: &Y<'_>) -> Result<Option<serde_norway::Value>, AdapterError> {
+    use serde_norway::{Mapping, Value as Yv};
+    let Some(inner) = case.get("inner_subgraphs") else {
+        return Ok(None);
+    };
+    let k = |s: &str| Yv::String(s.to_owned());
+    let field = |ty: &str| {
+        let mut m = Mapping::new();
+        m.insert(k("type"), k(ty));
+        Yv::Mapping(m)
+    };
+    let mut subgraphs = Mapping::new();
+    let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for (name, def) in inner.entries()? {
+        def.check_keys(&["entry", "nodes", "edges"])?;
+        let Yv::Mapping(mut m) = def.value.clone() else {
+            return Err(def.invalid("an inner subgraph is a mapping"));
+        };
+        let mut fields = Mapping::new();
+        fields.insert(k("input"), field("dict"));
+        for (_, node) in def.req("nodes")?.entries()? {
+            if let Some(target) = node
+                .get("calls_llm")
+                .and_then(|c| c.get("stores_response_in"))
+            {
+                let target = target.str()?.to_owned();
+                fields.insert(k(&target), field("any"));
+                stored.insert(name.clone(), target);
+            }
+        }
+        let mut state = Mapping::new();
+        state.insert(k("fields"), Yv::Mapping(fields));
+        m.insert(k("state"), Yv::Mapping(state));
+        subgraphs.insert(k(&name), Yv::Mapping(m));
+    }
+    let Yv::Mapping(mut out) = case.value.clone() else {
+        return Err(case.invalid("a case is a mapping"));
+    };
+    out.remove("inner_subgraphs");
+    out.insert(k("subgraphs"), Yv::Mapping(subgraphs));
+    let mut collects = false;
+    let mut item_lists = Vec::new();
+    if let Some(Yv::Mapping(nodes)) = out.get_mut("nodes") {
+        for (_, node) in nodes.iter_mut() {
+            let Yv::Mapping(node) = node else { continue };
+            if let Some(Yv::Mapping(f)) = node.get_mut("fan_out") {
+                if let Some(Yv::String(items)) = f.get("items_field") {
+                    item_lists.push(items.clone());
+                }
+                if let Some(Yv::String(sub)) = f.remove("inner_subgraph") {
+                    let collect = stored.get(&sub).cloned().unwrap_or_else(|| "input".into());
+                    f.insert(k("subgraph"), k(&sub));
+                    f.insert(k("item_field"), k("input"));
+                    f.insert(k("collect_field"), k(&collect));
+                    f.insert(k("target_field"), k("__collected"));
+                    collects = true;
+                }
+            }
+            if let Some(Yv::Mapping(p)) = node.get_mut("parallel_branches") {
+                if let Some(Yv::Sequence(names)) = p.get("branches").cloned() {
+                    let mut branches = Mapping::new();
+                    for n in names {
+                        let mut b = Mapping::new();
+                        b.insert(k("subgraph"), n.clone());
+                        branches.insert(n, Yv::Mapping(b));
+                    }
+                    p.insert(k("branches"), Yv::Mapping(branches));
+                }
+            }
+        }
+    }
+    if let Some(Yv::Mapping(state)) = out.get_mut("state") {
+        if let Some(Yv::Mapping(fields)) = state.get_mut("fields") {
+            if collects {
+                fields.insert(k("__collected"), field("list<any>"));
+            }
+            for items in item_lists {
+                if !fields.contains_key(items.as_str()) {
+                    fields.insert(k(&items), field("list<any>"));
+                }
+            }
+        }
+    }
+    Ok(Some(Yv::Mapping(out)))
+}
+
+/// The case's global-provider exporter (005 `caller_global_otel_active`): installed
+/// for the case, under a process-wide lock, and replaced by a no-op provider after.
+struct GlobalOtel {
+    exporter: InMemorySpanExporter,
+    _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+static GLOBAL_OTEL: Mutex<()> = Mutex::new(());
+
+impl GlobalOtel {
+    fn install() -> GlobalOtel {
+        let guard = GLOBAL_OTEL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let exporter = InMemorySpanExporter::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .build();
+        opentelemetry::global::set_tracer_provider(provider);
+        GlobalOtel {
+            exporter,
+            _guard: guard,
+        }
+    }
+}
+
+impl Drop for GlobalOtel {
+    fn drop(&mut self) {
+        opentelemetry::global::set_tracer_provider(
+            opentelemetry::trace::noop::NoopTracerProvider::new(),
+        );
+    }
+}
+
+fn flag(case: &Y<'_>, key: &str) -> Result<Option<bool>, String> {
+    case.get(key).map(|f| f.bool()).transpose().map_err(err)
+}
+
+/// The adapter's own canonical JSON (sorted keys, no whitespace): what §5.5.1 says
+/// the implementation emits, computed independently.
+fn canonical_json(v: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    sort(v).to_string()
+}
+
+/// Runs one case (on the current runtime).
+async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(), String> {
     if case.value == doc.value {
         let mut keys = CASE_KEYS.to_vec();
         keys.push("conformance_version");
@@ -218,6 +514,10 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
         case.check_keys(CASE_KEYS).map_err(err)?;
     }
 
+    let global = match flag(case, "caller_global_otel_active")? {
+        Some(true) => Some(GlobalOtel::install()),
+        _ => None,
+    };
     let span_exporter = InMemorySpanExporter::default();
     let tracer_provider = SdkTracerProvider::builder()
         .with_simple_exporter(span_exporter.clone())
@@ -255,7 +555,44 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
             ob = ob.detach_fan_out(node);
         }
     }
+    if let Some(b) = flag(case, "disable_llm_spans")? {
+        ob = ob.disable_llm_spans(b);
+    }
+    if let Some(b) = flag(case, "disable_provider_payload")? {
+        ob = ob.disable_provider_payload(b);
+    }
+    if let Some(b) = flag(case, "disable_genai_semconv")? {
+        ob = ob.disable_genai_semconv(b);
+    }
     let observer = ob.build();
+
+    let llm = if needs_llm {
+        Some(Arc::new(LlmHarness::start(case).await?))
+    } else {
+        None
+    };
+    let collectors: Vec<Arc<Collector>> = match case.get("typed_observers") {
+        Some(list) => list
+            .seq()
+            .map_err(err)?
+            .iter()
+            .map(|o| Collector::parse(o).map(Arc::new))
+            .collect::<Result<_, _>>()
+            .map_err(err)?,
+        None => Vec::new(),
+    };
+    let recorded: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
+    let sink = Arc::clone(&recorded);
+    let recorder = Registration::new(
+        "__implicit_recorder",
+        observer_fn(move |e: Arc<ObserverEvent>| {
+            let sink = Arc::clone(&sink);
+            async move {
+                lock(&sink).push(e);
+                Ok(())
+            }
+        }),
+    );
 
     let harness = Arc::new(Harness::default());
     let emitted = Arc::new(Mutex::new(Vec::new()));
@@ -263,6 +600,7 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
     builder.extension = Some(Arc::new(ObsExtension {
         observer: observer.clone(),
         logs: Arc::clone(&emitted),
+        llm: llm.clone(),
     }));
     builder.collect_defs(doc).map_err(err)?;
     if case.value != doc.value {
@@ -310,11 +648,15 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
             .schema()
             .state_from_json(&initial)
             .map_err(|e| format!("initial_state: {e}"))?;
-        let options = InvokeOptions {
+        let mut options = InvokeOptions {
             correlation_id: correlation_id.clone(),
             metadata: metadata.clone(),
             ..InvokeOptions::default()
         };
+        options = options.observer(recorder.clone());
+        for c in &collectors {
+            options = options.observer(c.registration());
+        }
         outcomes.push(match observer.invoke(&graph, state, options).await {
             Ok(done) => {
                 invocation_ids.push(done.invocation_id);
@@ -325,6 +667,7 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
                 Outcome::Failed {
                     category: e.category_name().to_owned(),
                     node: e.node().to_owned(),
+                    llm: LlmError::find_in(e.cause()).map(|l| l.category().as_str().to_owned()),
                 }
             }
             Err(_) => Outcome::Rejected,
@@ -335,21 +678,69 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
     let spans = span_exporter
         .get_finished_spans()
         .map_err(|e| format!("in-memory exporter: {e}"))?;
+    let global_spans = match &global {
+        Some(g) => Some(
+            g.exporter
+                .get_finished_spans()
+                .map_err(|e| format!("global in-memory exporter: {e}"))?,
+        ),
+        None => None,
+    };
+    drop(global);
+    if let Some(h) = &llm {
+        let overruns = h.overruns();
+        if !overruns.is_empty() {
+            return Err(format!("mock provider exhausted: {}", overruns.join("; ")));
+        }
+    }
     let forest = Forest::new(spans);
+    let global_forest = global_spans.map(Forest::new);
     let logs = log_views(&log_exporter)?;
+    let events = lock(&recorded).clone();
+    let mut opts = MatchOpts::default();
+    if let Some(h) = &llm {
+        opts.blobs = lock(&h.blobs).clone();
+    }
+    for e in &events {
+        if let ObserverEvent::LlmAttempt(a) = &**e {
+            opts.full_serializations.push(canonical_json(&Value::Array(
+                a.request.input_messages.clone(),
+            )));
+        }
+    }
     let run = Run {
         forest: &forest,
         logs,
         emitted: lock(&emitted).clone(),
         case,
         invocation_ids,
+        events,
+        collectors,
+        calls: llm
+            .as_ref()
+            .map(|h| lock(&h.calls).clone())
+            .unwrap_or_default(),
+        failures: outcomes
+            .iter()
+            .map(|o| match o {
+                Outcome::Failed { llm, .. } => Some(llm.clone()),
+                _ => None,
+            })
+            .collect(),
     };
 
     if let Some(e) = case.get("expected_error") {
         expected_error(&e, &outcomes).map_err(|m| format!("expected_error: {m}"))?;
     }
     let expected = case.req("expected").map_err(err)?;
-    assert_expected(&expected, &run, &outcomes, &harness)
+    assert_expected(
+        &expected,
+        &run,
+        &outcomes,
+        &harness,
+        &opts,
+        global_forest.as_ref(),
+    )
 }
 
 fn log_views(exporter: &InMemoryLogExporter) -> Result<Vec<LogView>, String> {
@@ -402,13 +793,21 @@ fn any_json(v: &AnyValue) -> Value {
 
 fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), String> {
     e.check_keys(&["category", "raised_from"]).map_err(err)?;
-    let Some(Outcome::Failed { category, node }) = outcomes.first() else {
+    let Some(Outcome::Failed {
+        category,
+        node,
+        llm,
+        ..
+    }) = outcomes.first()
+    else {
         return Err("the invocation did not fail".into());
     };
     if let Some(want) = e.get("category") {
         let want = want.str().map_err(err)?;
-        if want != category {
-            return Err(format!("category {category}, expected {want}"));
+        // Register O6: an LLM error raised through the node is named by its §7 category.
+        let got = llm.as_deref().unwrap_or(category);
+        if want != got {
+            return Err(format!("category {got}, expected {want}"));
         }
     }
     if let Some(want) = e.get("raised_from") {
@@ -433,26 +832,120 @@ fn assert_expected(
     run: &Run<'_>,
     outcomes: &[Outcome],
     harness: &Harness,
+    base: &MatchOpts,
+    global: Option<&Forest>,
 ) -> Result<(), String> {
     expected.check_keys(EXPECTED_KEYS).map_err(err)?;
     let forest = run.forest;
     let mut binder = Binder::default();
-    if let Some(tree) = expected.get("span_tree") {
-        let want = tree.seq().map_err(err)?;
-        let opts = if run.case.get("name").and_then(|n| n.str().ok()) == Some(O2_CASE) {
-            MatchOpts {
-                presence_only: &[a::ERROR_CATEGORY],
-                ..MatchOpts::default()
-            }
-        } else {
-            MatchOpts::default()
+    for key in ["span_tree", "span_tree_private"] {
+        let Some(tree) = expected.get(key) else {
+            continue;
         };
-        binder = match_list(&want, &forest.roots(), forest, &binder, &opts, "span_tree")?;
+        let want = tree.seq().map_err(err)?;
+        let mut opts = base.clone();
+        if run.case.get("name").and_then(|n| n.str().ok()) == Some(O2_CASE) {
+            opts.presence_only = &[a::ERROR_CATEGORY];
+        }
+        binder = match_list(&want, &forest.roots(), forest, &binder, &opts, key)?;
+    }
+    if let Some(tree) = expected.get("span_tree_global") {
+        let global = global.ok_or("span_tree_global: no global provider was installed")?;
+        let want = tree.seq().map_err(err)?;
+        binder = match_list(
+            &want,
+            &global.roots(),
+            global,
+            &binder,
+            base,
+            "span_tree_global",
+        )?;
+    }
+    if let Some(flag) = expected.get("no_openarmature_spans_on_global") {
+        truthy(&flag)?;
+        let global = global.ok_or("no_openarmature_spans_on_global: no global provider")?;
+        if let Some(s) = global.spans.iter().find(|s| {
+            s.name.starts_with("openarmature")
+                || s.instrumentation_scope.name()
+                    == openarmature_observability::INSTRUMENTATION_SCOPE
+                || s.attributes
+                    .iter()
+                    .any(|kv| kv.key.as_str().starts_with("openarmature."))
+        }) {
+            return Err(format!(
+                "no_openarmature_spans_on_global: `{}` reached the global provider",
+                s.name
+            ));
+        }
+    }
+    if let Some(flag) = expected.get("no_llm_provider_span") {
+        truthy(&flag)?;
+        let n = run.llm_spans().len();
+        if n != 0 {
+            return Err(format!("no_llm_provider_span: {n} LLM spans"));
+        }
+    }
+    for key in ["llm_span_attributes", "llm_span_attributes_absent"] {
+        let Some(block) = expected.get(key) else {
+            continue;
+        };
+        let spans = run.llm_spans();
+        if spans.is_empty() {
+            return Err(format!("{key}: no LLM span"));
+        }
+        for span in spans {
+            if key == "llm_span_attributes" {
+                for (k, want) in block.entries().map_err(err)? {
+                    let want = want.json().map_err(err)?;
+                    let got = attr(span, &k).ok_or_else(|| format!("{key}: `{k}` is missing"))?;
+                    value_matches(&want, &got, &mut binder, &format!("{key}.{k}"))?;
+                }
+            } else {
+                for k in block.strings().map_err(err)? {
+                    if let Some(v) = attr(span, &k) {
+                        return Err(format!("{key}: `{k}` is present ({v})"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(usage) = expected.get("response_usage") {
+        let want = usage.json().map_err(err)?;
+        let [call] = run.calls.as_slice() else {
+            return Err(format!(
+                "response_usage: {} LLM calls, expected one",
+                run.calls.len()
+            ));
+        };
+        let response = call
+            .result
+            .as_ref()
+            .map_err(|e| format!("response_usage: the call raised {e}"))?;
+        crate::matchers::check(
+            &want,
+            &typed::usage_json(&response.usage),
+            &mut crate::matchers::Bindings::default(),
+            "response_usage",
+        )?;
+    }
+    if let Some(observers) = expected.get("observers") {
+        for (name, block) in observers.entries().map_err(err)? {
+            let collector = run
+                .collectors
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("observers: no typed observer named `{name}`"))?;
+            typed::expectations(&block, &collector.records())
+                .map_err(|m| format!("observers.{name}: {m}"))?;
+        }
+    }
+    if let Some(e) = expected.get("node_completed_event_carries_error") {
+        node_completed_error(&e, run)?;
     }
     if let Some(traces) = expected.get("traces") {
         let opts = MatchOpts {
             subset_children: run.case.get("name").and_then(|n| n.str().ok()) == Some(O5_CASE),
-            ..MatchOpts::default()
+            ..base.clone()
         };
         binder = match_traces(&traces.seq().map_err(err)?, forest, &binder, &opts)?;
     }
@@ -468,7 +961,7 @@ fn assert_expected(
             &forest.roots_of(*trace),
             forest,
             &binder,
-            &MatchOpts::default(),
+            base,
             "parent_trace",
         )?;
     }
@@ -794,5 +1287,30 @@ fn determinism(d: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("determinism_check: runs differ: {picked:?}"))
+    }
+}
+
+/// `node_completed_event_carries_error: {node_name, error_category}` (053): a
+/// completed node event of that node whose error's §6.4 derived category (register
+/// O6) is the one named.
+fn node_completed_error(y: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
+    y.check_keys(&["node_name", "error_category"])
+        .map_err(err)?;
+    let node = y.req("node_name").and_then(|n| n.str()).map_err(err)?;
+    let want = y.req("error_category").and_then(|c| c.str()).map_err(err)?;
+    let found: Vec<Option<String>> = run
+        .events
+        .iter()
+        .filter_map(|e| e.as_node())
+        .filter(|n| &*n.node_name == node && n.phase == openarmature_graph::Phase::Completed)
+        .filter_map(|n| n.error.as_ref())
+        .map(openarmature_graph::EventError::derived_category)
+        .collect();
+    if found.iter().any(|c| c.as_deref() == Some(want)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "node_completed_event_carries_error: `{node}` completed with error categories {found:?}, expected {want}"
+        ))
     }
 }

@@ -238,12 +238,17 @@ pub(crate) fn value_matches(
 }
 
 /// Matching options.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct MatchOpts {
     /// Attributes checked for presence only (adapter register O2).
     pub(crate) presence_only: &'static [&'static str],
     /// Children lists name a subset of the actual children (adapter register O5).
     pub(crate) subset_children: bool,
+    /// Payload context: the case's synthesized base64 blobs (015).
+    pub(crate) blobs: Vec<String>,
+    /// Payload context: the untruncated serializations the implementation would emit
+    /// for the LLM calls' input messages (014).
+    pub(crate) full_serializations: Vec<String>,
 }
 
 const SPAN_KEYS: &[&str] = &[
@@ -254,6 +259,10 @@ const SPAN_KEYS: &[&str] = &[
     "attributes",
     "attributes_absent",
     "attributes_present",
+    "attribute_parses_as_messages",
+    "attribute_parses_as_object",
+    "attribute_does_not_contain",
+    "attribute_truncation",
     "links",
     "link_count",
     "children",
@@ -410,6 +419,7 @@ pub(crate) fn match_span(
             }
         }
     }
+    payload_checks(e, span, opts).map_err(err)?;
     let links = &span.links.links;
     if let Some(n) = e.get("link_count") {
         let want = n.i64().map_err(|x| x.to_string())?;
@@ -450,4 +460,141 @@ pub(crate) fn match_span(
         )?;
     }
     Ok(binder)
+}
+
+fn string_attr(span: &SpanData, key: &str) -> Result<String, String> {
+    match attr(span, key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!("attribute `{key}` is not a string: {other}")),
+        None => Err(format!("attribute `{key}` is missing")),
+    }
+}
+
+/// The payload assertions of fixtures 013–015 / 018 (observability §5.5.1, §5.5.5).
+fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), String> {
+    let x = |e: crate::AdapterError| e.to_string();
+    for key in ["attribute_parses_as_messages", "attribute_parses_as_object"] {
+        let Some(block) = e.get(key) else { continue };
+        for (attribute, want) in block.entries().map_err(x)? {
+            let want = want.json().map_err(x)?;
+            let text = string_attr(span, &attribute)?;
+            let parsed: Value = serde_json::from_str(&text)
+                .map_err(|m| format!("{key}: `{attribute}` is not JSON ({m}): {text}"))?;
+            let shape_ok = if key == "attribute_parses_as_messages" {
+                parsed.is_array()
+            } else {
+                parsed.is_object()
+            };
+            if !shape_ok {
+                return Err(format!("{key}: `{attribute}` parses to {parsed}"));
+            }
+            check(
+                &want,
+                &parsed,
+                &mut Bindings::default(),
+                &format!("{key}.{attribute}"),
+            )?;
+        }
+    }
+    if let Some(block) = e.get("attribute_does_not_contain") {
+        for (attribute, spec) in block.entries().map_err(x)? {
+            spec.check_keys(&["forbidden_substring_kind"]).map_err(x)?;
+            let kind = spec
+                .req("forbidden_substring_kind")
+                .and_then(|k| k.str())
+                .map_err(x)?;
+            if kind != "synthetic_base64_prefix" {
+                return Err(format!(
+                    "fixture_directive_unknown: forbidden_substring_kind `{kind}`"
+                ));
+            }
+            if opts.blobs.is_empty() {
+                return Err(
+                    "attribute_does_not_contain: the case synthesized no base64 data".into(),
+                );
+            }
+            let text = string_attr(span, &attribute)?;
+            for blob in &opts.blobs {
+                let prefix: String = blob.chars().take(16).collect();
+                if text.contains(&prefix) {
+                    return Err(format!(
+                        "attribute_does_not_contain: `{attribute}` carries the synthetic base64 data"
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(block) = e.get("attribute_truncation") {
+        for (attribute, spec) in block.entries().map_err(x)? {
+            truncation(&attribute, &spec, span, opts)?;
+        }
+    }
+    Ok(())
+}
+
+fn truncation(
+    attribute: &str,
+    spec: &Y<'_>,
+    span: &SpanData,
+    opts: &MatchOpts,
+) -> Result<(), String> {
+    let x = |e: crate::AdapterError| e.to_string();
+    spec.check_keys(&[
+        "max_bytes",
+        "marker_pattern",
+        "utf8_valid",
+        "prefix_of_full_serialization",
+    ])
+    .map_err(x)?;
+    let path = format!("attribute_truncation.{attribute}");
+    let text = string_attr(span, attribute)?;
+    if let Some(max) = spec.get("max_bytes") {
+        let max =
+            usize::try_from(max.i64().map_err(x)?).map_err(|_| format!("{path}: max_bytes"))?;
+        if text.len() > max {
+            return Err(format!("{path}: {} bytes, more than {max}", text.len()));
+        }
+    }
+    let marker_start = match spec.get("marker_pattern") {
+        Some(p) => {
+            let pattern = p.str().map_err(x)?;
+            let re = regex::Regex::new(pattern)
+                .map_err(|m| format!("{path}: invalid marker_pattern: {m}"))?;
+            let found = re
+                .find(&text)
+                .ok_or_else(|| format!("{path}: no marker matching `{pattern}` at the end"))?;
+            Some(found.start())
+        }
+        None => None,
+    };
+    if let Some(flag) = spec.get("utf8_valid") {
+        // The exported attribute is a Rust `String`: valid UTF-8 by construction;
+        // check the bytes anyway, as an exporter would see them.
+        if flag.bool().map_err(x)? && std::str::from_utf8(text.as_bytes()).is_err() {
+            return Err(format!("{path}: invalid UTF-8"));
+        }
+    }
+    if let Some(flag) = spec.get("prefix_of_full_serialization") {
+        if flag.bool().map_err(x)? {
+            let start = marker_start.ok_or_else(|| format!("{path}: needs marker_pattern"))?;
+            let (prefix, marker) = text.split_at(start);
+            let total: Option<usize> = marker
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok();
+            let hit = opts
+                .full_serializations
+                .iter()
+                .any(|full| full.starts_with(prefix) && Some(full.len()) == total);
+            if !hit {
+                return Err(format!(
+                    "{path}: the text before the marker is not a prefix of the full serialization (of {} bytes as the marker says)",
+                    total.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    Ok(())
 }

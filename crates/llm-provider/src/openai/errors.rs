@@ -130,7 +130,8 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
         503 if is_model_not_loaded(&e) => ErrorCategory::ProviderModelNotLoaded,
         _ => ErrorCategory::ProviderUnavailable,
     };
-    let retry_after = if category == ErrorCategory::ProviderRateLimit {
+    // Kept for every transient answer: a 503 may carry `Retry-After` too (RFC 9110).
+    let retry_after = if category.is_transient() {
         retry_after(headers, SystemTime::now())
     } else {
         None

@@ -151,6 +151,7 @@ impl OpenAiBuilder {
     /// `provider_invalid_request` when the base URL is not an `http(s)` URL or the
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
+        crate::error::register_category_probe();
         let base = self.base_url.trim_end_matches('/').to_owned();
         let url = reqwest::Url::parse(&base).map_err(|e| {
             LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)

@@ -1,9 +1,13 @@
-//! Spec: observability §5.5 (baseline LLM span attributes), §5.5.2 (request
-//! parameters), §5.5.3 / §5.5.3.1 (GenAI response and cache attributes), §5.5.4
-//! (`disable_genai_semconv`); llm-provider §7.1 (one span per wire attempt,
-//! `openarmature.llm.attempt_index`, `openarmature.llm.retry_reason`).
+//! Spec: observability §5.5 (baseline LLM span attributes), §5.5.1 (payload,
+//! default-off), §5.5.2 (request parameters), §5.5.3 / §5.5.3.1 (GenAI response and
+//! cache attributes), §5.5.4 (opt-out flags), §5.5.5 (truncation, image redaction),
+//! §5.5.10 (tool-call identity projections); llm-provider §7.1 (one span per wire
+//! attempt, `openarmature.llm.attempt_index`, `openarmature.llm.retry_reason`).
 //!
-//! The payload attributes of §5.5.1 are off by default and not emitted yet.
+//! Everything is rendered from the per-attempt [`LlmAttemptEvent`]: its request side
+//! is the attempt's own transcript and effective config, its outcome the attempt's
+//! response or error. Inline image bytes never reach this module: the event's
+//! `input_messages` carry the §5.5.5 placeholder already.
 
 use openarmature_graph::{LlmAttemptEvent, LlmAttemptOutcome, LlmResponseSummary};
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
@@ -12,6 +16,7 @@ use serde_json::Value;
 use super::state::Failure;
 use super::Config;
 use crate::attributes as attr;
+use crate::payload::{canonical_json, truncate};
 
 /// The attributes of one attempt's span, and its failure (if it failed).
 pub(crate) fn attempt_attributes(
@@ -46,6 +51,22 @@ pub(crate) fn attempt_attributes(
             }
         }
     }
+    let payload = !config.disable_provider_payload;
+    if payload {
+        let cap = config.payload_byte_cap;
+        let messages = Value::Array(e.request.input_messages.clone());
+        attrs.push(KeyValue::new(
+            attr::LLM_INPUT_MESSAGES,
+            truncate(canonical_json(&messages), cap),
+        ));
+        if !e.request.request_extras.is_empty() {
+            let extras = Value::Object(e.request.request_extras.clone());
+            attrs.push(KeyValue::new(
+                attr::LLM_REQUEST_EXTRAS,
+                truncate(canonical_json(&extras), cap),
+            ));
+        }
+    }
     let (response, failure) = match &e.outcome {
         LlmAttemptOutcome::Completed(r) => (Some(r), None),
         LlmAttemptOutcome::Failed { failure, response } => (
@@ -59,12 +80,22 @@ pub(crate) fn attempt_attributes(
     };
     if let Some(r) = response {
         response_attributes(r, genai, &mut attrs);
+        tool_call_identity(r, &mut attrs);
+        if payload {
+            output_payload(r, config.payload_byte_cap, &mut attrs);
+        }
     }
     (attrs, failure)
 }
 
 fn int(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn strings(items: Vec<String>) -> OtelValue {
+    OtelValue::Array(Array::String(
+        items.into_iter().map(StringValue::from).collect(),
+    ))
 }
 
 fn response_attributes(r: &LlmResponseSummary, genai: bool, attrs: &mut Vec<KeyValue>) {
@@ -93,7 +124,7 @@ fn response_attributes(r: &LlmResponseSummary, genai: bool, attrs: &mut Vec<KeyV
     if let Some(reason) = &r.finish_reason {
         attrs.push(KeyValue::new(
             attr::GEN_AI_RESPONSE_FINISH_REASONS,
-            OtelValue::Array(Array::String(vec![StringValue::from(reason.clone())])),
+            strings(vec![reason.clone()]),
         ));
     }
     for (key, v) in [
@@ -108,6 +139,47 @@ fn response_attributes(r: &LlmResponseSummary, genai: bool, attrs: &mut Vec<KeyV
         if let Some(v) = v {
             attrs.push(KeyValue::new(key, int(v)));
         }
+    }
+}
+
+/// §5.5.10: count / names / ids of the requested tool calls (ungated identifiers).
+fn tool_call_identity(r: &LlmResponseSummary, attrs: &mut Vec<KeyValue>) {
+    let Some(calls) = r.output_tool_calls.as_ref().filter(|c| !c.is_empty()) else {
+        return;
+    };
+    let field = |c: &Value, k: &str| {
+        c.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    attrs.push(KeyValue::new(
+        attr::LLM_OUTPUT_TOOL_CALLS_COUNT,
+        int(calls.len() as u64),
+    ));
+    attrs.push(KeyValue::new(
+        attr::LLM_OUTPUT_TOOL_CALLS_NAMES,
+        strings(calls.iter().map(|c| field(c, "name")).collect()),
+    ));
+    attrs.push(KeyValue::new(
+        attr::LLM_OUTPUT_TOOL_CALLS_IDS,
+        strings(calls.iter().map(|c| field(c, "id")).collect()),
+    ));
+}
+
+/// §5.5.1 output side: the content (when non-empty) and the tool calls (when any).
+fn output_payload(r: &LlmResponseSummary, cap: usize, attrs: &mut Vec<KeyValue>) {
+    if let Some(content) = r.output_content.as_ref().filter(|c| !c.is_empty()) {
+        attrs.push(KeyValue::new(
+            attr::LLM_OUTPUT_CONTENT,
+            truncate(content.clone(), cap),
+        ));
+    }
+    if let Some(calls) = r.output_tool_calls.as_ref().filter(|c| !c.is_empty()) {
+        attrs.push(KeyValue::new(
+            attr::LLM_OUTPUT_TOOL_CALLS,
+            truncate(canonical_json(&Value::Array(calls.clone())), cap),
+        ));
     }
 }
 

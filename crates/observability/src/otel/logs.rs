@@ -26,8 +26,8 @@ pub(crate) struct LogLine {
 }
 
 impl LogLine {
-    /// Emits the record in the context of `span`.
-    pub(crate) fn emit(&self, logger: &SdkLogger, span: &SpanContext) {
+    /// Emits the record in the context of `span` (uncorrelated with `None`).
+    pub(crate) fn emit(&self, logger: &SdkLogger, span: Option<&SpanContext>) {
         let mut record = logger.create_log_record();
         record.set_timestamp(self.time);
         record.set_observed_timestamp(self.time);
@@ -37,7 +37,9 @@ impl LogLine {
         for kv in &self.attributes {
             record.add_attribute(kv.key.clone(), any_value(&kv.value));
         }
-        record.set_trace_context(span.trace_id(), span.span_id(), Some(span.trace_flags()));
+        if let Some(span) = span {
+            record.set_trace_context(span.trace_id(), span.span_id(), Some(span.trace_flags()));
+        }
         logger.emit(record);
     }
 }

@@ -36,13 +36,15 @@ pub const INSTRUMENTATION_SCOPE: &str = "openarmature";
 /// The registration name [`OtelObserver::invoke`] attaches the observer under.
 pub const REGISTRATION_NAME: &str = "openarmature.otel";
 
-/// Observer configuration (§4.4, §5.5.4).
+/// Observer configuration (§4.4, §5.5.4, §5.5.5).
 pub(crate) struct Config {
     pub(crate) detached_subgraphs: HashSet<String>,
     pub(crate) detached_fan_outs: HashSet<String>,
     pub(crate) subgraph_names: HashMap<String, String>,
     pub(crate) disable_llm_spans: bool,
     pub(crate) disable_genai_semconv: bool,
+    pub(crate) disable_provider_payload: bool,
+    pub(crate) payload_byte_cap: usize,
     pub(crate) spec_version: String,
     pub(crate) implementation_name: String,
     pub(crate) implementation_version: String,
@@ -53,7 +55,27 @@ pub(crate) struct Config {
 struct Shared {
     tracer: BoxedTracer,
     config: Config,
-    invocations: Mutex<HashMap<String, InvState>>,
+    inner: Mutex<Inner>,
+}
+
+/// The mutable part: open invocations, and log records made in an invocation whose
+/// first event has not been delivered yet.
+#[derive(Default)]
+struct Inner {
+    invocations: HashMap<String, InvState>,
+    early_logs: HashMap<String, Vec<PendingLog>>,
+}
+
+impl Inner {
+    /// Opens `invocation_id`'s state, adopting the log records made before.
+    fn insert(&mut self, state: InvState) -> &mut InvState {
+        let id = state.invocation_id.clone();
+        let state = self.invocations.entry(id.clone()).or_insert(state);
+        if let Some(early) = self.early_logs.remove(&id) {
+            state.pending_logs.extend(early);
+        }
+        state
+    }
 }
 
 /// An observer that renders graph invocations as OpenTelemetry traces
@@ -66,14 +88,22 @@ struct Shared {
 /// that provider private (§6 *TracerProvider isolation*) — this crate never reads or
 /// sets the global provider.
 ///
-/// Run invocations through [`OtelObserver::invoke`]: it validates caller metadata
-/// (§3.4), mints the correlation id (§3.1), opens the invocation span when
-/// `invoke()` is entered, attaches the observer to that invocation only, and closes
-/// the span with the invocation's outcome. An observer attached to a graph directly
-/// also works: it then opens each invocation span on the first event and closes it
-/// in [`OtelObserver::close_all`] (without caller metadata, and with the status of
-/// the last node that completed). Do not do both for the same graph, or every span is
-/// emitted twice.
+/// Spans follow the engine's events and their timestamps: the invocation span opens
+/// and closes with the engine's invocation lifecycle events
+/// ([`ObserverEvent::InvocationStarted`] / [`ObserverEvent::InvocationCompleted`]:
+/// entry node, correlation id, caller metadata, outcome), node spans with the node
+/// events. Attach it either way:
+///
+/// - per invocation, through [`OtelObserver::invoke`]: it also validates the caller
+///   metadata at the API boundary (§3.4) and returns once the invocation's spans are
+///   closed;
+/// - to a graph, with [`OtelObserver::registration`] (which subscribes to the
+///   lifecycle events). A plain registration without them still works: each
+///   invocation span then opens on the first event and closes in
+///   [`OtelObserver::close_all`] (without caller metadata, with the status of the
+///   last node that completed).
+///
+/// Do not do both for the same graph, or every span is emitted twice.
 ///
 /// Cloning is cheap and clones share state; one observer serves any number of
 /// concurrent invocations (state is kept per invocation id).
@@ -204,12 +234,13 @@ impl OtelObserver {
     /// when the invocation's spans are closed.
     ///
     /// Before anything runs, the caller metadata in `options.metadata` is validated
-    /// (§3.4); missing invocation and correlation ids are minted as UUIDv4s (§3.1,
-    /// §5.1) and passed to the engine, so nodes see them on their `NodeCtx`. The
-    /// invocation span opens on entry; after the run it waits (at most the
+    /// (§3.4) and a missing invocation id is minted (a UUIDv4, §5.1; the engine mints
+    /// a missing correlation id, §3.1). The observer is attached to this invocation
+    /// with the engine's lifecycle events ([`OtelObserver::registration`]): the
+    /// invocation span opens at the `started` event's time and closes with the
+    /// `completed` event's outcome (§4.2). After the run it waits (at most the
     /// configured close timeout, 5 s by default) until this invocation's events are
-    /// delivered, then closes the remaining spans and the invocation span with the
-    /// run's outcome (§4.2).
+    /// delivered; whatever is still open then is closed with the run's outcome.
     ///
     /// # Errors
     /// [`InvokeError::Metadata`] before any work, or the run's [`GraphError`].
@@ -223,52 +254,53 @@ impl OtelObserver {
         initial: S,
         mut options: InvokeOptions,
     ) -> Result<Completed<S>, InvokeError<S>> {
-        let user = metadata::user_attributes(&options.metadata)?;
+        metadata::user_attributes(&options.metadata)?;
         let invocation_id = options
             .invocation_id
             .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
             .clone();
-        let correlation_id = options
-            .correlation_id
-            .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
-            .clone();
-        {
-            let state = InvState::begin(
-                &self.shared.tracer,
-                &self.shared.config,
-                invocation_id.clone(),
-                correlation_id,
-                user,
-            );
-            lock(&self.shared.invocations).insert(invocation_id.clone(), state);
-        }
         // Closes the spans if this future is dropped mid-run (with the outcome of the
         // last node that completed), so a cancelled invocation leaves no state behind.
         let mut guard = EndOnDrop {
             otel: self,
             invocation_id: Some(invocation_id.clone()),
         };
-        options.observers.push(Registration::shared(
-            REGISTRATION_NAME,
-            Arc::new(self.clone()) as Arc<dyn Observer>,
-        ));
+        options.observers.push(self.registration());
         let result = graph.invoke_with(initial, options).await;
         graph
             .drain_events_for(&invocation_id, Some(self.shared.config.close_timeout))
             .await;
+        guard.invocation_id = None;
+        // Normally the `completed` lifecycle event closed everything already; after a
+        // delivery timeout, close what is left with the run's outcome.
         let outcome = result.as_ref().err().map(|e| Failure {
             category: e.category_name().to_owned(),
             message: e.original_message(),
         });
-        guard.invocation_id = None;
         self.end(&invocation_id, Some(outcome));
         result.map_err(InvokeError::Graph)
     }
 
+    /// A registration attaching this observer (under [`REGISTRATION_NAME`]) with the
+    /// invocation lifecycle events it renders the invocation span from. Use it to
+    /// attach the observer to a graph ([`CompiledGraph::attach_observer`]) or to one
+    /// invocation ([`InvokeOptions::observer`]).
+    pub fn registration(&self) -> Registration {
+        Registration::shared(
+            REGISTRATION_NAME,
+            Arc::new(self.clone()) as Arc<dyn Observer>,
+        )
+        .with_invocation_events()
+    }
+
     fn end(&self, invocation_id: &str, outcome: Option<Option<Failure>>) {
-        let state = lock(&self.shared.invocations).remove(invocation_id);
+        let state = {
+            let mut inner = lock(&self.shared.inner);
+            inner.early_logs.remove(invocation_id);
+            inner.invocations.remove(invocation_id)
+        };
         if let Some(state) = state {
-            state.end(&self.shared.config, outcome);
+            state.end(&self.shared.config, outcome, SystemTime::now());
         }
     }
 
@@ -276,13 +308,24 @@ impl OtelObserver {
     /// observer, or left by a dropped [`OtelObserver::invoke`]): pending log records,
     /// open spans, then the invocation span. Call it after
     /// [`CompiledGraph::drain`], before shutting the provider down.
+    ///
+    /// Log records made in an invocation this observer never saw an event of are
+    /// emitted without a span context (correlation attributes only).
     pub fn close_all(&self) {
-        let states: Vec<InvState> = lock(&self.shared.invocations)
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
+        let (states, early) = {
+            let mut inner = lock(&self.shared.inner);
+            let states: Vec<InvState> = inner.invocations.drain().map(|(_, s)| s).collect();
+            let early: Vec<PendingLog> = inner.early_logs.drain().flat_map(|(_, l)| l).collect();
+            (states, early)
+        };
+        let now = SystemTime::now();
         for state in states {
-            state.end(&self.shared.config, None);
+            state.end(&self.shared.config, None, now);
+        }
+        if let Some(logger) = &self.shared.config.logger {
+            for log in early {
+                log.record.emit(logger, None);
+            }
         }
     }
 
@@ -297,10 +340,9 @@ impl OtelObserver {
         }
         let time = SystemTime::now();
         let lineage = ctx.lineage();
-        let mut invocations = lock(&self.shared.invocations);
-        let state = self.state_for(&mut invocations, ctx.invocation_id(), ctx.correlation_id());
-        let attributes = state::cross_cutting(&state.correlation_id, &state.user);
-        state.pending_logs.push(PendingLog {
+        let correlation_id = ctx.correlation_id().unwrap_or_default();
+        let attributes = state::cross_cutting(correlation_id, &lenient_user(ctx.metadata()));
+        let log = PendingLog {
             unit: Key::of_lineage(&lineage),
             attempt: lineage.attempt_index,
             record: logs::LogLine {
@@ -309,17 +351,36 @@ impl OtelObserver {
                 body: body.into(),
                 attributes,
             },
-        });
+        };
+        let mut inner = lock(&self.shared.inner);
+        match inner.invocations.get_mut(ctx.invocation_id()) {
+            Some(state) => state.pending_logs.push(log),
+            // The invocation's first event is still on its way: keep the record
+            // until the invocation span exists.
+            None => inner
+                .early_logs
+                .entry(ctx.invocation_id().to_owned())
+                .or_default()
+                .push(log),
+        }
     }
 
-    /// The state of `invocation_id`, begun lazily (not [`OtelObserver::invoke`]d).
+    /// The state of `invocation_id`, begun lazily at `at` (a registration without
+    /// the lifecycle events).
     fn state_for<'m>(
         &self,
-        invocations: &'m mut HashMap<String, InvState>,
+        inner: &'m mut Inner,
         invocation_id: &str,
         correlation_id: Option<&str>,
+        at: SystemTime,
     ) -> &'m mut InvState {
-        invocations
+        let early = if inner.invocations.contains_key(invocation_id) {
+            None
+        } else {
+            inner.early_logs.remove(invocation_id)
+        };
+        let state = inner
+            .invocations
             .entry(invocation_id.to_owned())
             .or_insert_with(|| {
                 InvState::begin(
@@ -328,27 +389,64 @@ impl OtelObserver {
                     invocation_id.to_owned(),
                     correlation_id.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned),
                     Vec::new(),
+                    at,
+                    None,
                 )
-            })
+            });
+        if let Some(early) = early {
+            state.pending_logs.extend(early);
+        }
+        state
     }
 
     fn handle(&self, event: &ObserverEvent) {
         let shared = &*self.shared;
-        let mut invocations = lock(&shared.invocations);
+        let mut inner = lock(&shared.inner);
         match event {
+            ObserverEvent::InvocationStarted(e) => {
+                let user = lenient_user(&e.metadata);
+                if let Some(state) = inner.invocations.get_mut(&*e.invocation_id) {
+                    state.adopt_started(&e.entry, user);
+                } else {
+                    let state = InvState::begin(
+                        &shared.tracer,
+                        &shared.config,
+                        e.invocation_id.to_string(),
+                        e.correlation_id.to_string(),
+                        user,
+                        e.at,
+                        Some(&e.entry),
+                    );
+                    inner.insert(state);
+                }
+            }
+            ObserverEvent::InvocationCompleted(e) => {
+                inner.early_logs.remove(&*e.invocation_id);
+                let state = inner.invocations.remove(&*e.invocation_id);
+                drop(inner);
+                if let Some(state) = state {
+                    let outcome = e.error.as_ref().map(|(category, message)| Failure {
+                        category: category.clone(),
+                        message: message.clone(),
+                    });
+                    state.end(&shared.config, Some(outcome), e.at);
+                }
+            }
             ObserverEvent::Node(e) => {
                 let state = self.state_for(
-                    &mut invocations,
+                    &mut inner,
                     &e.invocation_id,
                     e.correlation_id.as_deref(),
+                    e.at,
                 );
                 state.on_node(&shared.tracer, &shared.config, e);
             }
             ObserverEvent::LlmAttempt(e) => {
                 let state = self.state_for(
-                    &mut invocations,
+                    &mut inner,
                     &e.site.invocation_id,
                     e.site.correlation_id.as_deref(),
+                    SystemTime::now(),
                 );
                 state.on_llm_attempt(&shared.tracer, &shared.config, e);
             }
@@ -357,6 +455,22 @@ impl OtelObserver {
             _ => {}
         }
     }
+}
+
+/// The `openarmature.user.*` attributes of the metadata entries that satisfy §3.4
+/// (the others are skipped: only [`OtelObserver::invoke`] can reject them).
+fn lenient_user(
+    metadata: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<opentelemetry::KeyValue> {
+    metadata
+        .iter()
+        .filter_map(|(k, v)| {
+            let single: serde_json::Map<String, serde_json::Value> =
+                std::iter::once((k.clone(), v.clone())).collect();
+            metadata::user_attributes(&single).ok()
+        })
+        .flatten()
+        .collect()
 }
 
 impl Observer for OtelObserver {
@@ -382,6 +496,8 @@ impl OtelObserverBuilder {
                 subgraph_names: HashMap::new(),
                 disable_llm_spans: false,
                 disable_genai_semconv: false,
+                disable_provider_payload: true,
+                payload_byte_cap: attr::DEFAULT_PAYLOAD_BYTE_CAP,
                 spec_version: crate::SPEC_VERSION.to_owned(),
                 implementation_name: attr::IMPLEMENTATION.to_owned(),
                 implementation_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -432,6 +548,30 @@ impl OtelObserverBuilder {
         self
     }
 
+    /// Whether provider payload stays off LLM spans (§5.5.4; default `true`). With
+    /// `false`, spans carry `openarmature.llm.input.messages`,
+    /// `openarmature.llm.output.content`, `openarmature.llm.output.tool_calls` and
+    /// `openarmature.llm.request.extras` (canonical JSON, inline image bytes
+    /// redacted, each capped per [`OtelObserverBuilder::payload_byte_cap`]).
+    pub fn disable_provider_payload(mut self, disable: bool) -> Self {
+        self.config.disable_provider_payload = disable;
+        self
+    }
+
+    /// The per-attribute byte cap of the payload attributes (§5.5.5; default
+    /// [`attr::DEFAULT_PAYLOAD_BYTE_CAP`], 64 KiB). Longer values are cut at a UTF-8
+    /// boundary and end with `…[truncated, M bytes total]`.
+    ///
+    /// # Errors
+    /// [`PayloadCapTooSmall`] below [`attr::MIN_PAYLOAD_BYTE_CAP`] (256 bytes).
+    pub fn payload_byte_cap(mut self, bytes: usize) -> Result<Self, PayloadCapTooSmall> {
+        if bytes < attr::MIN_PAYLOAD_BYTE_CAP {
+            return Err(PayloadCapTooSmall { requested: bytes });
+        }
+        self.config.payload_byte_cap = bytes;
+        Ok(self)
+    }
+
     /// Correlates log records made through [`OtelObserver::log`] and emits them
     /// through a logger of `provider` (§7). Keep that provider private too.
     pub fn logger_provider(mut self, provider: &SdkLoggerProvider) -> Self {
@@ -456,8 +596,16 @@ impl OtelObserverBuilder {
             shared: Arc::new(Shared {
                 tracer: self.tracer,
                 config: self.config,
-                invocations: Mutex::new(HashMap::new()),
+                inner: Mutex::new(Inner::default()),
             }),
         }
     }
+}
+
+/// A payload cap below the §5.5.5 minimum was requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("payload byte cap {requested} is below the minimum of 256 bytes (observability §5.5.5)")]
+pub struct PayloadCapTooSmall {
+    /// The rejected cap.
+    pub requested: usize,
 }

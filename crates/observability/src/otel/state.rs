@@ -35,6 +35,8 @@ use crate::attributes as attr;
 pub(crate) struct Open {
     pub(crate) span: BoxedSpan,
     pub(crate) sc: SpanContext,
+    /// The explicit start time it was given, if any.
+    pub(crate) start: Option<SystemTime>,
 }
 
 impl Open {
@@ -43,9 +45,10 @@ impl Open {
             Some(sc) => Context::new().with_remote_span_context(sc.clone()),
             None => Context::new(),
         };
+        let start = builder.start_time;
         let span = tracer.start(builder, &cx);
         let sc = span.span_context().clone();
-        Open { span, sc }
+        Open { span, sc, start }
     }
 }
 
@@ -182,19 +185,27 @@ pub(crate) struct InvState {
 }
 
 impl InvState {
-    /// Opens the invocation span (§4.1, §5.1) in a new trace.
+    /// Opens the invocation span (§4.1, §5.1) in a new trace, started at `start`.
+    /// Without an `entry`, the first node event names it.
     pub(crate) fn begin(
         tracer: &dyn TracerDyn,
         config: &Config,
         invocation_id: String,
         correlation_id: String,
         user: Vec<KeyValue>,
+        start: SystemTime,
+        entry: Option<&str>,
     ) -> InvState {
         let mut attrs = invocation_attrs(config, &invocation_id);
+        if let Some(entry) = entry {
+            attrs.push(KeyValue::new(attr::GRAPH_ENTRY_NODE, entry.to_owned()));
+        }
         attrs.extend(cross_cutting(&correlation_id, &user));
         let root = Open::start(
             tracer,
-            SpanBuilder::from_name(attr::INVOCATION_SPAN).with_attributes(attrs),
+            SpanBuilder::from_name(attr::INVOCATION_SPAN)
+                .with_start_time(start)
+                .with_attributes(attrs),
             None,
         );
         InvState {
@@ -202,7 +213,7 @@ impl InvState {
             correlation_id,
             user,
             root,
-            entry_set: false,
+            entry_set: entry.is_some(),
             last_outcome: None,
             nodes: HashMap::new(),
             wrappers: HashMap::new(),
@@ -216,9 +227,24 @@ impl InvState {
         cross_cutting(&self.correlation_id, &self.user)
     }
 
+    /// The invocation's `started` event reached an invocation begun lazily (its
+    /// first node event or log record came first): completes the root span.
+    pub(crate) fn adopt_started(&mut self, entry: &str, user: Vec<KeyValue>) {
+        if !self.entry_set {
+            self.root
+                .span
+                .set_attribute(KeyValue::new(attr::GRAPH_ENTRY_NODE, entry.to_owned()));
+            self.entry_set = true;
+        }
+        if self.user.is_empty() && !user.is_empty() {
+            self.root.span.set_attributes(user.clone());
+            self.user = user;
+        }
+    }
+
     /// Handles one node event (§6).
     pub(crate) fn on_node(&mut self, tracer: &dyn TracerDyn, config: &Config, e: &NodeEvent) {
-        let now = SystemTime::now();
+        let now = e.at;
         let unit = Key::unit(&e.namespace, &e.fan_out_index_chain, &e.branch_name_chain);
         self.enter(tracer, config, &unit, now);
         let callable = self.is_callable_branch(&unit, &e.node_name);
@@ -289,7 +315,7 @@ impl InvState {
         for d in 1..unit.depth() {
             let scope = unit.scope(d);
             if !self.wrappers.contains_key(&scope) {
-                self.open_wrapper(tracer, config, unit, scope);
+                self.open_wrapper(tracer, config, unit, scope, now);
             }
         }
     }
@@ -351,7 +377,14 @@ impl InvState {
             .map_or_else(|| self.root.sc.clone(), |w| w.inner.sc.clone())
     }
 
-    fn open_wrapper(&mut self, tracer: &dyn TracerDyn, config: &Config, unit: &Key, scope: Key) {
+    fn open_wrapper(
+        &mut self,
+        tracer: &dyn TracerDyn,
+        config: &Config,
+        unit: &Key,
+        scope: Key,
+        now: SystemTime,
+    ) {
         let d = scope.depth();
         let node = scope.namespace[d - 1].clone();
         let composite_unit = scope.wrapper_unit();
@@ -416,7 +449,9 @@ impl InvState {
             root_attrs.extend(self.cross_cutting());
             let root = Open::start(
                 tracer,
-                SpanBuilder::from_name(attr::INVOCATION_SPAN).with_attributes(root_attrs),
+                SpanBuilder::from_name(attr::INVOCATION_SPAN)
+                    .with_start_time(now)
+                    .with_attributes(root_attrs),
                 None,
             );
             let link = Link::new(root.sc.clone(), Vec::new(), 0);
@@ -430,12 +465,15 @@ impl InvState {
                         .unwrap_or(name.clone());
                     let inner = Open::start(
                         tracer,
-                        SpanBuilder::from_name(inner_name).with_attributes(attrs.clone()),
+                        SpanBuilder::from_name(inner_name)
+                            .with_start_time(now)
+                            .with_attributes(attrs.clone()),
                         Some(&root.sc),
                     );
                     let dispatch = Open::start(
                         tracer,
                         SpanBuilder::from_name(name)
+                            .with_start_time(now)
                             .with_attributes(attrs)
                             .with_links(vec![link]),
                         Some(&parent_sc),
@@ -449,7 +487,9 @@ impl InvState {
                     }
                     let inner = Open::start(
                         tracer,
-                        SpanBuilder::from_name(name).with_attributes(attrs),
+                        SpanBuilder::from_name(name)
+                            .with_start_time(now)
+                            .with_attributes(attrs),
                         Some(&root.sc),
                     );
                     (inner, Some(root), None)
@@ -458,7 +498,9 @@ impl InvState {
         } else {
             let inner = Open::start(
                 tracer,
-                SpanBuilder::from_name(name).with_attributes(attrs),
+                SpanBuilder::from_name(name)
+                    .with_start_time(now)
+                    .with_attributes(attrs),
                 Some(&parent_sc),
             );
             (inner, None, None)
@@ -552,20 +594,26 @@ impl InvState {
         config: &Config,
         e: &LlmAttemptEvent,
     ) {
+        // The attempt event carries no timestamp: it is dispatched as the attempt
+        // ends, so the delivery time stands in for the end, and the start is the end
+        // minus the attempt's latency, never before the calling span's start.
         let now = SystemTime::now();
         let unit = Key::of_lineage(&e.site.lineage);
         self.enter(tracer, config, &unit, now);
         if config.disable_llm_spans {
             return;
         }
-        let parent = self.parent_of_call(&unit, e.site.lineage.attempt_index);
+        let (parent, parent_start) = self.parent_of_call(&unit, e.site.lineage.attempt_index);
         let (mut attrs, failure) = super::llm::attempt_attributes(e, config);
         attrs.extend(self.cross_cutting());
-        let start = e
+        let mut start = e
             .latency_ms
             .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
             .and_then(|d| now.checked_sub(d))
             .unwrap_or(now);
+        if let Some(floor) = parent_start.filter(|p| *p > start) {
+            start = floor.min(now);
+        }
         let mut open = Open::start(
             tracer,
             SpanBuilder::from_name(attr::LLM_SPAN)
@@ -580,11 +628,15 @@ impl InvState {
     /// The parent of a span made by a node's own work (LLM calls, log records): the
     /// calling node's open span, else the nearest enclosing wrapper, else the
     /// invocation span (§5.5 *Lineage-resolved parent*).
-    pub(crate) fn parent_of_call(&self, unit: &Key, attempt: u32) -> SpanContext {
+    pub(crate) fn parent_of_call(
+        &self,
+        unit: &Key,
+        attempt: u32,
+    ) -> (SpanContext, Option<SystemTime>) {
         if let Some(open) = self.nodes.get(&(unit.clone(), attempt)) {
-            return open.sc.clone();
+            return (open.sc.clone(), open.start);
         }
-        self.enclosing(unit)
+        (self.enclosing(unit), None)
     }
 
     /// Where a log record made at `(unit, attempt)` belongs, if that span is open:
@@ -624,17 +676,21 @@ impl InvState {
         for log in pending {
             let target = self.log_target(&log.unit, log.attempt);
             match (target, force) {
-                (Some(sc), _) => log.record.emit(logger, &sc),
-                (None, true) => log.record.emit(logger, &self.root.sc),
+                (Some(sc), _) => log.record.emit(logger, Some(&sc)),
+                (None, true) => log.record.emit(logger, Some(&self.root.sc)),
                 (None, false) => self.pending_logs.push(log),
             }
         }
     }
 
-    /// Ends the invocation: pending logs, remaining wrappers and nodes, then the
-    /// invocation span with `outcome` (a lazily begun one: the last node's outcome).
-    pub(crate) fn end(mut self, config: &Config, outcome: Option<Option<Failure>>) {
-        let now = SystemTime::now();
+    /// Ends the invocation at `now`: pending logs, remaining wrappers and nodes, then
+    /// the invocation span with `outcome` (`None`: the last completed node's outcome).
+    pub(crate) fn end(
+        mut self,
+        config: &Config,
+        outcome: Option<Option<Failure>>,
+        now: SystemTime,
+    ) {
         self.flush_logs(config, true);
         let scopes: Vec<Key> = self.wrappers.keys().cloned().collect();
         self.close_wrappers(scopes, now);

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use super::BackoffDecision;
+
 /// How long to wait before the next attempt. `attempt_index` is 0-based: the
 /// index of the attempt that just failed.
 pub trait Backoff: Send + Sync + 'static {
@@ -17,6 +19,14 @@ pub trait Backoff: Send + Sync + 'static {
     fn delay_for(&self, attempt_index: u32, error: &(dyn StdError + 'static)) -> Duration {
         let _ = error;
         self.delay(attempt_index)
+    }
+
+    /// Whether to retry after attempt `attempt_index` failed with `error`, and after
+    /// how long. The default always waits [`Backoff::delay_for`]; a strategy may give
+    /// up instead (extension 0002: a `Retry-After` above its cap), which stops the
+    /// lane with [`super::RETRY_AFTER_EXCEEDED`].
+    fn decide(&self, attempt_index: u32, error: &(dyn StdError + 'static)) -> BackoffDecision {
+        BackoffDecision::Wait(self.delay_for(attempt_index, error))
     }
 }
 

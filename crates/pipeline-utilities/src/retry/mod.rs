@@ -13,7 +13,9 @@
 //! a whole re-run can fix.
 
 mod backoff;
+mod budget;
 mod classifier;
+mod decision;
 
 use std::error::Error as StdError;
 use std::sync::Arc;
@@ -23,8 +25,12 @@ use futures::future::BoxFuture;
 use openarmature_graph::{BoxError, Middleware, Next, NodeCtx, State, StateView};
 
 pub use backoff::{Backoff, Constant, Exponential, FullJitter, Linear};
+pub use budget::{BudgetSnapshot, RetryBudget, TokenBucket, TokenBucketConfig};
 pub use classifier::{
     is_transient, CategoryClassifier, Classifier, DefaultClassifier, TRANSIENT_CATEGORIES,
+};
+pub use decision::{
+    stop_error, BackoffDecision, LastAttempt, RETRY_AFTER_EXCEEDED, RETRY_BUDGET_EXHAUSTED,
 };
 
 /// Called before each backoff sleep with the failed attempt's error and index.
@@ -89,6 +95,9 @@ pub struct RetryConfig {
     pub on_retry: Option<Arc<dyn OnRetry>>,
     /// How the delay is slept (default: [`TokioSleeper`]).
     pub sleeper: Arc<dyn Sleeper>,
+    /// Extension 0003: the retry budget every retry spends from (default: none, the
+    /// spec's behaviour). Share one per provider endpoint across both lanes.
+    pub budget: Option<Arc<dyn RetryBudget>>,
 }
 
 impl Default for RetryConfig {
@@ -99,6 +108,7 @@ impl Default for RetryConfig {
             backoff: Arc::new(FullJitter::default()),
             on_retry: None,
             sleeper: Arc::new(TokioSleeper),
+            budget: None,
         }
     }
 }
@@ -108,6 +118,7 @@ impl std::fmt::Debug for RetryConfig {
         f.debug_struct("RetryConfig")
             .field("max_attempts", &self.max_attempts)
             .field("on_retry", &self.on_retry.is_some())
+            .field("budget", &self.budget.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -143,11 +154,22 @@ impl RetryConfig {
         self
     }
 
+    /// Spends every retry from `budget` (extension 0003; shared, so pass the `Arc`).
+    pub fn budget(mut self, budget: Arc<dyn RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// Runs `attempt` until it succeeds, the classifier declines, or attempts run
     /// out; returns the last error then. `attempt` receives the 0-based index.
     ///
+    /// With the extensions: a backoff that gives up ([`BackoffDecision::GiveUp`]) or
+    /// an empty [`RetryBudget`] stops the loop with [`stop_error`]
+    /// ([`RETRY_AFTER_EXCEEDED`] / [`RETRY_BUDGET_EXHAUSTED`]). This lane only spends
+    /// from the budget; the call-level lane deposits.
+    ///
     /// # Errors
-    /// The last attempt's error.
+    /// The last attempt's error (or the stop error wrapping it).
     ///
     /// # Cancel safety
     /// Dropping the returned future stops retrying at once (during an attempt or
@@ -170,7 +192,19 @@ impl RetryConfig {
                     if index + 1 >= max || !self.classifier.is_retryable(&*error, state) {
                         return Err(error);
                     }
-                    let delay = self.backoff.delay_for(index, &*error);
+                    let delay = match self.backoff.decide(index, &*error) {
+                        BackoffDecision::Wait(delay) => delay,
+                        BackoffDecision::GiveUp(reason) => {
+                            return Err(stop_error(RETRY_AFTER_EXCEEDED, &reason, error))
+                        }
+                    };
+                    if self.budget.as_ref().is_some_and(|b| !b.try_withdraw()) {
+                        return Err(stop_error(
+                            RETRY_BUDGET_EXHAUSTED,
+                            "retry budget exhausted",
+                            error,
+                        ));
+                    }
                     if let Some(on_retry) = &self.on_retry {
                         let shared: Arc<dyn StdError + Send + Sync> = Arc::from(error);
                         on_retry.on_retry(shared, index).await;

@@ -1,0 +1,353 @@
+//! Spec: observability conformance headers (fixture 001: `mock_llm`, `disable_llm_spans`,
+//! `caller_global_otel_active`; 014 / 015 harness primitives) and llm-provider §5 / §8.1
+//! — the LLM side of the observability runner.
+//!
+//! A `calls_llm` node runs one real `complete()` call through [`OpenAiProvider`]
+//! against the case's mock provider ([`MockServer`]: a 127.0.0.1 HTTP server serving
+//! `mock_llm` in order), inside the node (`CompletionRequest::in_node`), so the typed
+//! LLM events and the per-attempt span signal go through the engine's queue exactly as
+//! in production. The node returns the provider's error with a bare `?`.
+//!
+//! Directives:
+//!
+//! - `calls_llm: {messages, stores_response_in, config?, tools?, tool_choice?,
+//!   response_schema?, model?}` — `stores_response_in` receives the reply's text
+//!   (`""` for a tool-call-only reply).
+//! - Message harness primitives: `content_repeat: {char, bytes}` (014) expands to
+//!   that many bytes of content; an image `source: {type: inline,
+//!   base64_data_synthetic: {bytes}}` (015) to a deterministic base64 blob of that
+//!   length, remembered for `attribute_does_not_contain`.
+//! - `also_emits_via_global_tracer: {span_name}` (005) — the node also emits one span
+//!   through the OpenTelemetry **global** tracer provider, as an external
+//!   auto-instrumentation library would.
+//! - Case keys `mock_llm: [{status, body, headers?}]`, `provider: {type:
+//!   openai_compatible, genai_system}` (020).
+//!
+//! Register (see the module docs of [`super`]): O6 bound model, O8 OpenAI-shaped tools.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openarmature_graph::{BoxError, DynUpdate, NodeCtx};
+use openarmature_llm::{
+    CompletionRequest, LlmError, Message, OpenAiProvider, Provider, Response, RuntimeConfig, Tool,
+    ToolChoice,
+};
+use serde_json::{Map, Value};
+
+use crate::ge::harness::lock;
+use crate::llm::mock::{MockServer, Reply};
+use crate::yaml::Y;
+use crate::AdapterError;
+
+/// Keys of a `calls_llm` block.
+const CALL_KEYS: &[&str] = &[
+    "messages",
+    "stores_response_in",
+    "config",
+    "tools",
+    "tool_choice",
+    "response_schema",
+    "model",
+];
+
+/// The base64 alphabet the synthetic blobs cycle through.
+const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// One finished `complete()` call, as the node saw it.
+#[derive(Debug, Clone)]
+pub(crate) struct CallRecord {
+    pub(crate) result: Result<Response, LlmError>,
+}
+
+/// The case's mock provider and what the calls made of it.
+pub(crate) struct LlmHarness {
+    server: MockServer,
+    genai_system: Option<String>,
+    default_model: String,
+    providers: Mutex<HashMap<String, Arc<OpenAiProvider>>>,
+    pub(crate) calls: Mutex<Vec<CallRecord>>,
+    /// Synthesized inline-image blobs (015).
+    pub(crate) blobs: Mutex<Vec<String>>,
+}
+
+impl LlmHarness {
+    /// Starts the mock provider for `case` (`mock_llm`, `provider`).
+    pub(crate) async fn start(case: &Y<'_>) -> Result<LlmHarness, String> {
+        let err = |e: AdapterError| e.to_string();
+        let mut replies = Vec::new();
+        let mut default_model = None;
+        if let Some(list) = case.get("mock_llm") {
+            for entry in list.seq().map_err(err)? {
+                entry
+                    .check_keys(&["status", "body", "headers"])
+                    .map_err(err)?;
+                let status = match entry.get("status") {
+                    Some(s) => u16::try_from(s.i64().map_err(err)?)
+                        .map_err(|_| err(s.invalid("an HTTP status")))?,
+                    None => 200,
+                };
+                let body = entry
+                    .get("body")
+                    .map(|b| b.json())
+                    .transpose()
+                    .map_err(err)?;
+                let mut headers = Vec::new();
+                if let Some(h) = entry.get("headers") {
+                    for (k, v) in h.entries().map_err(err)? {
+                        headers.push((k, v.str().map_err(err)?.to_owned()));
+                    }
+                }
+                if default_model.is_none() && (200..300).contains(&status) {
+                    default_model = body
+                        .as_ref()
+                        .and_then(|b| b.get("model"))
+                        .and_then(Value::as_str)
+                        .filter(|m| ["gpt-test", "test-model"].contains(m))
+                        .map(str::to_owned);
+                }
+                replies.push(Reply::Http {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+        }
+        let mut genai_system = None;
+        if let Some(p) = case.get("provider") {
+            p.check_keys(&["type", "genai_system"]).map_err(err)?;
+            if let Some(t) = p.get("type") {
+                let t = t.str().map_err(err)?;
+                if t != "openai_compatible" {
+                    return Err(format!(
+                        "harness_primitive_missing: provider type `{t}` (only openai_compatible)"
+                    ));
+                }
+            }
+            if let Some(g) = p.get("genai_system") {
+                genai_system = Some(g.str().map_err(err)?.to_owned());
+            }
+        }
+        let server = MockServer::start(replies, None)
+            .await
+            .map_err(|e| format!("cannot start the mock provider: {e}"))?;
+        Ok(LlmHarness {
+            server,
+            genai_system,
+            // Register O6 (FIXTURE-QUIRKS Q3).
+            default_model: default_model.unwrap_or_else(|| "test-model".into()),
+            providers: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Vec::new()),
+            blobs: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The provider bound to `model` (one per model, all on the mock).
+    fn provider(&self, model: &str) -> Result<Arc<OpenAiProvider>, AdapterError> {
+        let mut providers = lock(&self.providers);
+        if let Some(p) = providers.get(model) {
+            return Ok(Arc::clone(p));
+        }
+        let mut builder = OpenAiProvider::builder(self.server.base_url(), model)
+            .api_key("test-key")
+            .no_proxy()
+            .timeout(Duration::from_secs(20))
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(system) = &self.genai_system {
+            builder = builder.provider_name(system.clone());
+        }
+        let provider = Arc::new(
+            builder
+                .build()
+                .map_err(|e| AdapterError::PrimitiveMissing {
+                    file: std::path::PathBuf::new(),
+                    primitive: format!("cannot build the provider: {e}"),
+                })?,
+        );
+        providers.insert(model.to_owned(), Arc::clone(&provider));
+        Ok(provider)
+    }
+
+    /// Requests that arrived after `mock_llm` ran out.
+    pub(crate) fn overruns(&self) -> Vec<String> {
+        self.server.overruns()
+    }
+
+    /// Parses a `calls_llm` block into a ready call.
+    pub(crate) fn call(self: &Arc<Self>, y: &Y<'_>) -> Result<LlmCall, AdapterError> {
+        y.check_keys(CALL_KEYS)?;
+        let model = match y.get("model") {
+            Some(m) => m.str()?.to_owned(),
+            None => self.default_model.clone(),
+        };
+        let messages = match y.get("messages") {
+            Some(m) => {
+                let mut value = m.json()?;
+                expand_primitives(&mut value, &mut lock(&self.blobs))
+                    .map_err(|msg| m.invalid(msg))?;
+                value
+            }
+            None => {
+                return Err(
+                    y.invalid("calls_llm needs `messages` (rendered prompts are not implemented)")
+                )
+            }
+        };
+        let get = |k: &str| y.get(k).map(|v| v.json()).transpose();
+        Ok(LlmCall {
+            provider: self.provider(&model)?,
+            messages,
+            config: get("config")?,
+            tools: get("tools")?.map(openai_tools),
+            tool_choice: get("tool_choice")?,
+            response_schema: get("response_schema")?,
+            stores_in: y.req("stores_response_in")?.str()?.to_owned(),
+            harness: Arc::clone(self),
+        })
+    }
+}
+
+/// Expands the 014 / 015 harness primitives in a message list, in place.
+fn expand_primitives(messages: &mut Value, blobs: &mut Vec<String>) -> Result<(), String> {
+    let Some(list) = messages.as_array_mut() else {
+        return Ok(());
+    };
+    for message in list {
+        let Some(m) = message.as_object_mut() else {
+            continue;
+        };
+        if let Some(spec) = m.remove("content_repeat") {
+            let unit = spec
+                .get("char")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .ok_or("content_repeat.char must be a non-empty string")?;
+            let bytes = spec
+                .get("bytes")
+                .and_then(Value::as_u64)
+                .and_then(|b| usize::try_from(b).ok())
+                .ok_or("content_repeat.bytes must be a byte count")?;
+            let text: String = unit.repeat(bytes.div_ceil(unit.len()));
+            m.insert("content".into(), Value::String(text));
+        }
+        let Some(Value::Array(blocks)) = m.get_mut("content") else {
+            continue;
+        };
+        for block in blocks {
+            let Some(source) = block.get_mut("source").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if let Some(spec) = source.remove("base64_data_synthetic") {
+                let n = spec
+                    .get("bytes")
+                    .and_then(Value::as_u64)
+                    .and_then(|b| usize::try_from(b).ok())
+                    .ok_or("base64_data_synthetic.bytes must be a byte count")?;
+                let blob: String = (0..n)
+                    .map(|i| char::from(BASE64[(i * 7 + i / 64) % BASE64.len()]))
+                    .collect();
+                source.insert("base64_data".into(), Value::String(blob.clone()));
+                blobs.push(blob);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Register O8: a tool given in the OpenAI wire shape (`{type: function, function:
+/// {name, description?, parameters}}`) is read as the §4 record it describes.
+fn openai_tools(tools: Value) -> Value {
+    let Value::Array(items) = tools else {
+        return tools;
+    };
+    Value::Array(
+        items
+            .into_iter()
+            .map(|t| match t.get("function") {
+                Some(f) if t.get("type").and_then(Value::as_str) == Some("function") => {
+                    let mut out = Map::new();
+                    out.insert("name".into(), f.get("name").cloned().unwrap_or(Value::Null));
+                    out.insert(
+                        "description".into(),
+                        f.get("description").cloned().unwrap_or_else(|| "".into()),
+                    );
+                    out.insert(
+                        "parameters".into(),
+                        f.get("parameters")
+                            .cloned()
+                            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                    );
+                    Value::Object(out)
+                }
+                _ => t,
+            })
+            .collect(),
+    )
+}
+
+/// One node's `calls_llm` directive.
+pub(crate) struct LlmCall {
+    provider: Arc<OpenAiProvider>,
+    messages: Value,
+    config: Option<Value>,
+    tools: Option<Value>,
+    tool_choice: Option<Value>,
+    response_schema: Option<Value>,
+    stores_in: String,
+    harness: Arc<LlmHarness>,
+}
+
+impl LlmCall {
+    /// The typed request (a fixture input that does not build is the call's
+    /// pre-send `provider_invalid_request`, as in the llm-provider runner).
+    fn request(&self, ctx: &NodeCtx) -> Result<CompletionRequest, LlmError> {
+        let mut request = CompletionRequest::new(Message::list_from_json(&self.messages)?);
+        if let Some(t) = &self.tools {
+            request = request.tools(Tool::list_from_json(t)?);
+        }
+        if let Some(c) = &self.config {
+            request = request.config(RuntimeConfig::from_json(c)?);
+        }
+        if let Some(tc) = self.tool_choice.as_ref().filter(|v| !v.is_null()) {
+            request = request.tool_choice(ToolChoice::from_json(tc)?);
+        }
+        if let Some(s) = self.response_schema.as_ref().filter(|v| !v.is_null()) {
+            request = request.response_schema(s.clone());
+        }
+        Ok(request.in_node(ctx))
+    }
+
+    /// Runs the call inside the node: writes the reply's text, or fails the node with
+    /// the provider's error (a bare `?`: the error keeps its category).
+    pub(crate) async fn run(&self, ctx: &NodeCtx, update: &mut DynUpdate) -> Result<(), BoxError> {
+        let result = match self.request(ctx) {
+            Ok(request) => self.provider.complete(&request).await,
+            Err(e) => Err(e),
+        };
+        lock(&self.harness.calls).push(CallRecord {
+            result: result.clone(),
+        });
+        let response = result?;
+        update.fields.push((
+            self.stores_in.clone(),
+            Value::from(response.content().unwrap_or_default()),
+        ));
+        Ok(())
+    }
+}
+
+/// `also_emits_via_global_tracer: {span_name}`: one span through the global provider.
+pub(crate) fn global_span(y: &Y<'_>) -> Result<String, AdapterError> {
+    y.check_keys(&["span_name"])?;
+    Ok(y.req("span_name")?.str()?.to_owned())
+}
+
+/// Emits `name` through the global tracer provider (an external instrumentation's
+/// span).
+pub(crate) fn emit_global(name: &str) {
+    use opentelemetry::trace::{Span, Tracer};
+    let tracer = opentelemetry::global::tracer("external-instrumentation");
+    let mut span = tracer.start(name.to_owned());
+    span.end();
+}

@@ -1,0 +1,533 @@
+//! Spec: graph-engine §6 (typed LLM events, node events), observability §5.5.7 and the
+//! observability fixture headers of 050 (`typed_observers`, observer-introspection
+//! expectations), 062 (`fields_absent_keys`), 067 (`event_count`), 071
+//! (`event_counts`) and 111 (`contains_events_in_order`).
+//!
+//! A `typed_event_collector` is a real observer attached to the invocation: it keeps
+//! the spec events it receives (optionally only one type, `filter_event_type`) in
+//! delivery order, as fixture-facing JSON records. It never sees the per-attempt span
+//! signal or the invocation lifecycle events (neither is part of the spec's event
+//! union); it subscribes to the lifecycle events only to snapshot the caller metadata
+//! for `include_caller_metadata` (graph-engine §6 `caller_invocation_metadata`, a
+//! per-observer opt-in).
+//!
+//! Records carry the spec field names. Fields the implementation has no source for
+//! yet are rendered as null: `active_prompt`, `active_prompt_group` and
+//! `token_budget` (no prompt-management capability: every call runs outside a
+//! prompt context).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use openarmature_graph::{
+    BoxError, LlmCallSite, LlmRequestSummary, LlmResponseSummary, Observer, ObserverEvent,
+    Registration,
+};
+use serde_json::{json, Map, Value};
+
+use crate::ge::harness::lock;
+use crate::matchers::{check, Bindings};
+use crate::yaml::Y;
+use crate::AdapterError;
+
+/// Event type names a collector filter or an expectation may use.
+const EVENT_TYPES: &[&str] = &[
+    "NodeEvent",
+    "LlmCompletionEvent",
+    "LlmFailedEvent",
+    "FailureIsolationEvent",
+    // Spec types this implementation never emits (streaming, embeddings, rerank,
+    // tools): valid names, so a count of zero can be asserted.
+    "LlmTokenEvent",
+    "EmbeddingEvent",
+    "EmbeddingFailedEvent",
+    "RerankEvent",
+    "RerankFailedEvent",
+    "ToolCallEvent",
+    "ToolCallFailedEvent",
+];
+
+fn err(e: AdapterError) -> String {
+    e.to_string()
+}
+
+fn unknown(y: &Y<'_>, what: String) -> AdapterError {
+    AdapterError::DirectiveUnknown {
+        file: y.file.to_path_buf(),
+        directive: what,
+        location: y.location().to_owned(),
+    }
+}
+
+fn event_type(y: &Y<'_>) -> Result<String, AdapterError> {
+    let name = y.str()?;
+    if EVENT_TYPES.contains(&name) {
+        Ok(name.to_owned())
+    } else {
+        Err(unknown(y, format!("event type `{name}`")))
+    }
+}
+
+/// A `typed_event_collector`.
+pub(crate) struct Collector {
+    pub(crate) name: String,
+    filter: Option<String>,
+    include_caller_metadata: bool,
+    metadata: Mutex<HashMap<String, Arc<Map<String, Value>>>>,
+    pub(crate) records: Mutex<Vec<Value>>,
+}
+
+impl Collector {
+    /// Parses one `typed_observers` entry.
+    pub(crate) fn parse(y: &Y<'_>) -> Result<Collector, AdapterError> {
+        y.check_keys(&[
+            "name",
+            "kind",
+            "filter_event_type",
+            "include_caller_metadata",
+            "retains_arrival_order",
+        ])?;
+        let kind = y.req("kind")?;
+        if kind.str()? != "typed_event_collector" {
+            return Err(unknown(
+                &kind,
+                format!("typed observer kind `{}`", kind.str()?),
+            ));
+        }
+        if let Some(r) = y.get("retains_arrival_order") {
+            // Records are always kept in delivery order.
+            r.bool()?;
+        }
+        Ok(Collector {
+            name: y.req("name")?.str()?.to_owned(),
+            filter: y
+                .get("filter_event_type")
+                .map(|t| event_type(&t))
+                .transpose()?,
+            include_caller_metadata: y
+                .get("include_caller_metadata")
+                .map(|b| b.bool())
+                .transpose()?
+                .unwrap_or(false),
+            metadata: Mutex::new(HashMap::new()),
+            records: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether the collector opted into `caller_invocation_metadata`.
+    pub(crate) fn includes_caller_metadata(&self) -> bool {
+        self.include_caller_metadata
+    }
+
+    /// Whether the collector keeps only one event type.
+    pub(crate) fn filter(&self) -> Option<&str> {
+        self.filter.as_deref()
+    }
+
+    /// The registration attaching it (with the lifecycle events, for the metadata).
+    pub(crate) fn registration(self: &Arc<Self>) -> Registration {
+        Registration::shared(self.name.clone(), Arc::clone(self) as Arc<dyn Observer>)
+            .with_invocation_events()
+    }
+
+    pub(crate) fn records(&self) -> Vec<Value> {
+        lock(&self.records).clone()
+    }
+}
+
+impl Observer for Collector {
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        if let ObserverEvent::InvocationStarted(e) = &*event {
+            lock(&self.metadata).insert(e.invocation_id.to_string(), Arc::clone(&e.metadata));
+        }
+        let snapshot = if self.include_caller_metadata {
+            lock(&self.metadata).get(event.invocation_id()).cloned()
+        } else {
+            None
+        };
+        if let Some(record) = record(&event, snapshot.as_deref()) {
+            let keep = self
+                .filter
+                .as_deref()
+                .is_none_or(|t| record.get("event_type").and_then(Value::as_str) == Some(t));
+            if keep {
+                lock(&self.records).push(record);
+            }
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
+    let l = &site.lineage;
+    m.insert("invocation_id".into(), json!(&*site.invocation_id));
+    m.insert(
+        "correlation_id".into(),
+        json!(site.correlation_id.as_deref()),
+    );
+    m.insert("node_name".into(), json!(&*site.node_name));
+    m.insert("namespace".into(), json!(&*l.namespace));
+    m.insert("attempt_index".into(), json!(l.attempt_index));
+    m.insert("fan_out_index".into(), json!(l.fan_out_index));
+    m.insert("branch_name".into(), json!(l.branch_name));
+    m.insert("fan_out_index_chain".into(), json!(&*l.fan_out_index_chain));
+    m.insert("branch_name_chain".into(), json!(&*l.branch_name_chain));
+}
+
+fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
+    m.insert("provider".into(), json!(r.provider));
+    m.insert("model".into(), json!(r.model));
+    m.insert("call_id".into(), json!(r.call_id));
+    m.insert("input_messages".into(), json!(r.input_messages));
+    m.insert(
+        "request_params".into(),
+        Value::Object(r.request_params.clone()),
+    );
+    m.insert(
+        "request_extras".into(),
+        Value::Object(r.request_extras.clone()),
+    );
+    // No prompt-management capability: calls never run inside a prompt context.
+    m.insert("active_prompt".into(), Value::Null);
+    m.insert("active_prompt_group".into(), Value::Null);
+    m.insert("token_budget".into(), Value::Null);
+}
+
+/// The usage record with every counter present (`null` when not reported).
+pub(crate) fn usage_json(u: &openarmature_graph::LlmUsage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.total_tokens,
+        "cached_tokens": u.cached_tokens,
+        "cache_creation_tokens": u.cache_creation_tokens,
+    })
+}
+
+/// The usage record as the event carries it: the three counters, plus the cache
+/// counters when populated.
+fn event_usage(u: &openarmature_graph::LlmUsage) -> Value {
+    serde_json::to_value(u).unwrap_or(Value::Null)
+}
+
+fn response_fields(m: &mut Map<String, Value>, r: Option<&LlmResponseSummary>) {
+    m.insert(
+        "response_model".into(),
+        json!(r.and_then(|r| r.response_model.clone())),
+    );
+    m.insert(
+        "response_id".into(),
+        json!(r.and_then(|r| r.response_id.clone())),
+    );
+    m.insert(
+        "usage".into(),
+        r.map_or(Value::Null, |r| event_usage(&r.usage)),
+    );
+    m.insert(
+        "finish_reason".into(),
+        json!(r.and_then(|r| r.finish_reason.clone())),
+    );
+    m.insert(
+        "output_content".into(),
+        json!(r.and_then(|r| r.output_content.clone())),
+    );
+}
+
+/// The fixture-facing record of a spec event (`None` for the per-attempt span signal
+/// and the invocation lifecycle events).
+pub(crate) fn record(
+    event: &ObserverEvent,
+    metadata: Option<&Map<String, Value>>,
+) -> Option<Value> {
+    let meta = || metadata.map_or(Value::Null, |m| Value::Object(m.clone()));
+    let mut m = Map::new();
+    match event {
+        ObserverEvent::Node(e) => {
+            m.insert("event_type".into(), json!("NodeEvent"));
+            m.insert("phase".into(), json!(e.phase.as_str()));
+            m.insert("node_name".into(), json!(&*e.node_name));
+            m.insert("namespace".into(), json!(&*e.namespace));
+            m.insert("step".into(), json!(e.step));
+            m.insert("attempt_index".into(), json!(e.attempt_index));
+            m.insert("fan_out_index".into(), json!(e.fan_out_index));
+            m.insert("branch_name".into(), json!(e.branch_name));
+            m.insert("fan_out_index_chain".into(), json!(&*e.fan_out_index_chain));
+            m.insert("branch_name_chain".into(), json!(&*e.branch_name_chain));
+            m.insert("invocation_id".into(), json!(&*e.invocation_id));
+            m.insert("correlation_id".into(), json!(e.correlation_id.as_deref()));
+            m.insert(
+                "error".into(),
+                e.error.as_ref().map_or(
+                    Value::Null,
+                    |x| json!({"category": x.category, "message": x.message}),
+                ),
+            );
+        }
+        ObserverEvent::LlmCompletion(e) => {
+            m.insert("event_type".into(), json!("LlmCompletionEvent"));
+            site_fields(&mut m, &e.site);
+            request_fields(&mut m, &e.request);
+            response_fields(&mut m, Some(&e.response));
+            m.insert(
+                "output_tool_calls".into(),
+                json!(e.response.output_tool_calls),
+            );
+            m.insert("latency_ms".into(), json!(e.latency_ms));
+            m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::LlmFailed(e) => {
+            m.insert("event_type".into(), json!("LlmFailedEvent"));
+            site_fields(&mut m, &e.site);
+            request_fields(&mut m, &e.request);
+            response_fields(&mut m, e.response.as_ref());
+            m.insert("error_category".into(), json!(e.failure.error_category));
+            m.insert("error_type".into(), json!(e.failure.error_type));
+            m.insert("error_message".into(), json!(e.failure.error_message));
+            m.insert("latency_ms".into(), json!(e.latency_ms));
+            m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::FailureIsolation(e) => {
+            m.insert("event_type".into(), json!("FailureIsolationEvent"));
+            m.insert("event_name".into(), json!(e.event_name));
+            m.insert("node_name".into(), json!(e.lineage.namespace.last()));
+            m.insert("namespace".into(), json!(&*e.lineage.namespace));
+            m.insert("invocation_id".into(), json!(&*e.invocation_id));
+        }
+        _ => return None,
+    }
+    Some(Value::Object(m))
+}
+
+fn type_of(record: &Value) -> &str {
+    record
+        .get("event_type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn of_type<'r>(records: &'r [Value], t: &str) -> Vec<&'r Value> {
+    records.iter().filter(|r| type_of(r) == t).collect()
+}
+
+/// Whether `record` matches every `field: value` of `fields` (§5.10 tokens honoured).
+fn fields_match(fields: &Map<String, Value>, record: &Value, path: &str) -> Result<(), String> {
+    let mut b = Bindings::default();
+    for (k, want) in fields {
+        let got = record
+            .get(k)
+            .ok_or_else(|| format!("{path}: the event has no field `{k}`"))?;
+        check(want, got, &mut b, &format!("{path}.{k}"))?;
+    }
+    Ok(())
+}
+
+fn count(y: &Y<'_>) -> Result<usize, String> {
+    usize::try_from(y.i64().map_err(err)?).map_err(|_| err(y.invalid("a count")))
+}
+
+fn type_and_count(y: &Y<'_>) -> Result<(String, usize), String> {
+    y.check_keys(&["event_type", "count"]).map_err(err)?;
+    Ok((
+        event_type(&y.req("event_type").map_err(err)?).map_err(err)?,
+        count(&y.req("count").map_err(err)?)?,
+    ))
+}
+
+fn exact_count(records: &[Value], t: &str, want: usize, what: &str) -> Result<(), String> {
+    let got = of_type(records, t).len();
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: {got} {t}, expected {want}"))
+    }
+}
+
+/// Checks one `expected.observers.<name>` block against a collector's records.
+pub(crate) fn expectations(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
+    for (key, v) in y.entries().map_err(err)? {
+        match key.as_str() {
+            "contains_event" => contains_event(&v, records)?,
+            "event_count" | "contains_exactly_n_events_of_type" => {
+                let (t, n) = type_and_count(&v)?;
+                exact_count(records, &t, n, &key)?;
+            }
+            "event_counts" => {
+                for item in v.seq().map_err(err)? {
+                    let (t, n) = type_and_count(&item)?;
+                    exact_count(records, &t, n, &key)?;
+                }
+            }
+            "contains_exactly_one_event_of_type" => {
+                exact_count(records, &event_type(&v).map_err(err)?, 1, &key)?;
+            }
+            "contains_event_of_type" => {
+                let t = event_type(&v).map_err(err)?;
+                if of_type(records, &t).is_empty() {
+                    return Err(format!("{key}: no {t} among {} events", records.len()));
+                }
+            }
+            "does_not_contain_event_of_type" => {
+                exact_count(records, &event_type(&v).map_err(err)?, 0, &key)?;
+            }
+            "captured_event_field_values_cover" => {
+                v.check_keys(&["field", "values"]).map_err(err)?;
+                let field = v.req("field").and_then(|f| f.str()).map_err(err)?;
+                let want = v.req("values").and_then(|w| w.seq()).map_err(err)?;
+                let got: Vec<Value> = records
+                    .iter()
+                    .map(|r| r.get(field).cloned().unwrap_or(Value::Null))
+                    .collect();
+                for w in want {
+                    let w = w.json().map_err(err)?;
+                    if !got.iter().any(|g| crate::matchers::json_eq(g, &w)) {
+                        return Err(format!(
+                            "{key}: no event has {field} = {w} (values {got:?})"
+                        ));
+                    }
+                }
+            }
+            "every_captured_event_has" => {
+                let Value::Object(fields) = v.json().map_err(err)? else {
+                    return Err(err(v.invalid("a field mapping")));
+                };
+                if records.is_empty() {
+                    return Err(format!("{key}: no captured event"));
+                }
+                for (i, r) in records.iter().enumerate() {
+                    fields_match(&fields, r, &format!("{key}[{i}]"))?;
+                }
+            }
+            "sentinel_node_event_emission_is_impl_defined" => {
+                // Documentation flag: this implementation emits no sentinel node event
+                // (LLM calls surface only as typed events), which the fixture allows.
+                if !v.bool().map_err(err)? {
+                    return Err(err(v.invalid("only `true` is meaningful")));
+                }
+            }
+            "relative_order_of_events_matching" => relative_order(&v, records)?,
+            "contains_events_in_order" => in_order(&v, records)?,
+            _ => return Err(err(unknown(&v, format!("observer expectation `{key}`")))),
+        }
+    }
+    Ok(())
+}
+
+fn contains_event(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
+    y.check_keys(&["event_type", "fields", "fields_absent_keys"])
+        .map_err(err)?;
+    let t = event_type(&y.req("event_type").map_err(err)?).map_err(err)?;
+    let fields = match y.get("fields").map(|f| f.json()).transpose().map_err(err)? {
+        Some(Value::Object(m)) => m,
+        None => Map::new(),
+        Some(other) => return Err(format!("contains_event.fields: not a mapping: {other}")),
+    };
+    let absent: Vec<(String, Vec<String>)> = match y.get("fields_absent_keys") {
+        Some(a) => a
+            .entries()
+            .map_err(err)?
+            .into_iter()
+            .map(|(k, keys)| Ok((k, keys.strings().map_err(err)?)))
+            .collect::<Result<_, String>>()?,
+        None => Vec::new(),
+    };
+    let candidates = of_type(records, &t);
+    let mut last = format!("contains_event: no {t} among {} events", records.len());
+    for (i, r) in candidates.iter().enumerate() {
+        let verdict =
+            fields_match(&fields, r, &format!("contains_event[{t} #{i}]")).and_then(|()| {
+                for (field, keys) in &absent {
+                    let Some(Value::Object(map)) = r.get(field) else {
+                        return Err(format!("fields_absent_keys: `{field}` is not a mapping"));
+                    };
+                    if let Some(k) = keys.iter().find(|k| map.contains_key(*k)) {
+                        return Err(format!("fields_absent_keys: `{field}` carries `{k}`"));
+                    }
+                }
+                Ok(())
+            });
+        match verdict {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// One entry of an ordered expectation: `{event_type, <field>: <value>...}`.
+fn entry_matches(entry: &Map<String, Value>, record: &Value) -> bool {
+    entry.iter().all(|(k, want)| {
+        let got = if k == "event_type" {
+            Some(Value::from(type_of(record)))
+        } else {
+            record.get(k).cloned()
+        };
+        got.is_some_and(|g| check(want, &g, &mut Bindings::default(), "$").is_ok())
+    })
+}
+
+fn relative_order(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
+    y.check_keys(&["filter", "expected_order"]).map_err(err)?;
+    let filter = match y.req("filter").and_then(|f| f.json()).map_err(err)? {
+        Value::Object(m) => m,
+        other => return Err(format!("relative_order: filter is not a mapping: {other}")),
+    };
+    let order: Vec<Map<String, Value>> = y
+        .req("expected_order")
+        .and_then(|o| o.seq())
+        .map_err(err)?
+        .iter()
+        .map(|e| match e.json().map_err(err)? {
+            Value::Object(m) => Ok(m),
+            other => Err(format!("relative_order: entry is not a mapping: {other}")),
+        })
+        .collect::<Result<_, _>>()?;
+    let filtered: Vec<&Value> = records
+        .iter()
+        .filter(|r| entry_matches(&filter, r))
+        .collect();
+    // Every expected entry matches exactly one filtered event, at increasing positions.
+    let mut last: Option<usize> = None;
+    for (i, want) in order.iter().enumerate() {
+        let hits: Vec<usize> = filtered
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| entry_matches(want, r))
+            .map(|(p, _)| p)
+            .collect();
+        let [p] = hits.as_slice() else {
+            return Err(format!(
+                "relative_order: entry {i} {want:?} matches {} events",
+                hits.len()
+            ));
+        };
+        if last.is_some_and(|l| *p <= l) {
+            return Err(format!(
+                "relative_order: entry {i} {want:?} arrived out of order"
+            ));
+        }
+        last = Some(*p);
+    }
+    Ok(())
+}
+
+fn in_order(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
+    y.check_keys(&["event_type", "events"]).map_err(err)?;
+    let t = event_type(&y.req("event_type").map_err(err)?).map_err(err)?;
+    let want = y.req("events").and_then(|e| e.seq()).map_err(err)?;
+    let got = of_type(records, &t);
+    if got.len() != want.len() {
+        return Err(format!(
+            "contains_events_in_order: {} {t}, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (w, g)) in want.iter().zip(got).enumerate() {
+        let Value::Object(fields) = w.json().map_err(err)? else {
+            return Err(format!("contains_events_in_order[{i}]: not a mapping"));
+        };
+        fields_match(&fields, g, &format!("contains_events_in_order[{i}]"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! The aggregator's state: assigns every attempt to its invocation and logical
+//! call.
+
+use std::collections::{HashMap, HashSet};
+
+use openarmature_graph::Lineage;
+
+use super::report::{AttemptUsage, CallUsage, InvocationUsage};
+
+/// A node's identity within an invocation, attempt-independent.
+pub(super) type Unit = (Vec<String>, Vec<Option<usize>>, Vec<Option<String>>);
+
+fn unit_of(lineage: &Lineage) -> Unit {
+    unit(
+        &lineage.namespace,
+        &lineage.fan_out_index_chain,
+        &lineage.branch_name_chain,
+    )
+}
+
+/// The unit of a node at `namespace` with these lineage chains.
+pub(super) fn unit(
+    namespace: &[String],
+    fan_out: &[Option<usize>],
+    branches: &[Option<String>],
+) -> Unit {
+    (namespace.to_vec(), fan_out.to_vec(), branches.to_vec())
+}
+
+fn render_unit(unit: &Unit) -> String {
+    let mut s = unit.0.join("/");
+    let tags: Vec<String> = unit
+        .1
+        .iter()
+        .flatten()
+        .map(|i| format!("fan_out={i}"))
+        .chain(unit.2.iter().flatten().map(|b| format!("branch={b}")))
+        .collect();
+    if !tags.is_empty() {
+        s.push('[');
+        s.push_str(&tags.join(","));
+        s.push(']');
+    }
+    s
+}
+
+/// The node execution a unit is in: its step, and per node attempt the number of
+/// calls made so far.
+#[derive(Default)]
+struct Execution {
+    step: u64,
+    calls_in_attempt: HashMap<u32, u32>,
+}
+
+#[derive(Default)]
+pub(super) struct Invocation {
+    executions: HashMap<Unit, Execution>,
+    calls: Vec<CallUsage>,
+    by_call_id: HashMap<String, usize>,
+    by_logical: HashMap<String, usize>,
+    seen: HashSet<(String, u32)>,
+    unattributed: Vec<AttemptUsage>,
+}
+
+/// Where an attempt came from.
+pub(super) struct Origin<'a> {
+    pub(super) lineage: Option<&'a Lineage>,
+    pub(super) node_name: Option<&'a str>,
+}
+
+impl Invocation {
+    /// A node attempt started: remember its step; its calls count from 0.
+    pub(super) fn node_started(&mut self, unit: Unit, attempt: u32, step: u64) {
+        let e = self.executions.entry(unit).or_default();
+        if e.step != step {
+            e.calls_in_attempt.clear();
+        }
+        e.step = step;
+        e.calls_in_attempt.insert(attempt, 0);
+    }
+
+    /// Whether the attempt `(call_id, index)` was already accounted.
+    pub(super) fn has(&self, call_id: &str, index: u32) -> bool {
+        self.seen.contains(&(call_id.to_owned(), index))
+    }
+
+    /// Whether any attempt of `call_id` was accounted.
+    pub(super) fn knows_call(&self, call_id: &str) -> bool {
+        self.by_call_id.contains_key(call_id)
+    }
+
+    /// Accounts one attempt.
+    pub(super) fn attempt(&mut self, invocation_id: &str, origin: &Origin<'_>, a: AttemptUsage) {
+        if a.call_id.is_empty() {
+            self.unattributed.push(a);
+            return;
+        }
+        if !self.seen.insert((a.call_id.clone(), a.attempt_index)) {
+            return;
+        }
+        let index = match self.by_call_id.get(&a.call_id) {
+            Some(i) => *i,
+            None => self.new_call_id(invocation_id, origin, &a.call_id),
+        };
+        if let Some(call) = self.calls.get_mut(index) {
+            call.attempts.push(a);
+        }
+    }
+
+    fn new_call_id(&mut self, invocation_id: &str, origin: &Origin<'_>, call_id: &str) -> usize {
+        let logical = origin
+            .lineage
+            .and_then(|l| {
+                let unit = unit_of(l);
+                let e = self.executions.get_mut(&unit)?;
+                let n = e.calls_in_attempt.entry(l.attempt_index).or_insert(0);
+                let ordinal = *n;
+                *n += 1;
+                Some(format!(
+                    "{invocation_id}:{}@{}#{ordinal}",
+                    render_unit(&unit),
+                    e.step
+                ))
+            })
+            // No node start seen (or outside a graph): the call is its own logical call.
+            .unwrap_or_else(|| format!("{invocation_id}:{call_id}"));
+        let index = match self.by_logical.get(&logical) {
+            Some(i) => *i,
+            None => {
+                self.calls.push(CallUsage {
+                    logical_call_id: logical.clone(),
+                    call_ids: Vec::new(),
+                    node_name: origin.node_name.map(str::to_owned),
+                    attempts: Vec::new(),
+                });
+                let i = self.calls.len() - 1;
+                self.by_logical.insert(logical, i);
+                i
+            }
+        };
+        if let Some(call) = self.calls.get_mut(index) {
+            call.call_ids.push(call_id.to_owned());
+        }
+        self.by_call_id.insert(call_id.to_owned(), index);
+        index
+    }
+
+    pub(super) fn report(&self, invocation_id: &str) -> InvocationUsage {
+        InvocationUsage {
+            invocation_id: invocation_id.to_owned(),
+            calls: self.calls.clone(),
+            unattributed: self.unattributed.clone(),
+        }
+    }
+}

@@ -1,0 +1,293 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use openarmature_graph::{
+    state, BoxError, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
+    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, Registration, END,
+};
+use openarmature_pipeline::retry::{Constant, RetryConfig};
+use openarmature_pipeline::RetryMiddleware;
+use serde_json::{json, Map, Value};
+
+use super::*;
+use crate::error::StructuredOutputInvalid;
+use crate::message::{AssistantMessage, Content, Message};
+use crate::provider::{CompletionRequest, Provider, WireRequest};
+use crate::response::{FinishReason, Response, Usage};
+use crate::retry::LlmRetryConfig;
+use crate::LlmError;
+
+state! {
+    /// Test state.
+    #[derive(Default)]
+    pub struct S => SUpdate {
+        /// Unused.
+        pub out: String,
+    }
+}
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        prompt_tokens: Some(input),
+        completion_tokens: Some(output),
+        total_tokens: Some(input + output),
+        ..Usage::default()
+    }
+}
+
+fn ok(input: u64, output: u64) -> Result<Response, LlmError> {
+    Ok(Response::new(
+        AssistantMessage {
+            content: Some(Content::Text("{}".into())),
+            tool_calls: Vec::new(),
+        },
+        FinishReason::Stop,
+        usage(input, output),
+        json!({}),
+        None,
+    ))
+}
+
+fn invalid(input: u64, output: u64) -> Result<Response, LlmError> {
+    Err(LlmError::StructuredOutputInvalid(Box::new(
+        StructuredOutputInvalid {
+            response_schema: json!({"type": "object"}),
+            output_content: "nope".into(),
+            error_message: "not JSON".into(),
+            finish_reason: FinishReason::Stop,
+            usage: usage(input, output),
+            response_id: None,
+            response_model: None,
+            raw: json!({}),
+        },
+    )))
+}
+
+fn down() -> Result<Response, LlmError> {
+    Err(LlmError::unavailable("down"))
+}
+
+/// Answers from a script, one entry per send.
+struct Scripted(Mutex<VecDeque<Result<Response, LlmError>>>);
+
+impl Scripted {
+    fn new(script: Vec<Result<Response, LlmError>>) -> Arc<Self> {
+        Arc::new(Scripted(Mutex::new(script.into())))
+    }
+}
+
+impl Provider for Scripted {
+    fn model(&self) -> &str {
+        "m"
+    }
+    fn provider_name(&self) -> &str {
+        "test"
+    }
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        let next = self
+            .0
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("script exhausted");
+        Box::pin(async move { next })
+    }
+}
+
+fn zero() -> RetryConfig {
+    RetryConfig::default().backoff(Constant(std::time::Duration::ZERO))
+}
+
+fn reask_retry(n: u32) -> LlmRetryConfig {
+    LlmRetryConfig::from(zero().max_attempts(n)).reask(|_: &StructuredOutputInvalid| "fix".into())
+}
+
+/// A graph whose node `ask` makes `calls` calls (each with `retry`), under an
+/// optional node-level retry.
+async fn run_graph(
+    provider: Arc<Scripted>,
+    calls: usize,
+    retry: Option<LlmRetryConfig>,
+    node_retry: Option<u32>,
+) -> (UsageAggregator, String) {
+    let usage = UsageAggregator::new();
+    let mut builder = GraphBuilder::new(S::default())
+        .add_node("ask", move |_s: Arc<S>, ctx: NodeCtx| {
+            let (p, retry) = (Arc::clone(&provider), retry.clone());
+            async move {
+                for _ in 0..calls {
+                    let mut request =
+                        CompletionRequest::new(vec![Message::user("hi")]).in_node(&ctx);
+                    if let Some(r) = &retry {
+                        request = request.retry(r.clone());
+                    }
+                    p.complete(&request)
+                        .await
+                        .map_err(LlmError::into_box_error)?;
+                }
+                Ok::<SUpdate, BoxError>(SUpdate::default())
+            }
+        })
+        .add_edge("ask", END)
+        .entry("ask");
+    if let Some(n) = node_retry {
+        builder = builder.node_middleware(
+            "ask",
+            Arc::new(RetryMiddleware::new(zero().max_attempts(n))),
+        );
+    }
+    let graph = builder.compile().unwrap();
+    let done = graph
+        .invoke_with(
+            S::default(),
+            InvokeOptions::default().observer(Registration::new("usage", usage.clone())),
+        )
+        .await;
+    graph.drain(None).await;
+    let id = match done {
+        Ok(c) => c.invocation_id,
+        Err(_) => usage
+            .report()
+            .first()
+            .map(|i| i.invocation_id.clone())
+            .unwrap(),
+    };
+    (usage, id)
+}
+
+fn t(input: u64, output: u64) -> TokenCounts {
+    TokenCounts {
+        input,
+        output,
+        total: input + output,
+    }
+}
+
+#[tokio::test]
+async fn final_and_billed_for_the_issue_example() {
+    let p = Scripted::new(vec![invalid(500, 0), ok(500, 1200)]);
+    let (usage, id) = run_graph(p, 1, Some(reask_retry(2)), None).await;
+    let inv = usage.invocation(&id).unwrap();
+    assert_eq!(inv.calls.len(), 1);
+    let call = &inv.calls[0];
+    assert_eq!(call.final_usage(), Some(t(500, 1200)));
+    assert_eq!(call.billed(), t(1000, 1200));
+    assert_eq!(
+        (inv.final_usage(), inv.billed()),
+        (t(500, 1200), t(1000, 1200))
+    );
+    assert!(
+        call.logical_call_id.starts_with(&format!("{id}:ask@")),
+        "{}",
+        call.logical_call_id
+    );
+}
+
+#[tokio::test]
+async fn the_same_example_outside_a_graph() {
+    let p = Scripted::new(vec![invalid(500, 0), ok(500, 1200)]);
+    let usage = UsageAggregator::new();
+    let request = CompletionRequest::new(vec![Message::user("hi")])
+        .retry(reask_retry(2))
+        .on_attempt(usage.clone());
+    p.complete(&request).await.unwrap();
+    let inv = usage.invocation("").unwrap();
+    assert_eq!(inv.calls.len(), 1);
+    assert_eq!(
+        (inv.final_usage(), inv.billed()),
+        (t(500, 1200), t(1000, 1200))
+    );
+}
+
+#[tokio::test]
+async fn node_retries_map_onto_the_same_logical_calls_by_ordinal() {
+    // Node attempt 0: call #0 succeeds (10/1), call #1 fails; node attempt 1: both
+    // succeed. Two logical calls, each with one call id per node attempt.
+    let p = Scripted::new(vec![ok(10, 1), down(), ok(20, 2), ok(30, 3)]);
+    let (usage, id) = run_graph(p, 2, None, Some(2)).await;
+    let inv = usage.invocation(&id).unwrap();
+    assert_eq!(inv.calls.len(), 2, "{inv:#?}");
+    let (first, second) = (&inv.calls[0], &inv.calls[1]);
+    assert!(first.logical_call_id.ends_with("#0") && second.logical_call_id.ends_with("#1"));
+    assert_eq!(first.call_ids.len(), 2);
+    assert_eq!(first.final_usage(), Some(t(20, 2)));
+    assert_eq!(
+        first.billed(),
+        t(30, 3),
+        "both node attempts' successes were billed"
+    );
+    assert_eq!(second.final_usage(), Some(t(30, 3)));
+    assert_eq!(
+        second
+            .attempts
+            .iter()
+            .map(|a| a.node_attempt_index)
+            .collect::<Vec<_>>(),
+        [Some(0), Some(1)]
+    );
+    assert_eq!(inv.final_usage(), t(50, 5));
+    assert_eq!(inv.billed(), t(60, 6));
+}
+
+#[tokio::test]
+async fn events_without_a_call_id_are_billed_not_dropped() {
+    let usage = UsageAggregator::new();
+    let graph = GraphBuilder::new(S::default())
+        .add_node("emit", |_s: Arc<S>, ctx: NodeCtx| async move {
+            let summary = LlmResponseSummary::new(None, None, usage_of(7, 3), None, None, None);
+            let request = LlmRequestSummary::new(
+                "x",
+                "m",
+                "",
+                Vec::new(),
+                Map::new(),
+                Map::<String, Value>::new(),
+            );
+            ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                LlmCallSite::from_ctx(&ctx),
+                request,
+                0,
+                None,
+                LlmAttemptOutcome::Completed(summary),
+                None,
+            )));
+            Ok::<SUpdate, BoxError>(SUpdate::default())
+        })
+        .add_edge("emit", END)
+        .entry("emit")
+        .compile()
+        .unwrap();
+    let done = graph
+        .invoke_with(
+            S::default(),
+            InvokeOptions::default().observer(Registration::new("usage", usage.clone())),
+        )
+        .await
+        .unwrap();
+    graph.drain(None).await;
+    let inv = usage.invocation(&done.invocation_id).unwrap();
+    assert!(inv.calls.is_empty());
+    assert_eq!(inv.unattributed.len(), 1);
+    assert_eq!(inv.billed(), t(7, 3));
+    assert_eq!(inv.final_usage(), TokenCounts::default());
+}
+
+fn usage_of(input: u64, output: u64) -> LlmUsage {
+    usage(input, output)
+}
+
+#[test]
+fn token_counts_of_unreported_usage_is_none() {
+    assert_eq!(TokenCounts::of(&LlmUsage::default()), None);
+    let partial = LlmUsage {
+        prompt_tokens: Some(5),
+        ..LlmUsage::default()
+    };
+    assert_eq!(TokenCounts::of(&partial), Some(t(5, 0)));
+}

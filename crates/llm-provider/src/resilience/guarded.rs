@@ -1,0 +1,185 @@
+//! [`ResilientProvider`]: any [`Provider`] behind its endpoint's circuit breaker and
+//! retry budget (extensions 0003 and 0004).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use openarmature_graph::{ExtensionEvent, NodeCtx, ObserverEvent};
+use serde_json::{Map, Value};
+
+use super::breaker::{CircuitBreaker, Transition, STATE_CHANGE_EVENT};
+use super::endpoint::Endpoint;
+use crate::error::LlmError;
+use crate::provider::{CompletionRequest, Provider, WireRequest};
+use crate::response::Response;
+use crate::retry::LlmRetryConfig;
+
+/// Wraps a provider with its [`Endpoint`]'s breaker and budget.
+///
+/// - Every wire attempt asks the breaker first; while open it fails at once with
+///   `provider_circuit_open` (non-transient: no retry, no sleep). Outcomes are
+///   recorded; transitions are dispatched as `openarmature.circuit_breaker.state_change`
+///   [`ExtensionEvent`]s on the calling node's queue (attributes `endpoint`, `from`,
+///   `to`, `reason`) and reported to the breaker's listeners. Refused attempts also
+///   show as LLM attempt events (and spans) with that error category.
+/// - `complete()` gives the call-level retry lane the endpoint's budget when the
+///   request's retry config has none (and a one-attempt config to a request without
+///   one, so its first attempt is counted), and with a breaker a sleeper that skips
+///   the wait before a retry the open breaker would refuse
+///   ([`super::breaker::SkipWhileOpen`]). `send()` stays one attempt.
+///
+/// # Examples
+/// ```no_run
+/// use std::sync::Arc;
+/// use openarmature_llm::resilience::{BreakerPolicy, CircuitBreaker, Endpoint, ResilientProvider};
+/// use openarmature_llm::OpenAiProvider;
+/// # fn demo() -> Result<(), openarmature_llm::LlmError> {
+/// let key = "openai http://localhost:8000/v1";
+/// let endpoint = Arc::new(Endpoint::new(key).breaker(CircuitBreaker::new(key, BreakerPolicy::default())));
+/// let inner = OpenAiProvider::builder("http://localhost:8000/v1", "my-model").build()?;
+/// let provider = ResilientProvider::new(inner, endpoint);
+/// # let _ = provider; Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ResilientProvider<P> {
+    inner: P,
+    endpoint: Arc<Endpoint>,
+}
+
+impl<P: Provider> ResilientProvider<P> {
+    /// Wraps `inner` with `endpoint`'s breaker and budget.
+    pub fn new(inner: P, endpoint: Arc<Endpoint>) -> Self {
+        ResilientProvider { inner, endpoint }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.endpoint
+    }
+
+    async fn guarded_send(
+        &self,
+        ctx: Option<&NodeCtx>,
+        request: WireRequest<'_>,
+    ) -> Result<Response, LlmError> {
+        let Some(breaker) = self.endpoint.circuit_breaker() else {
+            return self.inner.send(request).await;
+        };
+        let (permit, t) = breaker.try_acquire();
+        dispatch(ctx, breaker, t);
+        let permit = permit?;
+        let result = self.inner.send(request).await;
+        let t = permit.record(result.as_ref().map(|_| ()));
+        dispatch(ctx, breaker, t);
+        result
+    }
+
+    /// The request with the endpoint's budget (and, with a breaker, a sleeper that
+    /// skips waits for refused retries) on its call-level retry config, when it
+    /// needs them.
+    fn prepared(&self, request: &CompletionRequest) -> Option<CompletionRequest> {
+        let budget = self.endpoint.retry_budget();
+        let needs_budget = budget.is_some()
+            && request
+                .retry
+                .as_ref()
+                .is_none_or(|r| r.base.budget.is_none());
+        let needs_sleeper = self.endpoint.circuit_breaker().is_some()
+            && request.retry.as_ref().is_some_and(|r| r.max_attempts() > 1);
+        if !needs_budget && !needs_sleeper {
+            return None;
+        }
+        let mut request = request.clone();
+        let mut retry = request.retry.take().unwrap_or_else(|| {
+            LlmRetryConfig::from(openarmature_pipeline::RetryConfig::default().max_attempts(1))
+        });
+        if needs_budget {
+            retry.base.budget = budget;
+        }
+        if needs_sleeper {
+            let inner = Arc::clone(&retry.base.sleeper);
+            retry.base.sleeper = Arc::new(Endpoint::sleeper(&self.endpoint, inner));
+        }
+        request.retry = Some(retry);
+        Some(request)
+    }
+}
+
+fn dispatch(ctx: Option<&NodeCtx>, breaker: &CircuitBreaker, t: Option<Transition>) {
+    let (Some(ctx), Some(t)) = (ctx, t) else {
+        return;
+    };
+    let mut attributes = Map::new();
+    attributes.insert("endpoint".into(), Value::from(breaker.endpoint()));
+    attributes.insert("from".into(), Value::from(t.from.as_str()));
+    attributes.insert("to".into(), Value::from(t.to.as_str()));
+    attributes.insert("reason".into(), Value::from(t.reason));
+    ctx.dispatch_event(ObserverEvent::Extension(ExtensionEvent::new(
+        ctx,
+        STATE_CHANGE_EVENT,
+        attributes,
+    )));
+}
+
+/// The provider as seen by one `complete()` call: sends know the calling node.
+struct Scoped<'p, P> {
+    provider: &'p ResilientProvider<P>,
+    ctx: Option<NodeCtx>,
+}
+
+impl<P: Provider> Provider for Scoped<'_, P> {
+    fn model(&self) -> &str {
+        self.provider.inner.model()
+    }
+
+    fn provider_name(&self) -> &str {
+        self.provider.inner.provider_name()
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        self.provider.inner.ready()
+    }
+
+    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.provider.guarded_send(self.ctx.as_ref(), request))
+    }
+}
+
+impl<P: Provider> Provider for ResilientProvider<P> {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        self.inner.ready()
+    }
+
+    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.guarded_send(None, request))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a CompletionRequest,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(async move {
+            let owned = self.prepared(request);
+            let request = owned.as_ref().unwrap_or(request);
+            let scoped = Scoped {
+                provider: self,
+                ctx: request.node.clone(),
+            };
+            crate::call::complete(&scoped, request).await
+        })
+    }
+}
