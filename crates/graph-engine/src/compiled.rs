@@ -549,6 +549,7 @@ impl<S: State> Inner<S> {
                 attempt_scoped: false,
                 latest_attempt: Arc::new(AtomicU32::new(scope.inherited_attempt)),
                 node_config: node.node.event_config(&node.name, &state).map(Arc::new),
+                call_ordinals: Arc::default(),
                 scope: Arc::clone(&scope),
             };
             let terminal = AttemptTerminal {
@@ -722,6 +723,7 @@ where
         attempt_scoped: false,
         latest_attempt: Arc::new(AtomicU32::new(ctx.attempt_index)),
         node_config: None,
+        call_ordinals: Arc::default(),
         scope: Arc::clone(scope),
     };
     emit(&unit, Phase::Started, &state, None, None);

@@ -95,6 +95,11 @@ pub struct LlmRequestSummary {
     pub model: String,
     /// Minted per `complete()` call; shared by every attempt of the call.
     pub call_id: String,
+    /// Extension 0001 (attempt accounting): the logical call this `complete()` call
+    /// belongs to, stable across both retry lanes — a node-level retry that re-issues
+    /// the call gets a new `call_id` but the same logical call id. `None` when the
+    /// emitter did not derive one.
+    pub logical_call_id: Option<String>,
     /// The message list sent, in llm-provider §3 shape, inline image bytes redacted.
     pub input_messages: Vec<Value>,
     /// The declared sampling parameters that were set (GenAI names, no prefix).
@@ -117,10 +122,17 @@ impl LlmRequestSummary {
             provider: provider.into(),
             model: model.into(),
             call_id: call_id.into(),
+            logical_call_id: None,
             input_messages,
             request_params,
             request_extras,
         }
+    }
+
+    /// Sets the logical call id (extension 0001).
+    pub fn with_logical_call_id(mut self, logical_call_id: impl Into<String>) -> Self {
+        self.logical_call_id = Some(logical_call_id.into());
+        self
     }
 }
 

@@ -215,6 +215,43 @@ async fn reattempting_middleware_produces_one_event_pair_per_attempt_sharing_one
 }
 
 #[tokio::test]
+async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
+    // Each attempt claims two call ordinals; attempts 0 and 1 fail. Every attempt
+    // counts from 0 (extension 0001: a node-level retry re-issues the same calls).
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("calls", move |_s: Arc<Doc>, ctx: NodeCtx| {
+            let ordinals = [ctx.next_call_ordinal(), ctx.next_call_ordinal()];
+            sink.lock().unwrap().push((ctx.attempt_index(), ordinals));
+            futures::future::ready(if ctx.attempt_index() < 2 {
+                Err::<DocUpdate, BoxError>("again".into())
+            } else {
+                Ok(DocUpdate::default())
+            })
+        })
+        .add_node("next", |_s: Arc<Doc>, ctx: NodeCtx| {
+            futures::future::ready(if ctx.next_call_ordinal() == 0 {
+                Ok(DocUpdate::default().note("fresh".to_owned()))
+            } else {
+                Err::<DocUpdate, BoxError>("a new node execution counts from 0".into())
+            })
+        })
+        .add_edge("calls", "next")
+        .add_edge("next", END)
+        .entry("calls")
+        .node_middleware("calls", Arc::new(Reattempt { attempts: 3 }))
+        .compile()
+        .unwrap();
+    let out = graph.invoke(Doc::default()).await.unwrap();
+    assert_eq!(out.note, "fresh");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(0, [0, 1]), (1, [0, 1]), (2, [0, 1])]
+    );
+}
+
+#[tokio::test]
 async fn reattempts_exhausted_surface_the_last_error() {
     let graph = GraphBuilder::new(Doc::default())
         .add_node("always", |_s: Arc<Doc>, ctx: NodeCtx| async move {

@@ -1,7 +1,10 @@
 //! Spec: llm-provider §7.1 *Call-level retry* (the loop, the adaptive extensions,
 //! per-attempt reporting) and graph-engine §6 (the typed LLM events).
 //!
-//! One `complete()` call mints a `call_id` and runs attempts `0..max_attempts`:
+//! One `complete()` call mints a `call_id`, takes its logical call id (extension
+//! 0001: the calling node execution's step and the call's ordinal in the node
+//! attempt, so a node-level retry re-issuing it keeps the id) and runs attempts
+//! `0..max_attempts`:
 //!
 //! 1. attempt *i* sends the working transcript (the caller's messages plus any reask
 //!    pairs) with the effective config of attempt *i*;
@@ -25,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use openarmature_graph::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, ObserverEvent, RetryReason,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, NodeCtx, ObserverEvent, RetryReason,
 };
 use serde_json::{json, Map, Value};
 
@@ -41,6 +44,9 @@ use crate::response::Response;
 pub struct AttemptRecord<'a> {
     /// Shared by every attempt of one `complete()` call.
     pub call_id: &'a str,
+    /// Extension 0001: the logical call, stable across both retry lanes (see
+    /// [`crate::resilience::accounting`]); outside a node `":<call_id>"`.
+    pub logical_call_id: &'a str,
     /// 0-based call-level attempt index.
     pub attempt_index: u32,
     /// Why this attempt was scheduled (`None` on attempt 0).
@@ -79,9 +85,25 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     crate::error::register_category_probe();
     let call_id = uuid::Uuid::new_v4().to_string();
     let call_started = Instant::now();
+    // Extension 0001: the call's ordinal in its node attempt is claimed whether or
+    // not anyone observes, so ordinals line up across node-level attempts.
+    let ordinal = request.node.as_ref().map(NodeCtx::next_call_ordinal);
     // Typed events are built only when an observer will receive them.
     let node = request.node.as_ref().filter(|ctx| ctx.has_observers());
     let site = node.map(LlmCallSite::from_ctx);
+    let logical_call_id = if site.is_some() || request.attempt_observer.is_some() {
+        match (&request.node, ordinal) {
+            (Some(ctx), Some(ordinal)) => crate::resilience::accounting::logical_call_id(
+                ctx.invocation_id(),
+                &ctx.lineage(),
+                ctx.step(),
+                ordinal,
+            ),
+            _ => format!(":{call_id}"),
+        }
+    } else {
+        String::new()
+    };
     let retry = request.retry.as_ref();
     let max_attempts = retry.map_or(1, |r| r.max_attempts());
     // The working transcript: `None` until the first reask appends to a copy.
@@ -104,6 +126,7 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {
                 call_id: &call_id,
+                logical_call_id: &logical_call_id,
                 attempt_index: attempt,
                 retry_reason: reason,
                 messages,
@@ -122,7 +145,8 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
             };
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
                 site.clone(),
-                request_summary(provider, &call_id, messages, &config),
+                request_summary(provider, &call_id, messages, &config)
+                    .with_logical_call_id(logical_call_id.as_str()),
                 attempt,
                 reason,
                 outcome,
@@ -135,7 +159,8 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
                 if let (Some(ctx), Some(site)) = (node, &site) {
                     ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
                         site.clone(),
-                        request_summary(provider, &call_id, &request.messages, &request.config),
+                        request_summary(provider, &call_id, &request.messages, &request.config)
+                            .with_logical_call_id(logical_call_id.as_str()),
                         response_summary(&response),
                         Some(millis(call_started.elapsed())),
                     )));
@@ -175,7 +200,8 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
             if let (Some(ctx), Some(site)) = (node, &site) {
                 ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
                     site.clone(),
-                    request_summary(provider, &call_id, &request.messages, &request.config),
+                    request_summary(provider, &call_id, &request.messages, &request.config)
+                        .with_logical_call_id(logical_call_id.as_str()),
                     failure_of(&error),
                     error.structured_output().map(failed_response_summary),
                     Some(millis(latency)),

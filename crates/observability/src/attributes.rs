@@ -97,6 +97,31 @@ pub const LLM_CACHE_READ_INPUT_TOKENS: &str = "openarmature.llm.cache_read.input
 /// `openarmature.llm.cache_creation.input_tokens` — int, when the provider reported it.
 pub const LLM_CACHE_CREATION_INPUT_TOKENS: &str = "openarmature.llm.cache_creation.input_tokens";
 
+// Project extensions (spec/extensions/): not in the pinned specification.
+
+/// `openarmature.llm.logical_call_id` — string, on every `openarmature.llm.complete`
+/// span (extension 0001, attempt accounting): the logical call the attempt belongs
+/// to, `"<invocation_id>:<node path>[<lineage>]@<step>#<ordinal>"`. Every attempt of
+/// one `complete()` call shares it, and so does the call a node-level retry re-issues
+/// (same node execution, same ordinal), so `(logical_call_id,
+/// openarmature.node.attempt_index of the parent, openarmature.llm.attempt_index)`
+/// orders every wire attempt of the call. An emitter that derived none: the call is
+/// its own logical call, `"<invocation_id>:<call_id>"`.
+pub const LLM_LOGICAL_CALL_ID: &str = "openarmature.llm.logical_call_id";
+/// The span event a circuit-breaker transition is recorded as (extension 0004), on
+/// the span of the node attempt whose call caused it, at the transition's time.
+pub const CIRCUIT_BREAKER_STATE_CHANGE_EVENT: &str = "openarmature.circuit_breaker.state_change";
+/// `openarmature.circuit_breaker.endpoint` — string, the breaker's endpoint key (event
+/// attribute).
+pub const CIRCUIT_BREAKER_ENDPOINT: &str = "openarmature.circuit_breaker.endpoint";
+/// `openarmature.circuit_breaker.from` — `closed` | `open` | `half_open` (event attribute).
+pub const CIRCUIT_BREAKER_FROM: &str = "openarmature.circuit_breaker.from";
+/// `openarmature.circuit_breaker.to` — `closed` | `open` | `half_open` (event attribute).
+pub const CIRCUIT_BREAKER_TO: &str = "openarmature.circuit_breaker.to";
+/// `openarmature.circuit_breaker.reason` — `consecutive_failures` | `failure_rate` |
+/// `cooldown_elapsed` | `probe_failed` | `probe_succeeded` (event attribute).
+pub const CIRCUIT_BREAKER_REASON: &str = "openarmature.circuit_breaker.reason";
+
 // §5.5.1 Payload attributes (emitted only with `disable_provider_payload = false`;
 // each capped per §5.5.5).
 

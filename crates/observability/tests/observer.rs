@@ -102,7 +102,8 @@ fn llm_graph() -> CompiledGraph<Doc> {
 async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
     let (exporter, provider) = provider();
     let otel = OtelObserver::builder(&provider).build();
-    otel.invoke(&llm_graph(), Doc::default(), InvokeOptions::default())
+    let done = otel
+        .invoke(&llm_graph(), Doc::default(), InvokeOptions::default())
         .await
         .unwrap();
     let spans = exporter.get_finished_spans().unwrap();
@@ -112,6 +113,11 @@ async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
     assert_eq!(attempts.len(), 2);
     for s in &attempts {
         assert_eq!(s.parent_span_id, node.span_context.span_id());
+        // An emitter without a logical call id: the call is its own logical call.
+        assert_eq!(
+            attr(s, a::LLM_LOGICAL_CALL_ID),
+            Some(Value::from(format!("{}:call-1", done.invocation_id)))
+        );
         assert_eq!(attr(s, a::LLM_MODEL), Some(Value::from("gpt-test")));
         assert_eq!(attr(s, "gen_ai.request.temperature"), Some(Value::F64(0.5)));
     }

@@ -2,7 +2,8 @@
 //! default-off), §5.5.2 (request parameters), §5.5.3 / §5.5.3.1 (GenAI response and
 //! cache attributes), §5.5.4 (opt-out flags), §5.5.5 (truncation, image redaction),
 //! §5.5.10 (tool-call identity projections); llm-provider §7.1 (one span per wire
-//! attempt, `openarmature.llm.attempt_index`, `openarmature.llm.retry_reason`).
+//! attempt, `openarmature.llm.attempt_index`, `openarmature.llm.retry_reason`) and
+//! extension 0001 (`openarmature.llm.logical_call_id`).
 //!
 //! Everything is rendered from the per-attempt [`LlmAttemptEvent`]: its request side
 //! is the attempt's own transcript and effective config, its outcome the attempt's
@@ -27,6 +28,16 @@ pub(crate) fn attempt_attributes(
         KeyValue::new(attr::LLM_MODEL, e.request.model.clone()),
         KeyValue::new(attr::LLM_ATTEMPT_INDEX, i64::from(e.attempt_index)),
     ];
+    // Extension 0001: the logical call (an emitter that derived none: the call is its
+    // own logical call).
+    match &e.request.logical_call_id {
+        Some(id) => attrs.push(KeyValue::new(attr::LLM_LOGICAL_CALL_ID, id.clone())),
+        None if !e.request.call_id.is_empty() => attrs.push(KeyValue::new(
+            attr::LLM_LOGICAL_CALL_ID,
+            format!("{}:{}", e.site.invocation_id, e.request.call_id),
+        )),
+        None => {}
+    }
     if e.attempt_index > 0 {
         if let Some(reason) = e.retry_reason {
             attrs.push(KeyValue::new(attr::LLM_RETRY_REASON, reason.as_str()));

@@ -84,6 +84,13 @@ impl Inner {
 /// dispatch spans, one `openarmature.llm.complete` span per LLM attempt, and §7 log
 /// correlation.
 ///
+/// Project extensions (spec/extensions/): every LLM span carries
+/// `openarmature.llm.logical_call_id` (0001), and every
+/// [`ObserverEvent::Extension`] — e.g. a circuit-breaker transition (0004) — is
+/// recorded as a span event of its name on the span of the node attempt whose work
+/// caused it (attributes prefixed with the event name's namespace, e.g.
+/// `openarmature.circuit_breaker.to`).
+///
 /// Spans go to the tracer of the provider passed to [`OtelObserver::builder`]: keep
 /// that provider private (§6 *TracerProvider isolation*) — this crate never reads or
 /// sets the global provider.
@@ -449,6 +456,15 @@ impl OtelObserver {
                     SystemTime::now(),
                 );
                 state.on_llm_attempt(&shared.tracer, &shared.config, e);
+            }
+            ObserverEvent::Extension(e) => {
+                let state = self.state_for(
+                    &mut inner,
+                    &e.invocation_id,
+                    e.correlation_id.as_deref(),
+                    e.at,
+                );
+                state.on_extension(&shared.tracer, &shared.config, e);
             }
             // Terminal LLM events, failure-isolation events and kinds added later do
             // not drive spans (LLM spans come from the per-attempt signal).

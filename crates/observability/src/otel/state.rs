@@ -21,7 +21,8 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use openarmature_graph::{
-    EventError, FanOutConfig, LlmAttemptEvent, NodeEvent, ParallelBranchesConfig, Phase,
+    EventError, ExtensionEvent, FanOutConfig, LlmAttemptEvent, NodeEvent, ParallelBranchesConfig,
+    Phase,
 };
 use opentelemetry::global::BoxedSpan;
 use opentelemetry::trace::{Link, Span, SpanBuilder, SpanContext, Status, TraceContextExt, Tracer};
@@ -625,6 +626,58 @@ impl InvState {
         open.span.end_with_timestamp(now);
     }
 
+    /// A named extension event (spec/extensions/, e.g. a circuit-breaker transition,
+    /// extension 0004): a span event of that name, at the event's time, on the span of
+    /// the node attempt that caused it (else the nearest enclosing wrapper, else the
+    /// invocation span). Its attributes are the event's, each key prefixed with the
+    /// event name's namespace (`openarmature.circuit_breaker.state_change`'s `from` →
+    /// `openarmature.circuit_breaker.from`).
+    pub(crate) fn on_extension(
+        &mut self,
+        tracer: &dyn TracerDyn,
+        config: &Config,
+        e: &ExtensionEvent,
+    ) {
+        let unit = Key::of_lineage(&e.lineage);
+        self.enter(tracer, config, &unit, e.at);
+        let prefix = e.name.rsplit_once('.').map_or("", |(ns, _)| ns);
+        let attrs: Vec<KeyValue> = e
+            .attributes
+            .iter()
+            .filter_map(|(k, v)| {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                json_value(v).map(|v| KeyValue::new(key, v))
+            })
+            .collect();
+        let span = self.span_of_call(&unit, e.lineage.attempt_index);
+        span.add_event_with_timestamp(e.name.clone(), e.at, attrs);
+    }
+
+    /// The open span a node's own work belongs to, mutably (see
+    /// [`InvState::parent_of_call`]).
+    fn span_of_call(&mut self, unit: &Key, attempt: u32) -> &mut BoxedSpan {
+        let key = (unit.clone(), attempt);
+        if self.nodes.contains_key(&key) {
+            if let Some(open) = self.nodes.get_mut(&key) {
+                return &mut open.span;
+            }
+        }
+        let d = unit.depth().saturating_sub(1);
+        if d > 0 {
+            let scope = unit.scope(d);
+            if self.wrappers.contains_key(&scope) {
+                if let Some(w) = self.wrappers.get_mut(&scope) {
+                    return &mut w.inner.span;
+                }
+            }
+        }
+        &mut self.root.span
+    }
+
     /// The parent of a span made by a node's own work (LLM calls, log records): the
     /// calling node's open span, else the nearest enclosing wrapper, else the
     /// invocation span (§5.5 *Lineage-resolved parent*).
@@ -700,6 +753,22 @@ impl InvState {
         let outcome = outcome.unwrap_or_else(|| self.last_outcome.clone());
         apply_outcome(&mut self.root.span, outcome.as_ref());
         self.root.span.end_with_timestamp(now);
+    }
+}
+
+/// A JSON attribute value as an OpenTelemetry value: scalars as themselves, arrays and
+/// objects as canonical JSON, `null` skipped.
+fn json_value(v: &serde_json::Value) -> Option<OtelValue> {
+    use serde_json::Value as J;
+    match v {
+        J::Null => None,
+        J::Bool(b) => Some(OtelValue::Bool(*b)),
+        J::Number(n) => n
+            .as_i64()
+            .map(OtelValue::I64)
+            .or_else(|| n.as_f64().map(OtelValue::F64)),
+        J::String(s) => Some(OtelValue::from(s.clone())),
+        J::Array(_) | J::Object(_) => Some(OtelValue::from(crate::payload::canonical_json(v))),
     }
 }
 

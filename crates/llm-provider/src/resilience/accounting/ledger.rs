@@ -44,6 +44,20 @@ fn render_unit(unit: &Unit) -> String {
     s
 }
 
+/// Extension 0001: the logical call id of the `ordinal`-th call a node attempt made
+/// in the node execution at `step` (`"<invocation_id>:<node path>[<lineage>]@<step>#<ordinal>"`).
+pub(crate) fn logical_call_id(
+    invocation_id: &str,
+    lineage: &Lineage,
+    step: u64,
+    ordinal: u32,
+) -> String {
+    format!(
+        "{invocation_id}:{}@{step}#{ordinal}",
+        render_unit(&unit_of(lineage))
+    )
+}
+
 /// The node execution a unit is in: its step, and per node attempt the number of
 /// calls made so far.
 #[derive(Default)]
@@ -66,6 +80,8 @@ pub(super) struct Invocation {
 pub(super) struct Origin<'a> {
     pub(super) lineage: Option<&'a Lineage>,
     pub(super) node_name: Option<&'a str>,
+    /// The logical call id the emitter derived at the call site, if any.
+    pub(super) logical: Option<&'a str>,
 }
 
 impl Invocation {
@@ -108,19 +124,18 @@ impl Invocation {
     }
 
     fn new_call_id(&mut self, invocation_id: &str, origin: &Origin<'_>, call_id: &str) -> usize {
+        // The emitter's id (minted at the call site) wins; otherwise it is derived
+        // from the event stream by the same rule.
         let logical = origin
-            .lineage
-            .and_then(|l| {
-                let unit = unit_of(l);
-                let e = self.executions.get_mut(&unit)?;
+            .logical
+            .map(str::to_owned)
+            .or_else(|| {
+                let l = origin.lineage?;
+                let e = self.executions.get_mut(&unit_of(l))?;
                 let n = e.calls_in_attempt.entry(l.attempt_index).or_insert(0);
                 let ordinal = *n;
                 *n += 1;
-                Some(format!(
-                    "{invocation_id}:{}@{}#{ordinal}",
-                    render_unit(&unit),
-                    e.step
-                ))
+                Some(logical_call_id(invocation_id, l, e.step, ordinal))
             })
             // No node start seen (or outside a graph): the call is its own logical call.
             .unwrap_or_else(|| format!("{invocation_id}:{call_id}"));

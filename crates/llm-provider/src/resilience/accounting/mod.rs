@@ -11,11 +11,16 @@
 //!
 //! `"<invocation_id>:<node path>[<fan-out / branch lineage>]@<step>#<ordinal>"`:
 //! the node execution (the engine's `step`, shared by all node-level attempts) and
-//! the call's ordinal among the calls that node attempt made (in order of their
-//! first attempt). A node-level retry that re-issues the same calls in the same
-//! order maps each onto the same logical call. Calls outside a graph (reported
-//! through [`crate::CompletionRequest::on_attempt`]) are their own logical call:
-//! `":<call_id>"` under invocation `""`.
+//! the call's ordinal among the calls that node attempt issued
+//! ([`openarmature_graph::NodeCtx::next_call_ordinal`]). A node-level retry that
+//! re-issues the same calls in the same order maps each onto the same logical call.
+//! Calls outside a graph (reported through [`crate::CompletionRequest::on_attempt`])
+//! are their own logical call: `":<call_id>"` under invocation `""`.
+//!
+//! The call loop mints it when `complete()` starts and puts it on every typed event
+//! (`LlmRequestSummary::logical_call_id`) and [`crate::AttemptRecord`]; the
+//! aggregator uses it, and derives it from the event stream by the same rule (node
+//! `started` events, ordinals by first-attempt arrival) only for events without one.
 //!
 //! Attempts whose event carries no call id are kept under
 //! [`InvocationUsage::unattributed`] and billed — never dropped.
@@ -37,6 +42,8 @@ use openarmature_graph::{
 };
 
 pub use report::{AttemptUsage, CallUsage, InvocationUsage, TokenCounts};
+
+pub(crate) use self::ledger::logical_call_id;
 
 use self::ledger::{Invocation, Origin};
 use crate::call::{AttemptObserver, AttemptRecord};
@@ -127,6 +134,7 @@ impl UsageAggregator {
                 let origin = Origin {
                     lineage: Some(&e.site.lineage),
                     node_name: Some(&e.site.node_name),
+                    logical: e.request.logical_call_id.as_deref(),
                 };
                 let attempt = AttemptUsage {
                     call_id: e.request.call_id.clone(),
@@ -150,6 +158,7 @@ impl UsageAggregator {
                     let origin = Origin {
                         lineage: Some(&e.site.lineage),
                         node_name: Some(&e.site.node_name),
+                        logical: e.request.logical_call_id.as_deref(),
                     };
                     let attempt = AttemptUsage {
                         call_id: e.request.call_id.clone(),
@@ -169,6 +178,7 @@ impl UsageAggregator {
                     let origin = Origin {
                         lineage: Some(&e.site.lineage),
                         node_name: Some(&e.site.node_name),
+                        logical: e.request.logical_call_id.as_deref(),
                     };
                     let attempt = AttemptUsage {
                         call_id: e.request.call_id.clone(),
@@ -215,6 +225,7 @@ impl AttemptObserver for UsageAggregator {
         let origin = Origin {
             lineage: None,
             node_name: None,
+            logical: Some(record.logical_call_id),
         };
         let mut ledger = self.lock();
         let inv = ledger.entry(String::new()).or_default();

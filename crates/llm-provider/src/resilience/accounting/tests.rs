@@ -236,6 +236,107 @@ async fn node_retries_map_onto_the_same_logical_calls_by_ordinal() {
 }
 
 #[tokio::test]
+async fn events_carry_the_logical_call_id_the_aggregator_reports() {
+    // Node attempt 0: call #0 fails once and is retried at call level (succeeds),
+    // call #1 fails (no call-level retry) and fails the node; node attempt 1: both
+    // succeed. Every event carries its call's logical id, minted at the call site.
+    let p = Scripted::new(vec![down(), ok(1, 1), down(), ok(2, 2), ok(3, 3)]);
+    let usage = UsageAggregator::new();
+    // (call id, logical call id, node attempt, call attempt) per attempt event.
+    type Seen = Vec<(String, Option<String>, u32, u32)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let graph = GraphBuilder::new(S::default())
+        .add_node("ask", move |_s: Arc<S>, ctx: NodeCtx| {
+            let p = Arc::clone(&p);
+            async move {
+                let first = CompletionRequest::new(vec![Message::user("a")])
+                    .in_node(&ctx)
+                    .retry(LlmRetryConfig::from(zero().max_attempts(2)));
+                p.complete(&first).await.map_err(LlmError::into_box_error)?;
+                let second = CompletionRequest::new(vec![Message::user("b")]).in_node(&ctx);
+                p.complete(&second)
+                    .await
+                    .map_err(LlmError::into_box_error)?;
+                Ok::<SUpdate, BoxError>(SUpdate::default())
+            }
+        })
+        .node_middleware(
+            "ask",
+            Arc::new(RetryMiddleware::new(zero().max_attempts(2))),
+        )
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .unwrap();
+    let recorder = openarmature_graph::observer_fn(move |e: Arc<ObserverEvent>| {
+        if let ObserverEvent::LlmAttempt(a) = &*e {
+            sink.lock().unwrap().push((
+                a.request.call_id.clone(),
+                a.request.logical_call_id.clone(),
+                a.site.lineage.attempt_index,
+                a.attempt_index,
+            ));
+        }
+        async { Ok(()) }
+    });
+    let done = graph
+        .invoke_with(
+            S::default(),
+            InvokeOptions::default()
+                .observer(Registration::new("usage", usage.clone()))
+                .observer(Registration::new("events", recorder)),
+        )
+        .await
+        .unwrap();
+    graph.drain(None).await;
+    let inv = usage.invocation(&done.invocation_id).unwrap();
+    assert_eq!(inv.calls.len(), 2, "{inv:#?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 5);
+    for (call_id, logical, _, _) in &seen {
+        let call = inv.call(call_id).unwrap();
+        assert_eq!(logical.as_deref(), Some(call.logical_call_id.as_str()));
+    }
+    let prefix = format!("{}:ask@0#", done.invocation_id);
+    assert_eq!(inv.calls[0].logical_call_id, format!("{prefix}0"));
+    assert_eq!(inv.calls[1].logical_call_id, format!("{prefix}1"));
+    // (node attempt, call attempt) per logical call: both lanes in one id.
+    let lanes = |logical: &str| -> Vec<(u32, u32)> {
+        seen.iter()
+            .filter(|s| s.1.as_deref() == Some(logical))
+            .map(|s| (s.2, s.3))
+            .collect()
+    };
+    assert_eq!(
+        lanes(&inv.calls[0].logical_call_id),
+        [(0, 0), (0, 1), (1, 0)]
+    );
+    assert_eq!(lanes(&inv.calls[1].logical_call_id), [(0, 0), (1, 0)]);
+    assert_eq!(inv.calls[0].call_ids.len(), 2);
+}
+
+#[tokio::test]
+async fn calls_outside_a_graph_report_their_own_logical_call() {
+    let p = Scripted::new(vec![down(), ok(1, 1)]);
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let request = CompletionRequest::new(vec![Message::user("a")])
+        .retry(LlmRetryConfig::from(zero().max_attempts(2)))
+        .on_attempt(move |r: &crate::AttemptRecord<'_>| {
+            sink.lock()
+                .unwrap()
+                .push((r.call_id.to_owned(), r.logical_call_id.to_owned()));
+        });
+    p.complete(&request).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    for (call_id, logical) in &seen {
+        assert_eq!(logical, &format!(":{call_id}"));
+    }
+}
+
+#[tokio::test]
 async fn events_without_a_call_id_are_billed_not_dropped() {
     let usage = UsageAggregator::new();
     let graph = GraphBuilder::new(S::default())
