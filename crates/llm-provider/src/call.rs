@@ -83,7 +83,10 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     request: &CompletionRequest,
 ) -> Result<Response, LlmError> {
     crate::error::register_category_probe();
-    let call_id = uuid::Uuid::new_v4().to_string();
+    // A v4 UUID from the thread-local CSPRNG (no `getrandom` syscall per call).
+    let call_id = uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string();
     let call_started = Instant::now();
     // Extension 0001: the call's ordinal in its node attempt is claimed whether or
     // not anyone observes, so ordinals line up across node-level attempts.

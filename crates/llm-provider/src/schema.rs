@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use jsonschema::Validator;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::LlmError;
@@ -34,7 +35,37 @@ pub fn canonicalize(value: &Value) -> Value {
 
 /// The canonical compact JSON text of `value` (sorted keys, no whitespace).
 pub fn canonical_string(value: &Value) -> String {
-    serde_json::to_string(&canonicalize(value)).unwrap_or_default()
+    serde_json::to_string(&Canonical(value)).unwrap_or_default()
+}
+
+/// Serializes a value in canonical form (every object's keys sorted, recursively;
+/// arrays in order) without building a sorted copy: the same bytes as serializing
+/// [`canonicalize`]'s result.
+pub(crate) struct Canonical<'a>(pub(crate) &'a Value);
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                // Keys are unique, so an unstable sort gives the order `canonicalize` does.
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                let mut out = serializer.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    out.serialize_entry(key, &Canonical(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&Canonical(item))?;
+                }
+                out.end()
+            }
+            scalar => scalar.serialize(serializer),
+        }
+    }
 }
 
 /// Decoded-value deep equality (§6 *Managed-field collision*): objects member-wise
@@ -218,6 +249,16 @@ mod tests {
         let b = json!({"a": {"x": null, "y": [2, 1]}, "b": 1});
         assert_eq!(canonical_string(&a), canonical_string(&b));
         assert_eq!(canonical_string(&a), r#"{"a":{"x":null,"y":[2,1]},"b":1}"#);
+    }
+
+    #[test]
+    fn streaming_canonical_form_matches_the_sorted_copy() {
+        let v = json!({"z": [{"b": 1.0, "a": -0.0, "B": 18_446_744_073_709_551_615_u64}, "é\n\"q\u{1}"],
+                       "é": {"y": {}, "x": []}, "": true, "a": 1e300, "A": [[{"d": null, "c": 2.5}]]});
+        assert_eq!(
+            serde_json::to_string(&Canonical(&v)).unwrap(),
+            serde_json::to_string(&canonicalize(&v)).unwrap()
+        );
     }
 
     #[test]

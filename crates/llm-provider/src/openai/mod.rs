@@ -320,12 +320,18 @@ impl OpenAiProvider {
             .map_err(transport_error)?;
         let status = response.status().as_u16();
         let success = (200..300).contains(&status);
-        let headers = response.headers().clone();
+        // Moved out, not cloned: reading the body does not need them.
+        let headers = std::mem::take(response.headers_mut());
         let cap = self.max_response_bytes;
-        if success && response.content_length().is_some_and(|n| n > cap as u64) {
+        let declared = response.content_length();
+        if success && declared.is_some_and(|n| n > cap as u64) {
             return Err(too_large(cap));
         }
-        let mut body = Vec::new();
+        // Sized from the declared length, bounded so a lying header costs nothing.
+        let hint = declared.map_or(0, |n| {
+            usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
+        });
+        let mut body = Vec::with_capacity(hint);
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {

@@ -6,14 +6,15 @@
 //! recursively (`serde_json` compact output, shortest float form); arrays keep the
 //! caller's order. Structurally equal inputs therefore give byte-identical bodies.
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{json, Map, Value};
 
 use crate::error::LlmError;
-use crate::message::{Content, ContentBlock, ImageSource, Message, ToolCall};
-use crate::provider::WireRequest;
-use crate::schema::{
-    canonical_string, canonicalize, is_strict_compatible, json_equal, schema_name,
+use crate::message::{
+    Content, ContentBlock, ImageSource, Message, SystemMessage, ToolCall, UserMessage,
 };
+use crate::provider::WireRequest;
+use crate::schema::{canonical_string, is_strict_compatible, json_equal, schema_name, Canonical};
 use crate::tool::ToolChoice;
 
 /// How structured output reaches the model (§8.1.5 / §8.1.5.1).
@@ -52,30 +53,22 @@ pub(crate) fn body(
     path: StructuredOutputPath,
     fallback_directive: &str,
 ) -> Result<Vec<u8>, LlmError> {
-    let mut root = Map::new();
+    let mut root = Map::with_capacity(8);
     root.insert("model".into(), Value::from(model));
 
-    let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
     let fallback = request
         .response_schema
         .filter(|_| path == StructuredOutputPath::PromptFallback);
-    if let Some(schema) = fallback {
-        let directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
-        match messages.first_mut() {
-            Some(Value::Object(first))
-                if first.get("role").and_then(Value::as_str) == Some("system") =>
-            {
-                let existing = first
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let joined = format!("{existing}\n\n{directive}");
-                first.insert("content".into(), Value::from(joined));
-            }
-            _ => messages.insert(0, json!({"role": "system", "content": directive})),
-        }
+    // The messages are serialized straight from the typed list unless the fallback
+    // directive edits them or an extra claims `messages` (its collision check
+    // compares JSON values); then they are built as values, with the same bytes.
+    let typed = fallback.is_none() && !request.config.extras.contains_key("messages");
+    if !typed {
+        root.insert(
+            "messages".into(),
+            Value::Array(messages(request, fallback, fallback_directive)),
+        );
     }
-    root.insert("messages".into(), Value::Array(messages));
 
     if !request.tools.is_empty() {
         let tools = request
@@ -98,10 +91,10 @@ pub(crate) fn body(
         root.insert("tool_choice".into(), wire);
     }
 
-    let params = request.config.declared_params();
-    for key in SCALARS {
-        if let Some(v) = params.get(key) {
-            root.insert(key.into(), v.clone());
+    // Moved, not looked up and cloned: the declared scalars that are set.
+    for (key, v) in request.config.declared_params() {
+        if SCALARS.contains(&key.as_str()) {
+            root.insert(key, v);
         }
     }
     if let Some(stop) = &request.config.stop_sequences {
@@ -119,10 +112,108 @@ pub(crate) fn body(
     }
 
     merge_extras(&mut root, &request.config.extras, request.stream)?;
-    let canonical = canonicalize(&Value::Object(root));
-    serde_json::to_vec(&canonical).map_err(|e| {
-        LlmError::invalid_request(format!("cannot encode the request: {e}")).with_source(e)
-    })
+    // Serialized in canonical form directly (no sorted copy of the tree).
+    let wire = WireBody {
+        root: &root,
+        messages: typed.then_some(request.messages),
+    };
+    let mut out = Vec::with_capacity(512);
+    serde_json::to_writer(&mut out, &wire)
+        .map(|()| out)
+        .map_err(|e| {
+            LlmError::invalid_request(format!("cannot encode the request: {e}")).with_source(e)
+        })
+}
+
+/// The wire messages as JSON values, with the §8.1.5.1 fallback directive applied.
+fn messages(
+    request: &WireRequest<'_>,
+    fallback: Option<&Value>,
+    fallback_directive: &str,
+) -> Vec<Value> {
+    let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
+    if let Some(schema) = fallback {
+        let directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
+        match messages.first_mut() {
+            Some(Value::Object(first))
+                if first.get("role").and_then(Value::as_str) == Some("system") =>
+            {
+                let existing = first
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let joined = format!("{existing}\n\n{directive}");
+                first.insert("content".into(), Value::from(joined));
+            }
+            _ => messages.insert(0, json!({"role": "system", "content": directive})),
+        }
+    }
+    messages
+}
+
+/// The body root in canonical form (keys sorted, values through [`Canonical`]), with
+/// `messages` serialized from the typed list when the root does not hold them.
+struct WireBody<'a> {
+    root: &'a Map<String, Value>,
+    messages: Option<&'a [Message]>,
+}
+
+impl Serialize for WireBody<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut entries: Vec<(&str, Option<&Value>)> = self
+            .root
+            .iter()
+            .map(|(key, value)| (key.as_str(), Some(value)))
+            .collect();
+        if self.messages.is_some() {
+            entries.push(("messages", None));
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut out = serializer.serialize_map(Some(entries.len()))?;
+        for (key, value) in entries {
+            match (value, self.messages) {
+                (Some(value), _) => out.serialize_entry(key, &Canonical(value))?,
+                (None, Some(messages)) => out.serialize_entry(key, &WireMessages(messages))?,
+                (None, None) => {}
+            }
+        }
+        out.end()
+    }
+}
+
+/// The message list, serialized without building JSON values: the same bytes as
+/// `Canonical(&Value::Array(messages.map(message)))`.
+struct WireMessages<'a>(&'a [Message]);
+
+impl Serialize for WireMessages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_seq(Some(self.0.len()))?;
+        for m in self.0 {
+            match m {
+                // The common shapes, keys in canonical order.
+                Message::System(SystemMessage {
+                    content: Content::Text(text),
+                }) => out.serialize_element(&TextMessage("system", text))?,
+                Message::User(UserMessage {
+                    content: Content::Text(text),
+                }) => out.serialize_element(&TextMessage("user", text))?,
+                other => out.serialize_element(&Canonical(&message(other)))?,
+            }
+        }
+        out.end()
+    }
+}
+
+/// `{"content": text, "role": role}`.
+struct TextMessage<'a>(&'a str, &'a str);
+
+impl Serialize for TextMessage<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(Some(2))?;
+        out.serialize_entry("content", self.1)?;
+        out.serialize_entry("role", self.0)?;
+        out.end()
+    }
 }
 
 /// §6 *Managed-field collision* for the §8.1 managed keys; every other extra rides
@@ -359,6 +450,50 @@ mod tests {
         assert_eq!(
             ok(RuntimeConfig::default().extra("stream_options", json!({"a": 1})))["stream_options"],
             json!({"a": 1})
+        );
+    }
+
+    #[test]
+    fn typed_messages_serialize_as_the_value_path() {
+        let calls: Vec<ToolCall> = serde_json::from_value(json!([
+            {"id": "c1", "name": "f", "arguments": {"b": 1, "a": [true, null]}}]))
+        .unwrap();
+        let thinking: Message = serde_json::from_value(json!({"role": "assistant", "content": [
+            {"type": "thinking", "text": "r", "signature": "s"}, {"type": "text", "text": "a"},
+            {"type": "text", "text": "b"}]}))
+        .unwrap();
+        let msgs = [
+            Message::system("Be \"brief\"\n\u{7}é"),
+            Message::user("hi"),
+            Message::assistant("ok"),
+            Message::user_blocks(vec![
+                ContentBlock::text("look"),
+                ContentBlock::image_url("https://x/y.png"),
+                ContentBlock::image_inline("image/png", "QUJD"),
+            ]),
+            Message::assistant_tool_calls(calls),
+            Message::tool("c1", "{\"r\":1}"),
+            thinking,
+            Message::user("😀"),
+        ];
+        let config = RuntimeConfig::default().temperature(0.5).seed(3);
+        let typed = build(&msgs, &config).unwrap();
+        let via_values = config.clone().extra("messages", typed["messages"].clone());
+        let bytes = |c: &RuntimeConfig| {
+            let req = WireRequest {
+                messages: &msgs,
+                tools: &[],
+                config: c,
+                response_schema: None,
+                tool_choice: None,
+                stream: false,
+            };
+            body("m", &req, StructuredOutputPath::Native, "{schema}").unwrap()
+        };
+        assert_eq!(bytes(&config), bytes(&via_values));
+        let text = String::from_utf8(bytes(&config)).unwrap();
+        assert!(
+            text.starts_with(r#"{"messages":[{"content":"Be \"brief\"\n\u0007é","role":"system"}"#)
         );
     }
 

@@ -1,0 +1,257 @@
+//! Shared by `benches/call_overhead.rs` and `examples/call_overhead_paired.rs`: a
+//! keep-alive HTTP/1.1 server on 127.0.0.1 answering every request with one fixed
+//! chat-completions body, and the four ways of calling it.
+
+#![allow(clippy::expect_used, dead_code)]
+
+use std::hint::black_box;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use openarmature_graph::{
+    observer_fn, state, BoxError, CompiledGraph, GraphBuilder, NodeCtx, Registration, END,
+};
+use openarmature_llm::{
+    CompletionRequest, LlmError, Message, OpenAiProvider, Provider, RuntimeConfig, WireRequest,
+};
+use openarmature_pipeline::retry::{Constant, RetryConfig};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+
+/// A typical small non-streamed chat-completions answer.
+pub const COMPLETION: &str = r#"{"id":"chatcmpl-bench-0001","object":"chat.completion","created":1735689600,"model":"bench-model","system_fingerprint":"fp_bench","choices":[{"index":0,"message":{"role":"assistant","content":"The capital of France is Paris. It has been the country's capital since the 10th century and is its largest city.","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":42,"completion_tokens":27,"total_tokens":69}}"#;
+
+/// The bound model.
+pub const MODEL: &str = "bench-model";
+
+// ---------------------------------------------------------------- the server
+
+/// Starts the server on its own thread and single-thread runtime; returns its address.
+pub fn start_server() -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("server runtime");
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(listener.local_addr().expect("addr")).expect("send");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                COMPLETION.len()
+            );
+            let reply: Arc<[u8]> = [head.as_bytes(), COMPLETION.as_bytes()].concat().into();
+            while let Ok((stream, _)) = listener.accept().await {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(serve(stream, Arc::clone(&reply)));
+            }
+        });
+    });
+    rx.recv().expect("server address")
+}
+
+/// Answers every request of one keep-alive connection until the client closes it.
+async fn serve(mut stream: TcpStream, reply: Arc<[u8]>) {
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        // One complete request (head + Content-Length body) off the buffer.
+        let consumed = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut request = httparse::Request::new(&mut headers);
+            if let Ok(httparse::Status::Complete(head)) = request.parse(&buf) {
+                let length = request
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| std::str::from_utf8(h.value).ok())
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if buf.len() >= head + length {
+                    break head + length;
+                }
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        buf.drain(..consumed);
+        if stream.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the clients
+
+fn messages() -> Vec<Message> {
+    vec![
+        Message::system("You are a concise assistant. Answer in one or two sentences."),
+        Message::user("What is the capital of France, and since when?"),
+    ]
+}
+
+fn config() -> RuntimeConfig {
+    RuntimeConfig::default().temperature(0.2).max_tokens(256)
+}
+
+/// A `complete()` request; with `retry`, call-level retry of 3 attempts, zero backoff.
+pub fn request(retry: bool) -> CompletionRequest {
+    let request = CompletionRequest::new(messages()).config(config());
+    if retry {
+        request.retry(
+            RetryConfig::default()
+                .max_attempts(3)
+                .backoff(Constant(Duration::ZERO)),
+        )
+    } else {
+        request
+    }
+}
+
+/// The multi-thread client runtime (one worker per core).
+pub fn client_runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Everything the four variants need.
+pub struct Fixture {
+    /// The bare client: the provider's client settings (`OpenAiProvider::builder`
+    /// defaults plus `no_proxy`): keep-alive pool, rustls, 300 s / 10 s timeouts.
+    pub client: reqwest::Client,
+    /// `POST` target of the bare client.
+    pub url: String,
+    /// The provider's request body for [`request`], as a JSON value.
+    pub body: Value,
+    /// The provider.
+    pub provider: Arc<OpenAiProvider>,
+    /// Built once and shared by every call (as the bare body value is).
+    pub plain: CompletionRequest,
+    /// The same, with call-level retry.
+    pub retrying: CompletionRequest,
+}
+
+impl Fixture {
+    /// Starts the server and builds the clients; checks both paths get the answer.
+    pub fn new(rt: &Runtime) -> Fixture {
+        let base_url = format!("http://{}/v1", start_server());
+        let provider = OpenAiProvider::builder(&base_url, MODEL)
+            .no_proxy()
+            .build()
+            .expect("provider");
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent("openarmature-rust/bench")
+            .no_proxy()
+            .build()
+            .expect("client");
+        let plain = request(false);
+        let bytes = provider
+            .request_body(&WireRequest::of(&plain, &plain.messages, &plain.config))
+            .expect("body");
+        let fixture = Fixture {
+            client,
+            url: format!("{base_url}/chat/completions"),
+            body: serde_json::from_slice(&bytes).expect("json"),
+            provider: Arc::new(provider),
+            plain,
+            retrying: request(true),
+        };
+        let reply = rt.block_on(fixture.bare(1));
+        assert_eq!(reply, 1);
+        assert_eq!(rt.block_on(fixture.complete(1, false)), 1);
+        fixture
+    }
+
+    /// (a) `n` concurrent bare POSTs of the body, each answer parsed as a JSON value.
+    pub async fn bare(&self, n: usize) -> usize {
+        let calls = (0..n).map(|_| async {
+            let response = self
+                .client
+                .post(&self.url)
+                .header(reqwest::header::ACCEPT, "application/json")
+                .json(&self.body)
+                .send()
+                .await
+                .expect("send");
+            assert!(response.status().is_success());
+            let bytes = response.bytes().await.expect("body");
+            let value: Value = serde_json::from_slice(&bytes).expect("json");
+            value.get("model").is_some()
+        });
+        join_all(calls).await.into_iter().filter(|ok| *ok).count()
+    }
+
+    /// (b)/(c) `n` concurrent `complete()` calls, with or without call-level retry.
+    pub async fn complete(&self, n: usize, retry: bool) -> usize {
+        let request = if retry { &self.retrying } else { &self.plain };
+        // Each response is read and dropped where it completes, as the bare answers are.
+        let calls = (0..n).map(|_| async {
+            let response = self.provider.complete(request).await.expect("complete");
+            response.content().is_some()
+        });
+        join_all(calls).await.into_iter().filter(|ok| *ok).count()
+    }
+
+    /// (d) One node issuing `n` concurrent `complete()` calls inside itself; with
+    /// `observed`, a no-op observer is attached (typed LLM events built and
+    /// delivered).
+    pub fn graph(&self, n: usize, observed: bool) -> CompiledGraph<Calls> {
+        let provider = Arc::clone(&self.provider);
+        let graph = GraphBuilder::new(Calls::default())
+            .add_node("ask", move |_s: Arc<Calls>, ctx: NodeCtx| {
+                let provider = Arc::clone(&provider);
+                async move {
+                    let calls = (0..n).map(|_| {
+                        let request = request(false).in_node(&ctx);
+                        let provider = &provider;
+                        async move { provider.complete(&request).await.map(|r| r.usage) }
+                    });
+                    for result in join_all(calls).await {
+                        result.map_err(LlmError::into_box_error)?;
+                    }
+                    Ok::<_, BoxError>(CallsUpdate::default().n(n as u64))
+                }
+            })
+            .add_edge("ask", END)
+            .entry("ask")
+            .compile()
+            .expect("graph");
+        if observed {
+            graph.attach_observer(Registration::new(
+                "noop",
+                observer_fn(|event| async move {
+                    black_box(event);
+                    Ok(())
+                }),
+            ));
+        }
+        graph
+    }
+}
+
+/// One invocation of `graph`, then a drain (every event delivered).
+pub async fn run_node(graph: &CompiledGraph<Calls>) -> u64 {
+    let out = graph.invoke(Calls::default()).await.expect("run");
+    graph.drain(None).await;
+    out.n
+}
+
+state! {
+    /// The node's state: how many calls it made.
+    #[derive(Default)]
+    pub struct Calls => CallsUpdate {
+        /// Calls made.
+        pub n: u64,
+    }
+}

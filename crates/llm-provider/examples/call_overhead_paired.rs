@@ -1,0 +1,89 @@
+//! The `call_overhead` benchmark's variants, interleaved: each round runs every
+//! variant for one block of calls (rotating the order), so a ratio compares blocks
+//! measured a fraction of a second apart under the same machine load. Prints the
+//! median wall time per call and the median of the per-round ratios to the bare
+//! baseline.
+//!
+//! `cargo run --release -p openarmature-llm --example call_overhead_paired`
+//! (`ROUNDS=n`, default 15). `node_plain` (the node without an observer) is a
+//! diagnostic: it separates the engine's per-invocation cost from the events'.
+
+#![allow(clippy::expect_used, missing_docs)]
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::time::Instant;
+
+use common::{client_runtime, run_node, Fixture};
+
+const VARIANTS: [&str; 5] = [
+    "bare",
+    "provider",
+    "provider_retry",
+    "node_observed",
+    "node_plain",
+];
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let rt = client_runtime();
+    let fx = Fixture::new(&rt);
+    println!(
+        "{rounds} rounds (8x as many, 8x shorter, at concurrency 1); wall time per call \
+         (median) and ratio to bare (median of the per-round ratios)"
+    );
+    for n in [1usize, 64] {
+        let observed = fx.graph(n, true);
+        let plain = fx.graph(n, false);
+        // Blocks of about 4,000 calls at concurrency 64; short blocks, more of them, at
+        // concurrency 1, whose latency drifts with the machine's idle state.
+        let (iterations, blocks) = if n == 1 {
+            (250, rounds * 8)
+        } else {
+            (60, rounds)
+        };
+        let mut per_call: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
+        // One warm-up round, not recorded.
+        for round in 0..=blocks {
+            for k in 0..VARIANTS.len() {
+                let v = (k + round) % VARIANTS.len();
+                let started = Instant::now();
+                for _ in 0..iterations {
+                    match v {
+                        0 => drop(rt.block_on(fx.bare(n))),
+                        1 => drop(rt.block_on(fx.complete(n, false))),
+                        2 => drop(rt.block_on(fx.complete(n, true))),
+                        3 => drop(rt.block_on(run_node(&observed))),
+                        _ => drop(rt.block_on(run_node(&plain))),
+                    }
+                }
+                if round > 0 {
+                    let calls = (iterations * n) as f64;
+                    per_call[v].push(started.elapsed().as_secs_f64() * 1e6 / calls);
+                }
+            }
+        }
+        for (v, name) in VARIANTS.iter().enumerate() {
+            let ratios: Vec<f64> = per_call[v]
+                .iter()
+                .zip(&per_call[0])
+                .map(|(x, bare)| x / bare)
+                .collect();
+            println!(
+                "concurrency {n:>2}  {name:<15} {:8.2} µs/call   ratio {:.3}",
+                median(&per_call[v]),
+                median(&ratios)
+            );
+        }
+    }
+}
