@@ -12,6 +12,7 @@
 //! | [`pipeline`] | `openarmature-pipeline` | pipeline-utilities |
 //! | [`llm`] | `openarmature-llm` | llm-provider |
 //! | [`observability`] | `openarmature-observability` | observability |
+//! | [`prompt`] | `openarmature-prompt` | prompt-management |
 //!
 //! Start with [`graph`]: its crate docs show a typed state, nodes, edges and a run.
 //! The runnable tour is `cargo run --example resilient_extraction`: a fan-out of
@@ -85,6 +86,7 @@ pub use openarmature_graph as graph;
 pub use openarmature_llm as llm;
 pub use openarmature_observability as observability;
 pub use openarmature_pipeline as pipeline;
+pub use openarmature_prompt as prompt;
 
 /// The OpenArmature specification release the workspace targets.
 pub const SPEC_VERSION: &str = openarmature_graph::SPEC_VERSION;

@@ -65,6 +65,7 @@ mod llm_events;
 mod middleware;
 mod node;
 mod observer;
+pub mod prompt_context;
 mod queue;
 pub mod reducers;
 mod state;

@@ -15,6 +15,9 @@ use serde_json::{Map, Value};
 
 use crate::node::NodeCtx;
 use crate::observer::Lineage;
+use crate::prompt_context::{
+    self, PromptContext, PromptGroupIdentity, PromptIdentity, TokenBudget,
+};
 
 /// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
 /// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
@@ -106,10 +109,14 @@ pub struct LlmRequestSummary {
     pub request_params: Map<String, Value>,
     /// The `RuntimeConfig` extras pass-through bag.
     pub request_extras: Map<String, Value>,
+    /// The prompt-context binding active when the call was made (graph-engine §6
+    /// `active_prompt` / `active_prompt_group` / `token_budget`).
+    pub prompt_context: PromptContext,
 }
 
 impl LlmRequestSummary {
-    /// A request summary.
+    /// A request summary. Its prompt context is what is bound in the current task
+    /// ([`prompt_context::current`]): build it where the call is made.
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -126,7 +133,29 @@ impl LlmRequestSummary {
             input_messages,
             request_params,
             request_extras,
+            prompt_context: prompt_context::current(),
         }
+    }
+
+    /// Replaces the captured prompt context.
+    pub fn with_prompt_context(mut self, prompt_context: PromptContext) -> Self {
+        self.prompt_context = prompt_context;
+        self
+    }
+
+    /// The active prompt's identity at call time (`active_prompt`).
+    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
+        self.prompt_context.prompt()
+    }
+
+    /// The active prompt group's identity at call time (`active_prompt_group`).
+    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
+        self.prompt_context.group()
+    }
+
+    /// The active prompt's declared token budget at call time (`token_budget`).
+    pub fn token_budget(&self) -> Option<TokenBudget> {
+        self.prompt_context.token_budget()
     }
 
     /// Sets the logical call id (extension 0001).

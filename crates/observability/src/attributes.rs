@@ -108,6 +108,26 @@ pub const LLM_CACHE_CREATION_INPUT_TOKENS: &str = "openarmature.llm.cache_creati
 /// orders every wire attempt of the call. An emitter that derived none: the call is
 /// its own logical call, `"<invocation_id>:<call_id>"`.
 pub const LLM_LOGICAL_CALL_ID: &str = "openarmature.llm.logical_call_id";
+/// `openarmature.prompt.name` — the active prompt's name (prompt-management §12).
+pub const PROMPT_NAME: &str = "openarmature.prompt.name";
+/// `openarmature.prompt.version` — the active prompt's version.
+pub const PROMPT_VERSION: &str = "openarmature.prompt.version";
+/// `openarmature.prompt.label` — the label the active prompt was fetched under.
+pub const PROMPT_LABEL: &str = "openarmature.prompt.label";
+/// `openarmature.prompt.template_hash` — the active prompt's template hash.
+pub const PROMPT_TEMPLATE_HASH: &str = "openarmature.prompt.template_hash";
+/// `openarmature.prompt.rendered_hash` — the active prompt's rendered hash.
+pub const PROMPT_RENDERED_HASH: &str = "openarmature.prompt.rendered_hash";
+/// `openarmature.prompt.group_name` — the active prompt group's name.
+pub const PROMPT_GROUP_NAME: &str = "openarmature.prompt.group_name";
+/// `openarmature.prompt.token_budget.input_max_tokens` — the declared input bound
+/// (observability §5.5.15).
+pub const PROMPT_TOKEN_BUDGET_INPUT_MAX: &str = "openarmature.prompt.token_budget.input_max_tokens";
+/// `openarmature.prompt.token_budget.total_max_tokens` — the declared total bound.
+pub const PROMPT_TOKEN_BUDGET_TOTAL_MAX: &str = "openarmature.prompt.token_budget.total_max_tokens";
+/// `openarmature.llm.token_budget.exceeded` — whether reported usage crossed a declared
+/// bound; emitted only when at least one bound could be evaluated.
+pub const LLM_TOKEN_BUDGET_EXCEEDED: &str = "openarmature.llm.token_budget.exceeded";
 /// The span event a circuit-breaker transition is recorded as (extension 0004), on
 /// the span of the node attempt whose call caused it, at the transition's time.
 pub const CIRCUIT_BREAKER_STATE_CHANGE_EVENT: &str = "openarmature.circuit_breaker.state_change";

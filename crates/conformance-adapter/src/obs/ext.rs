@@ -27,6 +27,7 @@ use opentelemetry::logs::Severity;
 use serde_json::Value;
 
 use super::llm::{LlmCall, LlmHarness};
+use super::prompts::{PromptHarness, PromptStep};
 use crate::ge::build::Extension;
 use crate::ge::harness::lock;
 use crate::yaml::Y;
@@ -38,6 +39,8 @@ const NODE_KEYS: &[&str] = &[
     "update_pure_from_state",
     "calls_llm",
     "also_emits_via_global_tracer",
+    "renders_prompt",
+    "renders_prompt_group",
 ];
 
 /// A log record a node made: which node, which body.
@@ -53,6 +56,8 @@ pub(crate) struct ObsExtension {
     pub(crate) logs: Arc<Mutex<Vec<EmittedLog>>>,
     /// The mock provider, when the case makes LLM calls.
     pub(crate) llm: Option<Arc<LlmHarness>>,
+    /// The prompt store, when the case declares `prompt_backend`.
+    pub(crate) prompts: Option<Arc<PromptHarness>>,
 }
 
 fn unknown(y: &Y<'_>, what: String) -> AdapterError {
@@ -117,6 +122,7 @@ struct ObsNode {
     logs: Vec<(Severity, String)>,
     pure: Vec<(String, PureFn)>,
     llm: Option<LlmCall>,
+    prompt: Option<(PromptStep, Arc<PromptHarness>)>,
     global_span: Option<String>,
     observer: OtelObserver,
     emitted: Arc<Mutex<Vec<EmittedLog>>>,
@@ -140,8 +146,16 @@ impl Node<DynState> for ObsNode {
             if let Some(name) = &self.global_span {
                 super::llm::emit_global(name);
             }
-            if let Some(call) = &self.llm {
-                call.run(&ctx, &mut update).await?;
+            match (&self.llm, &self.prompt) {
+                (Some(call), Some((step, prompts))) => {
+                    let rendered = step.render(prompts).await?;
+                    let messages = Some(rendered.messages());
+                    rendered
+                        .scope(call.run(&ctx, &mut update, messages))
+                        .await?;
+                }
+                (Some(call), None) => call.run(&ctx, &mut update, None).await?,
+                _ => {}
             }
             for (field, f) in &self.pure {
                 update.fields.push((field.clone(), f.eval(&state)?));
@@ -255,9 +269,17 @@ impl Extension for ObsExtension {
                 pure.push((field, PureFn::parse(&f)?));
             }
         }
+        let prompt = match PromptStep::parse(spec)? {
+            Some(step) => match (&self.prompts, spec.get("calls_llm")) {
+                (Some(h), Some(_)) => Some((step, Arc::clone(h))),
+                (None, _) => return Err(spec.invalid("a rendered prompt without prompt_backend")),
+                (_, None) => return Err(spec.invalid("a rendered prompt without calls_llm")),
+            },
+            None => None,
+        };
         let llm = match spec.get("calls_llm") {
             Some(c) => match &self.llm {
-                Some(h) => Some(h.call(&c)?),
+                Some(h) => Some(h.call(&c, prompt.is_some())?),
                 None => return Err(c.invalid("calls_llm without a mock provider")),
             },
             None => None,
@@ -275,6 +297,7 @@ impl Extension for ObsExtension {
             logs,
             pure,
             llm,
+            prompt,
             global_span,
             observer: self.observer.clone(),
             emitted: Arc::clone(&self.logs),

@@ -508,7 +508,9 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             implementation_attribution(name, &all)
         }
-        other => match super::llm_invariants::check(other, v, run) {
+        other => match super::llm_invariants::check(other, v, run)
+            .or_else(|| super::prompts::check(other, v, run))
+        {
             Some(verdict) => verdict,
             None => err(format!(
                 "fixture_directive_unknown: invariant `{other}` has no check"

@@ -174,8 +174,13 @@ impl LlmHarness {
         self.server.overruns()
     }
 
-    /// Parses a `calls_llm` block into a ready call.
-    pub(crate) fn call(self: &Arc<Self>, y: &Y<'_>) -> Result<LlmCall, AdapterError> {
+    /// Parses a `calls_llm` block into a ready call. `rendered`: the node renders a
+    /// prompt, whose messages the call sends (so the block carries no `messages`).
+    pub(crate) fn call(
+        self: &Arc<Self>,
+        y: &Y<'_>,
+        rendered: bool,
+    ) -> Result<LlmCall, AdapterError> {
         y.check_keys(CALL_KEYS)?;
         let model = match y.get("model") {
             Some(m) => m.str()?.to_owned(),
@@ -188,10 +193,11 @@ impl LlmHarness {
                     .map_err(|msg| m.invalid(msg))?;
                 value
             }
+            None if rendered => Value::Null,
             None => {
-                return Err(
-                    y.invalid("calls_llm needs `messages` (rendered prompts are not implemented)")
-                )
+                return Err(y.invalid(
+                    "calls_llm needs `messages` (or a `renders_prompt` directive on the node)",
+                ))
             }
         };
         let get = |k: &str| y.get(k).map(|v| v.json()).transpose();
@@ -301,8 +307,16 @@ pub(crate) struct LlmCall {
 impl LlmCall {
     /// The typed request (a fixture input that does not build is the call's
     /// pre-send `provider_invalid_request`, as in the llm-provider runner).
-    fn request(&self, ctx: &NodeCtx) -> Result<CompletionRequest, LlmError> {
-        let mut request = CompletionRequest::new(Message::list_from_json(&self.messages)?);
+    fn request(
+        &self,
+        ctx: &NodeCtx,
+        rendered: Option<Vec<Message>>,
+    ) -> Result<CompletionRequest, LlmError> {
+        let messages = match rendered {
+            Some(m) => m,
+            None => Message::list_from_json(&self.messages)?,
+        };
+        let mut request = CompletionRequest::new(messages);
         if let Some(t) = &self.tools {
             request = request.tools(Tool::list_from_json(t)?);
         }
@@ -320,8 +334,14 @@ impl LlmCall {
 
     /// Runs the call inside the node: writes the reply's text, or fails the node with
     /// the provider's error (a bare `?`: the error keeps its category).
-    pub(crate) async fn run(&self, ctx: &NodeCtx, update: &mut DynUpdate) -> Result<(), BoxError> {
-        let result = match self.request(ctx) {
+    /// `rendered`: the messages of the prompt the node rendered, if it did.
+    pub(crate) async fn run(
+        &self,
+        ctx: &NodeCtx,
+        update: &mut DynUpdate,
+        rendered: Option<Vec<Message>>,
+    ) -> Result<(), BoxError> {
+        let result = match self.request(ctx, rendered) {
             Ok(request) => self.provider.complete(&request).await,
             Err(e) => Err(e),
         };

@@ -50,11 +50,15 @@
 //!   `parallel_branches: {branches: [names]}` runs the same-named inner subgraphs.
 //! - O8 `calls_llm.tools` in the OpenAI wire shape (`{type: function, function:
 //!   {...}}`, 061) is read as the §4 tool record it describes.
+//! - O9 `prompt_backend.type: filesystem` with inline `prompts` (064 / 066) is served
+//!   by the in-memory prompt backend with each prompt's `version` and
+//!   `template_hash` taken verbatim (see [`prompts`]).
 
 mod ext;
 mod invariants;
 mod llm;
 mod llm_invariants;
+mod prompts;
 mod spans;
 mod typed;
 
@@ -73,6 +77,7 @@ use serde_json::Value;
 
 use self::ext::{EmittedLog, ObsExtension};
 use self::llm::{CallRecord, LlmHarness};
+use self::prompts::PromptHarness;
 use self::spans::{attr, attr_str, match_list, value_matches, Binder, Forest, MatchOpts};
 use self::typed::Collector;
 
@@ -110,6 +115,8 @@ const CASE_KEYS: &[&str] = &[
     "disable_provider_payload",
     "disable_genai_semconv",
     "caller_global_otel_active",
+    "prompt_backend",
+    "render_variables",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -601,6 +608,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         observer: observer.clone(),
         logs: Arc::clone(&emitted),
         llm: llm.clone(),
+        prompts: PromptHarness::from_case(case).map_err(err)?.map(Arc::new),
     }));
     builder.collect_defs(doc).map_err(err)?;
     if case.value != doc.value {

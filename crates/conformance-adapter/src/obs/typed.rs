@@ -11,10 +11,9 @@
 //! for `include_caller_metadata` (graph-engine §6 `caller_invocation_metadata`, a
 //! per-observer opt-in).
 //!
-//! Records carry the spec field names. Fields the implementation has no source for
-//! yet are rendered as null: `active_prompt`, `active_prompt_group` and
-//! `token_budget` (no prompt-management capability: every call runs outside a
-//! prompt context).
+//! Records carry the spec field names. `active_prompt`, `active_prompt_group` and
+//! `token_budget` come from the prompt context the request captured at call time
+//! (null outside any prompt binding).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -188,10 +187,32 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
         "request_extras".into(),
         Value::Object(r.request_extras.clone()),
     );
-    // No prompt-management capability: calls never run inside a prompt context.
-    m.insert("active_prompt".into(), Value::Null);
-    m.insert("active_prompt_group".into(), Value::Null);
-    m.insert("token_budget".into(), Value::Null);
+    m.insert(
+        "active_prompt".into(),
+        r.active_prompt().map_or(Value::Null, |p| {
+            json!({
+                "name": p.name,
+                "version": p.version,
+                "label": p.label,
+                "template_hash": p.template_hash,
+                "rendered_hash": p.rendered_hash,
+            })
+        }),
+    );
+    m.insert(
+        "active_prompt_group".into(),
+        r.active_prompt_group()
+            .map_or(Value::Null, |g| json!({"group_name": g.group_name})),
+    );
+    m.insert(
+        "token_budget".into(),
+        r.token_budget().map_or(Value::Null, |b| {
+            json!({
+                "input_max_tokens": b.input_max_tokens,
+                "total_max_tokens": b.total_max_tokens,
+            })
+        }),
+    );
 }
 
 /// The usage record with every counter present (`null` when not reported).

@@ -89,6 +89,7 @@ pub(crate) fn attempt_attributes(
         ),
         _ => (None, None),
     };
+    super::prompt::prompt_attributes(&e.request, response, &mut attrs);
     if let Some(r) = response {
         response_attributes(r, genai, &mut attrs);
         tool_call_identity(r, &mut attrs);

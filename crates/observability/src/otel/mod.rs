@@ -8,6 +8,7 @@
 mod keys;
 mod llm;
 mod logs;
+mod prompt;
 mod state;
 
 use std::collections::{HashMap, HashSet};

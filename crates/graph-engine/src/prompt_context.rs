@@ -1,0 +1,296 @@
+//! Spec: graph-engine §6 (`LlmCompletionEvent.active_prompt` / `active_prompt_group` /
+//! `token_budget`), prompt-management §12 (the prompt-context binding that drives the
+//! `openarmature.prompt.*` span attributes).
+//!
+//! The binding is task-scoped: [`scope_prompt`] and [`scope_prompt_group`] run a future
+//! with a prompt (or a prompt group) active, and [`current`] reads what is active at the
+//! point an LLM call is made. Bindings nest: a prompt bound inside a group keeps the
+//! group, and an inner binding shadows an outer one of the same kind until its future
+//! ends. The binding follows the future, not the thread: a task spawned with
+//! `tokio::spawn` starts with nothing bound; carry the context over with
+//! [`PromptContext::scope`].
+//!
+//! The identity records live in the engine because they are fields of the typed LLM
+//! events; `openarmature-prompt` builds them from rendered prompts and offers the
+//! user-facing `PromptResult::scope` / `PromptGroup::scope` over these functions.
+
+use std::future::Future;
+use std::sync::Arc;
+
+/// The identity of a rendered prompt (prompt-management §4), as snapshotted on typed LLM
+/// events and rendered as the `openarmature.prompt.*` span attributes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct PromptIdentity {
+    /// `openarmature.prompt.name`.
+    pub name: String,
+    /// `openarmature.prompt.version`.
+    pub version: String,
+    /// `openarmature.prompt.label`.
+    pub label: String,
+    /// `openarmature.prompt.template_hash`.
+    pub template_hash: String,
+    /// `openarmature.prompt.rendered_hash`.
+    pub rendered_hash: String,
+}
+
+impl PromptIdentity {
+    /// An identity record.
+    pub fn new(
+        name: impl Into<String>,
+        version: impl Into<String>,
+        label: impl Into<String>,
+        template_hash: impl Into<String>,
+        rendered_hash: impl Into<String>,
+    ) -> Self {
+        PromptIdentity {
+            name: name.into(),
+            version: version.into(),
+            label: label.into(),
+            template_hash: template_hash.into(),
+            rendered_hash: rendered_hash.into(),
+        }
+    }
+}
+
+/// The identity of a prompt group (prompt-management §10): its `group_name`, rendered as
+/// `openarmature.prompt.group_name` on every member call's span.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct PromptGroupIdentity {
+    /// `openarmature.prompt.group_name`.
+    pub group_name: String,
+}
+
+impl PromptGroupIdentity {
+    /// A group identity.
+    pub fn new(group_name: impl Into<String>) -> Self {
+        PromptGroupIdentity {
+            group_name: group_name.into(),
+        }
+    }
+}
+
+/// A prompt's advisory token budget (prompt-management §3 `token_budget`): compared
+/// against reported usage for observability only; it never changes the request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct TokenBudget {
+    /// Ceiling on input (prompt) tokens.
+    pub input_max_tokens: Option<u64>,
+    /// Ceiling on input + output tokens.
+    pub total_max_tokens: Option<u64>,
+}
+
+impl TokenBudget {
+    /// A budget with the given bounds (`None` = not declared).
+    pub fn new(input_max_tokens: Option<u64>, total_max_tokens: Option<u64>) -> Self {
+        TokenBudget {
+            input_max_tokens,
+            total_max_tokens,
+        }
+    }
+
+    /// Which declared bounds the reported usage crossed (observability §5.5.15).
+    ///
+    /// A bound is evaluated only when its counter was reported: `total` uses
+    /// `total_tokens`, else `prompt_tokens + completion_tokens` when both are reported.
+    /// Returns `None` when no bound could be evaluated (so no
+    /// `openarmature.llm.token_budget.exceeded` attribute is emitted).
+    pub fn evaluate(&self, usage: &crate::LlmUsage) -> Option<BudgetEvaluation> {
+        let input = self
+            .input_max_tokens
+            .zip(usage.prompt_tokens)
+            .map(|(max, actual)| actual > max);
+        let total_actual = usage.total_tokens.or_else(|| {
+            usage
+                .prompt_tokens
+                .zip(usage.completion_tokens)
+                .map(|(p, c)| p + c)
+        });
+        let total = self
+            .total_max_tokens
+            .zip(total_actual)
+            .map(|(max, actual)| actual > max);
+        if input.is_none() && total.is_none() {
+            return None;
+        }
+        Some(BudgetEvaluation {
+            input_exceeded: input,
+            total_exceeded: total,
+        })
+    }
+}
+
+/// The outcome of [`TokenBudget::evaluate`]: per bound, `Some(exceeded)` when evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetEvaluation {
+    /// The input bound's verdict, when declared and evaluable.
+    pub input_exceeded: Option<bool>,
+    /// The total bound's verdict, when declared and evaluable.
+    pub total_exceeded: Option<bool>,
+}
+
+impl BudgetEvaluation {
+    /// Whether any evaluated bound was crossed.
+    pub fn exceeded(&self) -> bool {
+        self.input_exceeded == Some(true) || self.total_exceeded == Some(true)
+    }
+}
+
+/// What is bound at a point in a task: the active prompt (with its token budget) and the
+/// active prompt group. Cheap to clone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptContext {
+    prompt: Option<Arc<PromptIdentity>>,
+    token_budget: Option<TokenBudget>,
+    group: Option<Arc<PromptGroupIdentity>>,
+}
+
+impl PromptContext {
+    /// The active prompt's identity, if a prompt is bound.
+    pub fn prompt(&self) -> Option<&PromptIdentity> {
+        self.prompt.as_deref()
+    }
+
+    /// The active prompt's token budget, if the bound prompt declared one.
+    pub fn token_budget(&self) -> Option<TokenBudget> {
+        self.token_budget
+    }
+
+    /// The active prompt group's identity, if a group is bound.
+    pub fn group(&self) -> Option<&PromptGroupIdentity> {
+        self.group.as_deref()
+    }
+
+    /// Whether nothing is bound.
+    pub fn is_empty(&self) -> bool {
+        self.prompt.is_none() && self.group.is_none()
+    }
+
+    /// Runs `fut` with this context bound (e.g. to carry the caller's binding into a
+    /// spawned task).
+    pub async fn scope<F: Future>(self, fut: F) -> F::Output {
+        ACTIVE.scope(self, fut).await
+    }
+}
+
+tokio::task_local! {
+    static ACTIVE: PromptContext;
+}
+
+/// What is bound in the current task (empty outside any binding).
+pub fn current() -> PromptContext {
+    ACTIVE.try_with(Clone::clone).unwrap_or_default()
+}
+
+/// Runs `fut` with `prompt` (and its declared `token_budget`) as the active prompt,
+/// keeping any active group. LLM calls made inside carry the identity on their typed
+/// events and spans.
+pub async fn scope_prompt<F: Future>(
+    prompt: PromptIdentity,
+    token_budget: Option<TokenBudget>,
+    fut: F,
+) -> F::Output {
+    let mut ctx = current();
+    ctx.prompt = Some(Arc::new(prompt));
+    ctx.token_budget = token_budget;
+    ctx.scope(fut).await
+}
+
+/// Runs `fut` with `group` as the active prompt group, keeping any active prompt.
+pub async fn scope_prompt_group<F: Future>(group: PromptGroupIdentity, fut: F) -> F::Output {
+    let mut ctx = current();
+    ctx.group = Some(Arc::new(group));
+    ctx.scope(fut).await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::LlmUsage;
+
+    fn id(name: &str) -> PromptIdentity {
+        PromptIdentity::new(name, "v1", "production", "t", "r")
+    }
+
+    #[tokio::test]
+    async fn bindings_nest_and_unwind() {
+        assert!(current().is_empty());
+        scope_prompt_group(PromptGroupIdentity::new("g"), async {
+            assert_eq!(current().group().map(|g| g.group_name.as_str()), Some("g"));
+            assert!(current().prompt().is_none());
+            scope_prompt(id("a"), None, async {
+                let ctx = current();
+                assert_eq!(ctx.prompt().map(|p| p.name.as_str()), Some("a"));
+                assert_eq!(ctx.group().map(|g| g.group_name.as_str()), Some("g"));
+                scope_prompt(id("b"), Some(TokenBudget::new(Some(1), None)), async {
+                    assert_eq!(current().prompt().map(|p| p.name.as_str()), Some("b"));
+                    assert!(current().token_budget().is_some());
+                })
+                .await;
+                assert_eq!(current().prompt().map(|p| p.name.as_str()), Some("a"));
+                assert!(current().token_budget().is_none());
+            })
+            .await;
+            assert!(current().prompt().is_none());
+        })
+        .await;
+        assert!(current().is_empty());
+    }
+
+    #[tokio::test]
+    async fn spawned_tasks_start_unbound_unless_carried() {
+        scope_prompt(id("a"), None, async {
+            let bare = tokio::spawn(async { current().is_empty() }).await;
+            assert_eq!(bare.ok(), Some(true));
+            let carried = tokio::spawn(current().scope(async { current().prompt().cloned() }))
+                .await
+                .ok()
+                .flatten();
+            assert_eq!(carried.map(|p| p.name), Some("a".to_owned()));
+        })
+        .await;
+    }
+
+    fn usage(p: Option<u64>, c: Option<u64>, t: Option<u64>) -> LlmUsage {
+        LlmUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: t,
+            ..LlmUsage::default()
+        }
+    }
+
+    #[test]
+    fn budget_evaluation_skips_unreported_counters() {
+        let b = TokenBudget::new(Some(10), Some(8));
+        let e = b.evaluate(&usage(Some(20), Some(1), Some(21))).unwrap();
+        assert_eq!(
+            (e.input_exceeded, e.total_exceeded),
+            (Some(true), Some(true))
+        );
+        // Total derived from the addends when total_tokens is missing.
+        let e = b.evaluate(&usage(Some(5), Some(7), None)).unwrap();
+        assert_eq!(
+            (e.input_exceeded, e.total_exceeded),
+            (Some(false), Some(true))
+        );
+        // Input counter unreported: only total is evaluated.
+        let e = b.evaluate(&usage(None, Some(1), Some(4))).unwrap();
+        assert_eq!((e.input_exceeded, e.total_exceeded), (None, Some(false)));
+        assert!(!e.exceeded());
+        // Nothing evaluable.
+        let only_input = TokenBudget::new(Some(10), None);
+        assert!(only_input
+            .evaluate(&usage(None, Some(1), Some(3)))
+            .is_none());
+        // Equal to the bound is not over it.
+        assert!(!only_input
+            .evaluate(&usage(Some(10), None, None))
+            .unwrap()
+            .exceeded());
+    }
+}
