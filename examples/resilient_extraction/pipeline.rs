@@ -5,6 +5,10 @@
 //! backoff that honours `Retry-After`; schema failures re-asked), and is wrapped in
 //! the **three-piece pattern**: failure isolation (outer) → node-level retry (inner)
 //! → the node body. `split` and `summarize` are pure and cannot fail on input.
+//!
+//! The request comes from a managed **Chat prompt** (`extract_chunk`, rendered strictly
+//! per chunk), and the call runs inside the prompt's context (`PromptResult::scope`), so
+//! its typed LLM events carry `active_prompt` and its spans `openarmature.prompt.*`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::error::Error as StdError;
@@ -15,13 +19,14 @@ use openarmature::graph::{
     state, BoxError, CompileError, CompiledGraph, GraphBuilder, NodeCtx, END,
 };
 use openarmature::llm::{
-    CompletionRequest, HonorRetryAfter, LlmError, LlmRetryConfig, Message, OpenAiProvider,
-    Provider, RuntimeConfig, StructuredOutputInvalid,
+    CompletionRequest, HonorRetryAfter, LlmError, LlmRetryConfig, OpenAiProvider, Provider,
+    RuntimeConfig, StructuredOutputInvalid,
 };
 use openarmature::pipeline::retry::{Backoff, BackoffDecision, Constant, Exponential, RetryConfig};
 use openarmature::pipeline::{
     ErrorPolicy, FailureIsolationMiddleware, FanOutNode, RetryMiddleware,
 };
+use openarmature::prompt::{render_prompt, ChatSegment, Prompt, RenderOptions};
 use serde_json::{json, Value};
 
 state! {
@@ -69,6 +74,20 @@ pub fn schema() -> Value {
 const SYSTEM: &str = "You extract facts from one chunk of an incident report. Reply with a \
 JSON object only: {\"topic\": a short noun phrase, \"entities\": the people, places, \
 systems and teams named, \"severity\": \"info\", \"warning\" or \"incident\"}.";
+
+/// The managed prompt every `extract` call renders: a fixed system segment and a user
+/// segment with the chunk's index and text.
+pub fn prompt() -> Prompt {
+    Prompt::chat(
+        "extract_chunk",
+        "v1",
+        "production",
+        vec![
+            ChatSegment::system(SYSTEM),
+            ChatSegment::user("Chunk {{ index }}:\n{{ chunk }}"),
+        ],
+    )
+}
 
 /// Retry budgets and delays; `--short` shrinks the delays (never the Retry-After).
 #[derive(Debug, Clone, Copy)]
@@ -172,6 +191,7 @@ impl<B: Backoff> Backoff for Recorded<B> {
 /// The `extract` node body: one structured-output call for the chunk.
 async fn extract(
     provider: Arc<OpenAiProvider>,
+    prompt: Arc<Prompt>,
     tuning: Tuning,
     waits: Arc<Waits>,
     state: Arc<Chunk>,
@@ -200,14 +220,16 @@ async fn extract(
             failure.error_message
         )
     });
-    let prompt = format!("Chunk {}:\n{}", index.unwrap_or(0), state.chunk);
-    let request = CompletionRequest::new(vec![Message::system(SYSTEM), Message::user(prompt)])
+    let variables = json!({"index": index.unwrap_or(0), "chunk": state.chunk});
+    let rendered = render_prompt(&prompt, &variables, None, RenderOptions::strict())?;
+    let request = CompletionRequest::new(rendered.messages().to_vec())
         .config(RuntimeConfig::default().temperature(0.0).max_tokens(300))
         .response_schema(schema())
         .retry(retry)
         .in_node(&ctx); // typed LLM events go to this node's observer queue
-    let response = provider
-        .complete(&request)
+                        // Inside the prompt's context: the call's events and spans name the prompt.
+    let response = rendered
+        .scope(provider.complete(&request))
         .await
         .map_err(LlmError::into_box_error)?;
     Ok(ChunkUpdate::default().result(response.parsed.unwrap_or(Value::Null)))
@@ -219,9 +241,11 @@ pub fn build(
     tuning: Tuning,
     waits: Arc<Waits>,
 ) -> Result<CompiledGraph<Doc>, CompileError> {
+    let prompt = Arc::new(prompt());
     let node = move |state: Arc<Chunk>, ctx: NodeCtx| {
         extract(
             Arc::clone(&provider),
+            Arc::clone(&prompt),
             tuning,
             Arc::clone(&waits),
             state,

@@ -274,6 +274,21 @@ pub fn render(collector: &Collector, waits: &Waits, usage: &[InvocationUsage]) -
         out,
         "\nLLM calls (typed LLM events: one per wire attempt, then one per call)"
     );
+    // The prompt context each call ran in (`active_prompt` on its events).
+    let prompt = seen.iter().find_map(|s| match &*s.event {
+        ObserverEvent::LlmCompletion(e) => e.request.active_prompt().cloned(),
+        _ => None,
+    });
+    if let Some(p) = prompt {
+        let _ = writeln!(
+            out,
+            "  prompt {} {} ({}), template {}",
+            p.name,
+            p.version,
+            p.label,
+            clip(&p.template_hash, 19)
+        );
+    }
     let (mut attempts_total, mut final_total, mut billed_total) = (0usize, 0u64, 0u64);
     for call in &calls {
         let billed: u64 = call
