@@ -14,7 +14,7 @@
 //! non-ASCII text left unescaped.
 
 use openarmature_llm::Message;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::chat::ChatSegment;
@@ -36,27 +36,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// The canonical serialization of `value`: compact JSON with sorted keys.
+/// The canonical serialization of `value`: compact JSON with sorted keys (the same
+/// canonical form llm-provider serializes wire bodies from).
 pub fn canonical_json(value: &Value) -> String {
-    sorted(value).to_string()
-}
-
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let mut out = Map::with_capacity(map.len());
-            for key in keys {
-                if let Some(v) = map.get(key) {
-                    out.insert(key.clone(), sorted(v));
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
+    openarmature_llm::schema::canonical_string(value)
 }
 
 /// The `template_hash` of a Text prompt's template.
