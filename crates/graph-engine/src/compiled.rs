@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 
 use crate::builder::{EdgeFn, Target};
 use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCategory};
+use crate::metadata::{enter_node, scoped, InvocationMetadata, MetadataCell};
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
 use crate::observer::{
@@ -139,7 +140,7 @@ impl<S: State> CompiledGraph<S> {
             started_seq,
             id: Arc::clone(&id),
             correlation_id: Some(correlation.clone()),
-            metadata: options.metadata,
+            metadata: InvocationMetadata::unchecked(options.metadata),
             step: AtomicU64::new(0),
             queue,
             invocation_observers: options.observers,
@@ -149,6 +150,7 @@ impl<S: State> CompiledGraph<S> {
         let scope = Arc::new(Scope {
             recipients: Scope::recipients_for(&attached, &inv),
             attached,
+            metadata: MetadataCell::new(inv.metadata.clone()),
             inv,
             namespace_prefix: Arc::from([]),
             parent_states: Arc::from([]),
@@ -163,7 +165,7 @@ impl<S: State> CompiledGraph<S> {
             let started = InvocationStarted {
                 invocation_id: Arc::clone(&id),
                 correlation_id: correlation,
-                metadata: Arc::new(scope.inv.metadata.clone()),
+                metadata: Arc::clone(scope.inv.metadata.as_arc()),
                 entry,
                 at: std::time::SystemTime::now(),
             };
@@ -285,6 +287,7 @@ impl<S: State> CompiledGraph<S> {
             fan_out_chain: Arc::clone(&outer.fan_out_chain),
             branch_chain: Arc::clone(&outer.branch_chain),
             inherited_attempt: ctx.attempt_index,
+            metadata: Arc::clone(&outer.metadata),
         });
         match self.inner.run_level(Arc::new(initial), scope).await {
             Ok(done) => Ok(unwrap_arc(done)),
@@ -340,6 +343,25 @@ impl Drop for CloseOnDrop {
 
 fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
     Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
+}
+
+/// Where a node execution's failure is reported (what [`GraphError`] names).
+/// Borrowed, so the success path pays nothing for it.
+struct Site<'a> {
+    node_name: &'a str,
+    /// The enclosing levels' namespace (the node's is this plus `node_name`).
+    prefix: &'a [String],
+    invocation_id: &'a str,
+}
+
+impl Site<'_> {
+    fn namespace(&self) -> Vec<String> {
+        self.prefix
+            .iter()
+            .cloned()
+            .chain(std::iter::once(self.node_name.to_owned()))
+            .collect()
+    }
 }
 
 /// The node attempt whose terminal (`completed`) event is still owed.
@@ -434,7 +456,12 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                 }
                 emit(&ctx, Phase::Started, &state, None, None);
             }
+            // §3.4 per-attempt scoping: a failed attempt's metadata writes are discarded.
+            let before = ctx.scope.metadata.snapshot();
             let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
+            if result.is_err() {
+                ctx.scope.metadata.restore(before);
+            }
             if self.emits {
                 let failure = result
                     .as_ref()
@@ -500,6 +527,7 @@ pub(crate) fn emit<S: State>(
         branch_name_chain: Arc::clone(&scope.branch_chain),
         invocation_id: Arc::clone(&scope.inv.id),
         correlation_id: scope.inv.correlation_id.clone(),
+        metadata: scope.metadata.read(),
         at: std::time::SystemTime::now(),
         fan_out_config: match ctx.node_config.as_deref() {
             Some(NodeConfig::FanOut(c)) => Some(c.clone()),
@@ -517,12 +545,17 @@ pub(crate) fn emit<S: State>(
 }
 
 impl<S: State> Inner<S> {
-    /// Runs this graph's step loop inside `scope` (the outermost level or a subgraph).
+    /// Runs this graph's step loop inside `scope` (the outermost level or a subgraph),
+    /// with an ambient slot the loop fills with each node's context.
     pub(crate) async fn run_level(
         &self,
         initial: Arc<S>,
         scope: Arc<Scope>,
     ) -> Result<Arc<S>, GraphError<S>> {
+        scoped(None, self.step_loop(initial, scope)).await
+    }
+
+    async fn step_loop(&self, initial: Arc<S>, scope: Arc<Scope>) -> Result<Arc<S>, GraphError<S>> {
         let mut state = initial;
         let mut current = self.entry;
         loop {
@@ -536,6 +569,11 @@ impl<S: State> Inner<S> {
                     .cloned()
                     .chain(std::iter::once(node.name.to_string()))
                     .collect()
+            };
+            let site = Site {
+                node_name: &node.name,
+                prefix: &scope.namespace_prefix,
+                invocation_id: &scope.inv.id,
             };
             let ctx = NodeCtx {
                 node_name: Arc::clone(&node.name),
@@ -558,9 +596,12 @@ impl<S: State> Inner<S> {
                 keep_updates: !node.chain.is_empty(),
                 open: Mutex::new(None),
             };
-            let result = Next::new(&node.chain, &terminal)
-                .run(Arc::clone(&state), ctx.clone())
-                .await;
+            // The chain (middleware and node) runs with this node as the ambient
+            // context (`get_invocation_metadata` / `set_invocation_metadata`); it
+            // stays there through the merge and edge, until the next node.
+            let chain = Next::new(&node.chain, &terminal).run(Arc::clone(&state), ctx.clone());
+            enter_node(ctx);
+            let result = chain.await;
             let open = terminal.take_open();
 
             let update = match result {
@@ -576,7 +617,7 @@ impl<S: State> Inner<S> {
                         };
                         AttemptTerminal::flush(open, error);
                     }
-                    return Err(self.fail(category, &ctx, err, &state));
+                    return Err(self.fail(category, &site, err, &state));
                 }
             };
 
@@ -586,7 +627,7 @@ impl<S: State> Inner<S> {
                     let err: BoxError = Box::new(err);
                     return Err(self.fail_after(
                         RuntimeCategory::ReducerError,
-                        &ctx,
+                        &site,
                         open,
                         err,
                         &state,
@@ -597,7 +638,7 @@ impl<S: State> Inner<S> {
                 let err: BoxError = Box::new(err);
                 return Err(self.fail_after(
                     RuntimeCategory::StateValidationError,
-                    &ctx,
+                    &site,
                     open,
                     err,
                     &state,
@@ -620,7 +661,7 @@ impl<S: State> Inner<S> {
                                 });
                                 return Err(self.fail_after(
                                     RuntimeCategory::RoutingError,
-                                    &ctx,
+                                    &site,
                                     open,
                                     err,
                                     &merged,
@@ -631,7 +672,7 @@ impl<S: State> Inner<S> {
                     Err(err) => {
                         return Err(self.fail_after(
                             RuntimeCategory::EdgeException,
-                            &ctx,
+                            &site,
                             open,
                             err,
                             &merged,
@@ -657,7 +698,7 @@ impl<S: State> Inner<S> {
     fn fail_after(
         &self,
         category: RuntimeCategory,
-        ctx: &NodeCtx,
+        site: &Site<'_>,
         open: Option<OpenAttempt<S>>,
         err: BoxError,
         recoverable: &Arc<S>,
@@ -666,25 +707,25 @@ impl<S: State> Inner<S> {
             let error = EventError::capture(category.as_str(), &*err);
             AttemptTerminal::flush(open, Some(error));
         }
-        self.fail(category, ctx, err, recoverable)
+        self.fail(category, site, err, recoverable)
     }
 
     fn fail(
         &self,
         category: RuntimeCategory,
-        ctx: &NodeCtx,
+        site: &Site<'_>,
         err: BoxError,
         state: &Arc<S>,
     ) -> GraphError<S> {
         let namespace = err
             .downcast_ref::<SubgraphFailure>()
-            .map_or_else(|| ctx.namespace.to_vec(), |f| f.namespace().to_vec());
+            .map_or_else(|| site.namespace(), |f| f.namespace().to_vec());
         GraphError {
             category,
-            node: ctx.node_name.to_string(),
+            node: site.node_name.to_string(),
             namespace,
             state: (**state).clone(),
-            invocation_id: ctx.scope.inv.id.to_string(),
+            invocation_id: site.invocation_id.to_string(),
             source: err,
         }
     }
@@ -727,7 +768,7 @@ where
         scope: Arc::clone(scope),
     };
     emit(&unit, Phase::Started, &state, None, None);
-    match f(Arc::clone(&state), unit.clone()).await {
+    match scoped(Some(unit.clone()), f(Arc::clone(&state), unit.clone())).await {
         Ok(update) => {
             match state.merge(update.clone()) {
                 Ok(post) => emit(&unit, Phase::Completed, &state, Some(&Arc::new(post)), None),

@@ -470,6 +470,9 @@ pub fn category_of<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e str> {
     if let Some(e) = err.downcast_ref::<crate::cause::Carrier>() {
         return Some(e.category());
     }
+    if let Some(e) = err.downcast_ref::<crate::metadata::MetadataError>() {
+        return Some(e.category());
+    }
     let probes = PROBES
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

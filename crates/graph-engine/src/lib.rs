@@ -17,6 +17,9 @@
 //!   [`CompiledGraph::drain`] / [`CompiledGraph::drain_events_for`].
 //! - Extend: [`Middleware`] + [`Next`] (per-graph middleware wraps per-node
 //!   middleware); retry and failure isolation live in `openarmature-pipeline`.
+//! - Attribute: invocation metadata (observability §3.4) — caller-supplied at
+//!   [`InvokeOptions::metadata`], read and extended mid-run with
+//!   [`get_invocation_metadata`] / [`set_invocation_metadata`] (see [`metadata`]).
 //!
 //! The engine does no network I/O and depends on no other workspace crate.
 //!
@@ -62,6 +65,7 @@ mod dynamic;
 mod error;
 mod extension_event;
 mod llm_events;
+pub mod metadata;
 mod middleware;
 mod node;
 mod observer;
@@ -87,6 +91,10 @@ pub use extension_event::ExtensionEvent;
 pub use llm_events::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
     LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
+};
+pub use metadata::{
+    get_invocation_metadata, set_invocation_metadata, InvocationMetadata, MetadataAugmented,
+    MetadataError,
 };
 pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};

@@ -74,6 +74,9 @@ pub struct LlmCallSite {
     pub node_name: Arc<str>,
     /// Namespace, node-level attempt index, fan-out / branch lineage.
     pub lineage: Lineage,
+    /// The invocation metadata in force where the call was made (observability
+    /// §3.4, §5.6).
+    pub metadata: crate::metadata::InvocationMetadata,
 }
 
 impl LlmCallSite {
@@ -84,6 +87,7 @@ impl LlmCallSite {
             correlation_id: ctx.correlation_id().map(Arc::from),
             node_name: Arc::from(ctx.node_name()),
             lineage: ctx.lineage(),
+            metadata: ctx.invocation_metadata(),
         }
     }
 }

@@ -45,7 +45,17 @@ impl<S: State> Terminal<S> for TargetTerminal<'_, S> {
         state: Arc<S>,
         ctx: NodeCtx,
     ) -> BoxFuture<'b, Result<S::Update, BoxError>> {
-        (self.0)(state, ctx.unscoped())
+        Box::pin(async move {
+            // §3.4 per-attempt scoping: a failed attempt's metadata writes are
+            // discarded (an instance re-run by its retry middleware starts over).
+            let cell = Arc::clone(&ctx.scope.metadata);
+            let before = cell.snapshot();
+            let result = (self.0)(state, ctx.unscoped()).await;
+            if result.is_err() {
+                cell.restore(before);
+            }
+            result
+        })
     }
 
     fn attempt_failed(&self) {}
@@ -54,7 +64,10 @@ impl<S: State> Terminal<S> for TargetTerminal<'_, S> {
 /// Runs `chain` (outermost first) around `target` — the way composite nodes wrap a
 /// unit of work that is not a graph node (pipeline-utilities §9.7 instance
 /// middleware, §11.7 branch middleware). Re-attempting middleware in the chain
-/// re-runs `target`, and `target` sees the attempt index in its context.
+/// re-runs `target`, and `target` sees the attempt index in its context. The chain
+/// runs with `ctx` as the ambient context (`get_invocation_metadata` inside the
+/// chain reads `ctx`'s metadata), and a failed attempt of `target` has its metadata
+/// writes discarded (observability §3.4).
 pub async fn run_chain<'a, S: State>(
     chain: &'a [Arc<dyn Middleware<S>>],
     state: Arc<S>,
@@ -62,7 +75,11 @@ pub async fn run_chain<'a, S: State>(
     target: &'a ChainTarget<'a, S>,
 ) -> Result<S::Update, BoxError> {
     let terminal = TargetTerminal(target);
-    Next::new(chain, &terminal).run(state, ctx).await
+    crate::metadata::scoped(
+        Some(ctx.clone()),
+        Next::new(chain, &terminal).run(state, ctx),
+    )
+    .await
 }
 
 /// The innermost step of a chain: dispatches events and runs the node.

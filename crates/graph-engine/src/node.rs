@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::error::{BoxError, CompileError, CompileWarning};
+use crate::metadata::{InvocationMetadata, MetadataCell};
 use crate::observer::{Registration, StateRef};
 use crate::queue::{DrainSummary, EventQueue};
 use crate::state::State;
@@ -68,7 +69,9 @@ pub struct InvokeOptions {
     pub correlation_id: Option<String>,
     /// A caller invocation id, used verbatim (minted as a UUIDv4 when absent).
     pub invocation_id: Option<String>,
-    /// Caller metadata (observability §3.4), kept with the invocation.
+    /// Caller metadata (observability §3.4): the baseline every context of the
+    /// invocation starts from. Kept as given; `OtelObserver::invoke` (and
+    /// [`crate::metadata::validate`]) check it against the §3.4 rules.
     pub metadata: Map<String, Value>,
 }
 
@@ -90,6 +93,12 @@ impl InvokeOptions {
         self.correlation_id = Some(id.into());
         self
     }
+
+    /// Sets the caller metadata (observability §3.4).
+    pub fn metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
 }
 
 /// State shared by everything that runs in one invocation of the outermost graph.
@@ -98,7 +107,8 @@ pub(crate) struct Invocation {
     pub(crate) started_seq: u64,
     pub(crate) id: Arc<str>,
     pub(crate) correlation_id: Option<Arc<str>>,
-    pub(crate) metadata: Map<String, Value>,
+    /// The caller's metadata, as given at `invoke()`.
+    pub(crate) metadata: InvocationMetadata,
     pub(crate) step: AtomicU64,
     pub(crate) queue: EventQueue,
     pub(crate) invocation_observers: Vec<Registration>,
@@ -128,6 +138,9 @@ pub(crate) struct Scope {
     pub(crate) branch_chain: Arc<[Option<String>]>,
     /// The attempt index inherited from a re-attempting wrapper around this level.
     pub(crate) inherited_attempt: u32,
+    /// This context's invocation metadata (observability §3.4): shared with serial
+    /// subgraphs, forked for fan-out instances and branches.
+    pub(crate) metadata: Arc<MetadataCell>,
 }
 
 impl Scope {
@@ -278,6 +291,13 @@ impl NodeCtx {
             Boundary::FanOutInstance(i) => (Some(i), None),
             Boundary::Branch(name) => (None, Some(name)),
         };
+        // §3.4: a serial subgraph runs in this context; an instance or a branch gets
+        // its own copy, seeded now.
+        let metadata = if fan_out.is_none() && branch.is_none() {
+            Arc::clone(&outer.metadata)
+        } else {
+            outer.metadata.fork()
+        };
         let scope = Scope {
             inv: Arc::clone(&outer.inv),
             namespace_prefix: Arc::clone(&self.namespace),
@@ -297,6 +317,7 @@ impl NodeCtx {
                 .collect(),
             branch_chain: outer.branch_chain.iter().cloned().chain([branch]).collect(),
             inherited_attempt: self.attempt_index,
+            metadata,
         };
         NodeCtx {
             attempt_scoped: false,
@@ -330,7 +351,8 @@ impl NodeCtx {
         self.scope.inv.correlation_id.as_deref()
     }
 
-    /// Caller-supplied invocation metadata.
+    /// The caller-supplied invocation metadata as given at `invoke()` (the baseline;
+    /// [`NodeCtx::invocation_metadata`] adds the writes visible in this context).
     pub fn metadata(&self) -> &Map<String, Value> {
         &self.scope.inv.metadata
     }

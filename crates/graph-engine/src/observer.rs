@@ -147,6 +147,9 @@ pub struct NodeEvent {
     pub invocation_id: Arc<str>,
     /// The caller's correlation id, if any.
     pub correlation_id: Option<Arc<str>>,
+    /// The invocation metadata in force in the node's context when the event was
+    /// dispatched (observability §3.4, §5.6): the caller's plus earlier writes.
+    pub metadata: crate::metadata::InvocationMetadata,
     /// When the engine dispatched the event (wall clock).
     pub at: std::time::SystemTime,
     /// The resolved configuration of a fan-out node (on its own events only).
@@ -215,6 +218,8 @@ pub enum ObserverEvent {
     InvocationCompleted(InvocationCompleted),
     /// A named event of an opt-in extension (spec/extensions/).
     Extension(crate::extension_event::ExtensionEvent),
+    /// Invocation metadata was added mid-invocation (observability §3.4 / §6).
+    MetadataAugmented(crate::metadata::MetadataAugmented),
 }
 
 /// The first event of every invocation: its identity and caller inputs.
@@ -341,6 +346,7 @@ impl ObserverEvent {
             ObserverEvent::InvocationStarted(e) => &e.invocation_id,
             ObserverEvent::InvocationCompleted(e) => &e.invocation_id,
             ObserverEvent::Extension(e) => &e.invocation_id,
+            ObserverEvent::MetadataAugmented(e) => &e.invocation_id,
         }
     }
 

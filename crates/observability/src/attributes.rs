@@ -1,7 +1,9 @@
-//! Spec: observability §4.5 (span names) and §5 (attribute namespace).
+//! Spec: observability §4.5 (span names), §5 (attribute namespace) and §11.2 / §11.3
+//! (metric instruments and their dimensions).
 //!
-//! Every span name and attribute key the OpenTelemetry mapping emits, as constants,
-//! so backends, tests and dashboards can refer to them without retyping strings.
+//! Every span name, attribute key, metric instrument name and metric dimension key the
+//! OpenTelemetry mapping emits, as constants, so backends, tests and dashboards can
+//! refer to them without retyping strings.
 
 /// The invocation span's name (§4.5), also the root of every detached trace (§4.4).
 pub const INVOCATION_SPAN: &str = "openarmature.invocation";
@@ -199,3 +201,57 @@ pub const EXCEPTION_EVENT: &str = "exception";
 pub const EXCEPTION_TYPE: &str = "exception.type";
 /// `exception.message` — the raised error's message.
 pub const EXCEPTION_MESSAGE: &str = "exception.message";
+
+// §11.2 Metric instruments (recorded only with `enable_metrics`).
+
+/// Histogram (unit `{token}`) of the token counts a provider call reported, split by
+/// [`METRIC_TOKEN_TYPE`].
+pub const METRIC_TOKEN_USAGE: &str = "openarmature.gen_ai.client.token.usage";
+/// Histogram (unit `s`) of provider-call durations, one observation per wire attempt.
+pub const METRIC_OPERATION_DURATION: &str = "openarmature.gen_ai.client.operation.duration";
+/// Counter (unit `{call}`) of declared token-budget bounds a call's usage exceeded,
+/// split by [`METRIC_TOKEN_BUDGET_KIND`].
+pub const METRIC_TOKEN_BUDGET_EXCEEDED: &str = "openarmature.gen_ai.client.token_budget.exceeded";
+/// Histogram (unit `1`) of `actual / declared` per evaluated token-budget bound.
+pub const METRIC_TOKEN_BUDGET_UTILIZATION: &str =
+    "openarmature.gen_ai.client.token_budget.utilization";
+
+/// Bucket boundaries of [`METRIC_TOKEN_USAGE`] (powers of four, 1 to 4^13).
+pub const TOKEN_USAGE_BUCKETS: [f64; 14] = [
+    1.0,
+    4.0,
+    16.0,
+    64.0,
+    256.0,
+    1_024.0,
+    4_096.0,
+    16_384.0,
+    65_536.0,
+    262_144.0,
+    1_048_576.0,
+    4_194_304.0,
+    16_777_216.0,
+    67_108_864.0,
+];
+/// Bucket boundaries of [`METRIC_OPERATION_DURATION`], in seconds (doubling from 10 ms).
+pub const OPERATION_DURATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+/// Bucket boundaries of [`METRIC_TOKEN_BUDGET_UTILIZATION`] (`> 1.0` is over budget).
+pub const TOKEN_BUDGET_UTILIZATION_BUCKETS: [f64; 11] =
+    [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0];
+
+// §11.3 Metric dimensions (besides `gen_ai.request.model` and `gen_ai.system`).
+
+/// `openarmature.gen_ai.operation` — the operation kind; `chat` for an LLM call.
+pub const METRIC_OPERATION: &str = "openarmature.gen_ai.operation";
+/// The [`METRIC_OPERATION`] value of an LLM completion call.
+pub const OPERATION_CHAT: &str = "chat";
+/// `openarmature.gen_ai.token.type` — `input` or `output` ([`METRIC_TOKEN_USAGE`]).
+pub const METRIC_TOKEN_TYPE: &str = "openarmature.gen_ai.token.type";
+/// `openarmature.gen_ai.token_budget.kind` — `input` or `total` (the token-budget
+/// instruments).
+pub const METRIC_TOKEN_BUDGET_KIND: &str = "openarmature.gen_ai.token_budget.kind";
+/// `error.type` — the llm-provider §7 error category, on the duration of a failed
+/// attempt only.
+pub const ERROR_TYPE: &str = "error.type";

@@ -1,15 +1,18 @@
 //! OTLP export: a private [`SdkTracerProvider`] (and, for §7, an
-//! [`SdkLoggerProvider`]) with a batch processor and an OTLP exporter over
-//! HTTP/protobuf or gRPC.
+//! [`SdkLoggerProvider`]; for the §11 metrics, an [`SdkMeterProvider`]) with a batch
+//! processor (a periodic reader for metrics) and an OTLP exporter over HTTP/protobuf
+//! or gRPC.
 //!
 //! Configuration comes from the standard `OTEL_EXPORTER_OTLP_*` environment variables
 //! (endpoint, protocol, headers, timeout, compression — signal-specific variables such
-//! as `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` first), and the builder overrides any of
-//! them. Export runs on the batch processor's own thread, off the graph's hot path;
-//! [`SdkTracerProvider::shutdown`] flushes what is still queued.
+//! as `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`
+//! first; the metric export interval from `OTEL_METRIC_EXPORT_INTERVAL`), and the
+//! builder overrides any of them. Export runs on the batch processor's (or periodic
+//! reader's) own thread, off the graph's hot path; [`SdkTracerProvider::shutdown`]
+//! (and [`SdkMeterProvider::shutdown`]) flushes what is still queued.
 //!
 //! The providers are returned to the caller and never registered globally
-//! (observability §6 *TracerProvider isolation*).
+//! (observability §6 *TracerProvider isolation*, §11.1).
 //!
 //! # Examples
 //! ```no_run
@@ -35,6 +38,7 @@ use std::time::Duration;
 
 use opentelemetry_otlp::{ExporterBuildError, WithExportConfig};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
 
@@ -84,9 +88,10 @@ pub struct OtlpExport {
     service_name: Option<String>,
 }
 
-const SIGNAL_PROTOCOL_VARS: [(&str, &str); 2] = [
+const SIGNAL_PROTOCOL_VARS: [(&str, &str); 3] = [
     ("traces", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
     ("logs", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"),
+    ("metrics", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
 ];
 
 impl OtlpExport {
@@ -103,7 +108,7 @@ impl OtlpExport {
     }
 
     /// The collector's base URL, like `OTEL_EXPORTER_OTLP_ENDPOINT`: for HTTP the
-    /// signal path (`/v1/traces`, `/v1/logs`) is appended.
+    /// signal path (`/v1/traces`, `/v1/logs`, `/v1/metrics`) is appended.
     pub fn endpoint(mut self, endpoint: impl Into<String>) -> Self {
         self.endpoint = Some(endpoint.into());
         self
@@ -208,6 +213,36 @@ impl OtlpExport {
             .build())
     }
 
+    /// A private meter provider exporting the §11 metrics over OTLP on a periodic
+    /// reader (interval from `OTEL_METRIC_EXPORT_INTERVAL`, default 60 s; cumulative
+    /// temporality). Hand it to
+    /// [`OtelObserverBuilder::meter_provider`](crate::OtelObserverBuilder::meter_provider)
+    /// together with `enable_metrics(true)`.
+    ///
+    /// # Errors
+    /// [`ExportError`] when the protocol or the exporter configuration is invalid.
+    pub fn meter_provider(&self) -> Result<SdkMeterProvider, ExportError> {
+        let exporter = self.metric_exporter()?;
+        Ok(SdkMeterProvider::builder()
+            .with_periodic_exporter(exporter)
+            .with_resource(self.resource())
+            .build())
+    }
+
+    /// The OTLP metric exporter alone (to combine with your own reader).
+    ///
+    /// # Errors
+    /// [`ExportError`] when the protocol or the exporter configuration is invalid.
+    pub fn metric_exporter(&self) -> Result<opentelemetry_otlp::MetricExporter, ExportError> {
+        let protocol = self.resolve_protocol("metrics")?;
+        let endpoint = self.endpoint_for(protocol, "/v1/metrics");
+        let builder = opentelemetry_otlp::MetricExporter::builder();
+        Ok(match protocol {
+            Protocol::HttpProtobuf => self.http(builder.with_http(), endpoint)?.build()?,
+            Protocol::Grpc => self.grpc(builder.with_tonic(), endpoint)?.build()?,
+        })
+    }
+
     #[cfg(feature = "otlp-http")]
     fn http<B>(&self, mut builder: B, endpoint: Option<String>) -> Result<B, ExportError>
     where
@@ -282,6 +317,18 @@ mod tests {
             e.endpoint_for(Protocol::Grpc, "/v1/traces").as_deref(),
             Some("http://127.0.0.1:4318/")
         );
+    }
+
+    #[test]
+    fn builds_an_http_meter_provider_without_a_runtime() {
+        let provider = OtlpExport::from_env()
+            .protocol(Protocol::HttpProtobuf)
+            .endpoint("http://127.0.0.1:9")
+            .meter_provider();
+        assert!(provider.is_ok());
+        if let Ok(p) = provider {
+            let _ = p.shutdown();
+        }
     }
 
     #[test]

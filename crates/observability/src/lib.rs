@@ -1,9 +1,10 @@
 //! # openarmature-observability
 //!
-//! Spec: observability (OpenArmature specification, pinned release v0.109.0), §3–§7.
+//! Spec: observability (OpenArmature specification, pinned release v0.109.0), §3–§7
+//! and §11.
 //!
 //! Renders graph invocations as OpenTelemetry traces, correlates log records with them,
-//! and exports both over OTLP.
+//! records opt-in GenAI metrics, and exports all three over OTLP.
 //!
 //! - [`OtelObserver`]: an observer that drives span lifecycle from the engine's event
 //!   queue (§6 *observer-driven*): an `openarmature.invocation` span per invocation,
@@ -11,17 +12,22 @@
 //!   fan-out instance and parallel-branch dispatch spans, one
 //!   `openarmature.llm.complete` span per LLM wire attempt, §4.2 status mapping with
 //!   `openarmature.error.category`, detached traces (§4.4), correlation id and caller
-//!   metadata on every span (§5.6), and log correlation (§7).
-//! - [`attributes`]: every span name and attribute key, as constants.
+//!   metadata on every span (§5.6), log correlation (§7), and — opt-in through
+//!   [`OtelObserverBuilder::enable_metrics`] and
+//!   [`OtelObserverBuilder::meter_provider`] — the §11 token-usage, duration and
+//!   token-budget instruments.
+//! - [`attributes`]: every span name, attribute key, metric instrument name and
+//!   metric dimension key, as constants.
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
 //! - [`payload`]: the §5.5.1 canonical JSON and §5.5.5 truncation of payload
 //!   attributes.
-//! - [`export`]: private OTLP tracer / logger providers (HTTP/protobuf or gRPC,
-//!   batch export, `OTEL_EXPORTER_OTLP_*` configuration).
+//! - [`export`]: private OTLP tracer / logger / meter providers (HTTP/protobuf or
+//!   gRPC, batch or periodic export, `OTEL_EXPORTER_OTLP_*` configuration).
 //!
 //! **TracerProvider isolation (§6).** Nothing in this crate reads or sets the global
-//! OpenTelemetry provider: the observer emits through the provider it is given, so
-//! auto-instrumentation that writes to the global provider never duplicates its spans.
+//! OpenTelemetry providers (tracer, logger or meter): the observer emits through the
+//! providers it is given, so auto-instrumentation that writes to the global provider
+//! never duplicates its spans.
 //!
 //! Implementation status per fixture lives in the workspace `conformance.toml`.
 

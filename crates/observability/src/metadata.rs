@@ -1,103 +1,18 @@
 //! Spec: observability §3.4 — caller-supplied invocation metadata: the key and value
-//! rules checked at the `invoke()` boundary, and the `openarmature.user.<key>`
-//! attributes (§5.6) the values become.
+//! rules (owned by the engine, which enforces them at the mid-invocation helper too,
+//! and re-exported here) and the `openarmature.user.<key>` attributes (§5.6) the
+//! values become.
 
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
 use serde_json::{Map, Value};
 
+pub use openarmature_graph::metadata::{
+    check_key, check_value, get_invocation_metadata, set_invocation_metadata, validate,
+    InvocationMetadata, MetadataError, INVOCATION_METADATA_INVALID, RESERVED_KEYS,
+    RESERVED_PREFIXES,
+};
+
 use crate::attributes::USER_PREFIX;
-
-/// Key names a §8 backend mapping writes at the top level of its metadata object; a
-/// caller key may not equal one of them (exact, whole-key match).
-pub const RESERVED_KEYS: &[&str] = &[
-    "correlation_id",
-    "entry_node",
-    "spec_version",
-    "detached_child_trace_ids",
-    "namespace",
-    "step",
-    "attempt_index",
-    "fan_out_index",
-    "subgraph_name",
-    "fan_out_item_count",
-    "fan_out_concurrency",
-    "fan_out_error_policy",
-    "fan_out_parent_node_name",
-    "prompt_group_name",
-    "request_extras",
-    "finish_reason",
-    "system",
-    "response_model",
-    "response_id",
-    "prompt",
-    "invocation_id",
-    "branch_name",
-    "detached",
-    "detached_from_invocation_id",
-    "implementation_name",
-    "implementation_version",
-    "parallel_branches_branch_count",
-    "parallel_branches_error_policy",
-    "parallel_branches_parent_node_name",
-];
-
-/// Key prefixes reserved for OpenArmature and the GenAI semantic conventions.
-pub const RESERVED_PREFIXES: &[&str] = &["openarmature.", "gen_ai."];
-
-/// Caller metadata that breaks a §3.4 rule. Raised before any work begins.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MetadataError {
-    /// The key is under `openarmature.*` or `gen_ai.*`.
-    #[error("invocation metadata key `{key}` is in the reserved `{prefix}*` namespace")]
-    ReservedNamespace {
-        /// The offending key.
-        key: String,
-        /// The reserved prefix it starts with.
-        prefix: &'static str,
-    },
-    /// The key equals an OpenArmature-emitted backend metadata name.
-    #[error("invocation metadata key `{key}` is a reserved OpenArmature metadata name")]
-    ReservedName {
-        /// The offending key.
-        key: String,
-    },
-    /// The value is not an OpenTelemetry attribute value (null, an object, a mixed or
-    /// nested array).
-    #[error("invocation metadata `{key}`: {reason}")]
-    InvalidValue {
-        /// The key whose value is invalid.
-        key: String,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl MetadataError {
-    /// The error's category: `invocation_metadata_invalid` for every variant.
-    pub fn category(&self) -> &'static str {
-        "invocation_metadata_invalid"
-    }
-}
-
-/// Checks one key against the reserved namespaces and names.
-///
-/// # Errors
-/// [`MetadataError::ReservedNamespace`] or [`MetadataError::ReservedName`].
-pub fn check_key(key: &str) -> Result<(), MetadataError> {
-    if let Some(prefix) = RESERVED_PREFIXES.iter().find(|p| key.starts_with(*p)) {
-        return Err(MetadataError::ReservedNamespace {
-            key: key.to_owned(),
-            prefix,
-        });
-    }
-    if RESERVED_KEYS.contains(&key) {
-        return Err(MetadataError::ReservedName {
-            key: key.to_owned(),
-        });
-    }
-    Ok(())
-}
 
 /// Converts one metadata value to an OpenTelemetry attribute value: a string, int,
 /// float or bool, or a homogeneous array of one of those.
@@ -178,6 +93,19 @@ pub fn user_attributes(metadata: &Map<String, Value>) -> Result<Vec<KeyValue>, M
                 format!("{USER_PREFIX}{key}"),
                 attribute_value(key, value)?,
             ))
+        })
+        .collect()
+}
+
+/// The `openarmature.user.*` attributes of the entries of `metadata` that satisfy
+/// §3.4, skipping the others (what already-accepted metadata renders as).
+pub(crate) fn lenient_user_attributes(metadata: &Map<String, Value>) -> Vec<KeyValue> {
+    metadata
+        .iter()
+        .filter(|(key, _)| check_key(key).is_ok())
+        .filter_map(|(key, value)| {
+            let value = attribute_value(key, value).ok()?;
+            Some(KeyValue::new(format!("{USER_PREFIX}{key}"), value))
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use openarmature_graph::reducers::{json::field_key, Reducer};
 use openarmature_graph::{
     timeout_from_secs, CompileError, CompiledGraph, DynSchema, DynState, FieldType, GraphBuilder,
-    Node, SubgraphNode, Target, END,
+    Middleware, Node, SubgraphNode, Target, END,
 };
 use serde_json::Value;
 
@@ -48,6 +48,26 @@ pub(crate) trait Extension {
         builder: GraphBuilder<DynState>,
         edges: Vec<Y<'y>>,
     ) -> Result<(GraphBuilder<DynState>, Vec<Y<'y>>), AdapterError>;
+    /// Node middleware for the extension's node keys in `spec` (innermost).
+    fn node_middleware(
+        &self,
+        spec: &Y<'_>,
+    ) -> Result<Vec<Arc<dyn Middleware<DynState>>>, AdapterError> {
+        let _ = spec;
+        Ok(Vec::new())
+    }
+    /// `fan_out:` keys [`Extension::instance_middleware`] handles.
+    fn fan_out_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Instance middleware for the extension's keys in a `fan_out:` block (innermost).
+    fn instance_middleware(
+        &self,
+        fan_out: &Y<'_>,
+    ) -> Result<Vec<Arc<dyn Middleware<DynState>>>, AdapterError> {
+        let _ = fan_out;
+        Ok(Vec::new())
+    }
 }
 
 /// Compiles graphs of one case: the invoked graph and the named subgraphs it uses
@@ -174,6 +194,11 @@ impl<'a> Builder<'a> {
                 builder = builder.add_shared_node(name.clone(), node);
                 if let Some(list) = spec.get("middleware") {
                     for m in super::middleware::chain(&list, &self.harness)? {
+                        builder = builder.node_middleware(&name, m);
+                    }
+                }
+                if let Some(ext) = &self.extension {
+                    for m in ext.node_middleware(&spec)? {
                         builder = builder.node_middleware(&name, m);
                     }
                 }

@@ -101,7 +101,7 @@ impl<'a> Builder<'a> {
         &self,
         y: &Y<'a>,
     ) -> Result<Result<Arc<dyn Node<DynState>>, CompileError>, AdapterError> {
-        y.check_keys(&[
+        let mut known = vec![
             "subgraph",
             "items_field",
             "item_field",
@@ -117,7 +117,11 @@ impl<'a> Builder<'a> {
             "inputs",
             "extra_outputs",
             "instance_middleware",
-        ])?;
+        ];
+        if let Some(ext) = &self.extension {
+            known.extend_from_slice(ext.fan_out_keys());
+        }
+        y.check_keys(&known)?;
         let sub = y.req("subgraph")?;
         let graph = match self.subgraph(sub.str()?, &sub)? {
             Ok(g) => g,
@@ -183,6 +187,11 @@ impl<'a> Builder<'a> {
         }
         if let Some(list) = y.get("instance_middleware") {
             for m in chain(&list, &self.harness)? {
+                node = node.instance_middleware(m);
+            }
+        }
+        if let Some(ext) = &self.extension {
+            for m in ext.instance_middleware(y)? {
                 node = node.instance_middleware(m);
             }
         }

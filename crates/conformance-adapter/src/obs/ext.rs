@@ -7,6 +7,9 @@
 //!   mock provider, after the node's scripted steps (see [`super::llm`]).
 //! - `update_pure_from_state: {field: <harness function>}` — a pure update computed
 //!   from the state (fixtures 006 / 008: `input_times_two`).
+//! - The §3.4 / §9 directives of [`super::meta`] (`augment_metadata`,
+//!   `capture_invocation_metadata_into`, queryable-observer reads, …), run at the
+//!   top of the body in document order.
 //! - Guarded edges `{from, when: {field, gt | lt | equals}, to}` with an unguarded
 //!   fallback edge from the same node (fixture 011).
 //! - `condition: {if_field, equals, then, else}` edges are compiled without destination
@@ -33,7 +36,7 @@ use crate::ge::harness::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 
-/// Node keys this extension handles.
+/// Node keys this extension handles (with [`super::meta::NODE_KEYS`]).
 const NODE_KEYS: &[&str] = &[
     "emits_log",
     "update_pure_from_state",
@@ -42,6 +45,14 @@ const NODE_KEYS: &[&str] = &[
     "renders_prompt",
     "renders_prompt_group",
 ];
+
+static ALL_NODE_KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    NODE_KEYS
+        .iter()
+        .chain(super::meta::NODE_KEYS)
+        .copied()
+        .collect()
+});
 
 /// A log record a node made: which node, which body.
 #[derive(Debug, Clone)]
@@ -58,6 +69,8 @@ pub(crate) struct ObsExtension {
     pub(crate) llm: Option<Arc<LlmHarness>>,
     /// The prompt store, when the case declares `prompt_backend`.
     pub(crate) prompts: Option<Arc<PromptHarness>>,
+    /// The §3.4 / §9 directives' records and queryable observers.
+    pub(crate) meta: Arc<super::meta::MetaHarness>,
 }
 
 fn unknown(y: &Y<'_>, what: String) -> AdapterError {
@@ -245,7 +258,25 @@ fn if_field_edge(
 
 impl Extension for ObsExtension {
     fn node_keys(&self) -> &'static [&'static str] {
-        NODE_KEYS
+        &ALL_NODE_KEYS
+    }
+
+    fn node_middleware(
+        &self,
+        spec: &Y<'_>,
+    ) -> Result<Vec<Arc<dyn openarmature_graph::Middleware<DynState>>>, AdapterError> {
+        super::meta::node_middleware(spec)
+    }
+
+    fn fan_out_keys(&self) -> &'static [&'static str] {
+        super::meta::FAN_OUT_KEYS
+    }
+
+    fn instance_middleware(
+        &self,
+        fan_out: &Y<'_>,
+    ) -> Result<Vec<Arc<dyn openarmature_graph::Middleware<DynState>>>, AdapterError> {
+        super::meta::instance_middleware(fan_out, &self.meta)
     }
 
     fn wrap_node(
@@ -254,6 +285,7 @@ impl Extension for ObsExtension {
         spec: &Y<'_>,
         node: Arc<dyn Node<DynState>>,
     ) -> Result<Arc<dyn Node<DynState>>, AdapterError> {
+        let node = super::meta::wrap(name, spec, node, &self.meta)?;
         let mut logs = Vec::new();
         if let Some(log) = spec.get("emits_log") {
             log.check_keys(&["message", "level"])?;

@@ -510,6 +510,8 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
         }
         other => match super::llm_invariants::check(other, v, run)
             .or_else(|| super::prompts::check(other, v, run))
+            .or_else(|| super::meta::checks::check(other, v, run))
+            .or_else(|| super::metric_invariants::check(other, v, run))
         {
             Some(verdict) => verdict,
             None => err(format!(

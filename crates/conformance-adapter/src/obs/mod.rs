@@ -48,16 +48,35 @@
 //!   the stored reply into a synthesized outer `__collected: list<any>` (the
 //!   fixtures assert events only);
 //!   `parallel_branches: {branches: [names]}` runs the same-named inner subgraphs.
+//!   `final_state` is compared over the declared (and expected) fields only, so the
+//!   synthesized fields do not count.
 //! - O8 `calls_llm.tools` in the OpenAI wire shape (`{type: function, function:
 //!   {...}}`, 061) is read as the §4 tool record it describes.
 //! - O9 `prompt_backend.type: filesystem` with inline `prompts` (064 / 066) is served
 //!   by the in-memory prompt backend with each prompt's `version` and
 //!   `template_hash` taken verbatim (see [`prompts`]).
+//! - O10 `metrics:` (§5.8, observability §11) reads an aggregating in-memory reader,
+//!   so entries naming the same instrument and dimension set are matched together:
+//!   their count is the point's observation count (histograms) and their values add
+//!   up to its sum (histograms) or value (counters). Each named instrument's list is
+//!   exhaustive; instruments the list does not name are not constrained by it (131
+//!   lists only the budget instruments beside the token / duration ones it records).
+//!   See [`metrics`].
+//! - O11 §3.4 / §9 harness directives (see [`meta`]): a queryable-observer read first
+//!   waits for the delivery of the events emitted so far (`NodeCtx::drain_events`,
+//!   the §9.2 stability gate), so 049's `captured_bucket_is_non_empty` is
+//!   deterministic; an inner subgraph node's `capture_invocation_metadata_into: f`
+//!   (044) gives the inner state an `any` field `f` that the fan-out collects into
+//!   the outer field `f`; `augment_metadata` / capture directives run at the top of
+//!   the node body, in document order.
 
 mod ext;
 mod invariants;
 mod llm;
 mod llm_invariants;
+mod meta;
+mod metric_invariants;
+mod metrics;
 mod prompts;
 mod spans;
 mod typed;
@@ -117,6 +136,11 @@ const CASE_KEYS: &[&str] = &[
     "caller_global_otel_active",
     "prompt_backend",
     "render_variables",
+    "caller_invocation_id",
+    "queryable_observers",
+    "direct_call",
+    SYNTHESIZED,
+    "enable_metrics",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -126,6 +150,9 @@ const FILE_KEYS: &[&str] = &[
     "subgraphs",
     "description",
     "conformance_version",
+    "sequential_invocations",
+    "queryable_observers",
+    "informative",
 ];
 
 const EXPECTED_KEYS: &[&str] = &[
@@ -151,6 +178,11 @@ const EXPECTED_KEYS: &[&str] = &[
     "no_spans_emitted",
     "no_langfuse_observations_emitted",
     "final_state",
+    "metrics",
+    "augment_rejects_at_call_site",
+    "final_state_bounds",
+    "per_invocation",
+    "invocation_id",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -192,6 +224,10 @@ pub(crate) struct Run<'a> {
     pub(crate) calls: Vec<CallRecord>,
     /// Whether each invocation failed, and the §7 category it raised (if an LLM call).
     pub(crate) failures: Vec<Option<Option<String>>>,
+    /// What the §3.4 / §9 directives recorded, and the final states.
+    pub(crate) meta: Arc<meta::MetaHarness>,
+    /// The §6.9 metric capture's points.
+    pub(crate) metrics: Vec<metrics::Point>,
 }
 
 impl Run<'_> {
@@ -330,6 +366,9 @@ fn mentions(v: &serde_norway::Value, key: &str) -> bool {
 /// Runs one observability case; cases that call an LLM get their own unpaused
 /// runtime with I/O, in a dedicated thread.
 pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String> {
+    if case.get("direct_call").is_some() {
+        return meta::expect::direct_call(case);
+    }
     let needs_llm = case.get("mock_llm").is_some() || mentions(case.value, "calls_llm");
     let desugared = llm_desugar(case).map_err(err)?;
     if !needs_llm {
@@ -382,6 +421,9 @@ fn llm_desugar(case: &Y<'_>) -> Result<Option<serde_norway::Value>, AdapterError
     };
     let mut subgraphs = Mapping::new();
     let mut stored: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    // Register O11: an inner `capture_invocation_metadata_into: f` (044) names the
+    // outer list the reads are collected into.
+    let mut captured: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (name, def) in inner.entries()? {
         def.check_keys(&["entry", "nodes", "edges"])?;
         let Yv::Mapping(mut m) = def.value.clone() else {
@@ -397,6 +439,11 @@ fn llm_desugar(case: &Y<'_>) -> Result<Option<serde_norway::Value>, AdapterError
                 let target = target.str()?.to_owned();
                 fields.insert(k(&target), field("any"));
                 stored.insert(name.clone(), target);
+            }
+            if let Some(target) = node.get("capture_invocation_metadata_into") {
+                let target = target.str()?.to_owned();
+                fields.insert(k(&target), field("any"));
+                captured.insert(name.clone(), target);
             }
         }
         let mut state = Mapping::new();
@@ -419,12 +466,17 @@ fn llm_desugar(case: &Y<'_>) -> Result<Option<serde_norway::Value>, AdapterError
                     item_lists.push(items.clone());
                 }
                 if let Some(Yv::String(sub)) = f.remove("inner_subgraph") {
-                    let collect = stored.get(&sub).cloned().unwrap_or_else(|| "input".into());
                     f.insert(k("subgraph"), k(&sub));
                     f.insert(k("item_field"), k("input"));
-                    f.insert(k("collect_field"), k(&collect));
-                    f.insert(k("target_field"), k("__collected"));
-                    collects = true;
+                    if let Some(target) = captured.get(&sub) {
+                        f.insert(k("collect_field"), k(target));
+                        f.insert(k("target_field"), k(target));
+                    } else {
+                        let collect = stored.get(&sub).cloned().unwrap_or_else(|| "input".into());
+                        f.insert(k("collect_field"), k(&collect));
+                        f.insert(k("target_field"), k("__collected"));
+                        collects = true;
+                    }
                 }
             }
             if let Some(Yv::Mapping(p)) = node.get_mut("parallel_branches") {
@@ -440,18 +492,23 @@ fn llm_desugar(case: &Y<'_>) -> Result<Option<serde_norway::Value>, AdapterError
             }
         }
     }
+    let mut synthesized = Vec::new();
     if let Some(Yv::Mapping(state)) = out.get_mut("state") {
         if let Some(Yv::Mapping(fields)) = state.get_mut("fields") {
             if collects {
                 fields.insert(k("__collected"), field("list<any>"));
+                synthesized.push(k("__collected"));
             }
             for items in item_lists {
                 if !fields.contains_key(items.as_str()) {
                     fields.insert(k(&items), field("list<any>"));
+                    synthesized.push(k(&items));
                 }
             }
         }
     }
+    // Remembered so `final_state` can leave them out.
+    out.insert(k(SYNTHESIZED), Yv::Sequence(synthesized));
     Ok(Some(Yv::Mapping(out)))
 }
 
@@ -571,6 +628,11 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     if let Some(b) = flag(case, "disable_genai_semconv")? {
         ob = ob.disable_genai_semconv(b);
     }
+    // §6.9: the observer's meter comes from a private provider read in memory.
+    let meters = metrics::Capture::new();
+    ob = ob
+        .meter_provider(&meters.provider)
+        .enable_metrics(flag(case, "enable_metrics")?.unwrap_or(false));
     let observer = ob.build();
 
     let llm = if needs_llm {
@@ -601,6 +663,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         }),
     );
 
+    let meta = Arc::new(meta::MetaHarness::from_case(doc, case).map_err(err)?);
     let harness = Arc::new(Harness::default());
     let emitted = Arc::new(Mutex::new(Vec::new()));
     let mut builder = Builder::new(Arc::clone(&harness));
@@ -609,6 +672,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         logs: Arc::clone(&emitted),
         llm: llm.clone(),
         prompts: PromptHarness::from_case(case).map_err(err)?.map(Arc::new),
+        meta: Arc::clone(&meta),
     }));
     builder.collect_defs(doc).map_err(err)?;
     if case.value != doc.value {
@@ -635,6 +699,17 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
             .ok_or_else(|| err(n.invalid("invocations must be a positive integer")))?,
         None => 1,
     };
+    // 049 `sequential_invocations`: one invocation per entry, with its id.
+    let count = if meta.sequence.is_empty() {
+        count
+    } else {
+        meta.sequence.len()
+    };
+    let caller_invocation_id = case
+        .get("caller_invocation_id")
+        .map(|c| c.str().map(str::to_owned))
+        .transpose()
+        .map_err(err)?;
     let correlation_id = case
         .get("caller_correlation_id")
         .map(|c| c.str().map(str::to_owned))
@@ -650,7 +725,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
 
     let mut outcomes = Vec::new();
     let mut invocation_ids = Vec::new();
-    for _ in 0..count {
+    for i in 0..count {
         let state: DynState = graph
             .defaults()
             .schema()
@@ -662,6 +737,14 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
             ..InvokeOptions::default()
         };
         options = options.observer(recorder.clone());
+        options.invocation_id = meta
+            .sequence
+            .get(i)
+            .map(|(_, id)| id.clone())
+            .or_else(|| caller_invocation_id.clone());
+        for q in &meta.observers {
+            options = options.observer(q.registration());
+        }
         for c in &collectors {
             options = options.observer(c.registration());
         }
@@ -682,7 +765,15 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         });
     }
     graph.drain(None).await;
+    *lock(&meta.finals) = outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Completed(v) => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
     observer.close_all();
+    let metric_points = meters.finish()?;
     let spans = span_exporter
         .get_finished_spans()
         .map_err(|e| format!("in-memory exporter: {e}"))?;
@@ -728,6 +819,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
             .as_ref()
             .map(|h| lock(&h.calls).clone())
             .unwrap_or_default(),
+        meta: Arc::clone(&meta),
         failures: outcomes
             .iter()
             .map(|o| match o {
@@ -735,6 +827,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
                 _ => None,
             })
             .collect(),
+        metrics: metric_points,
     };
 
     if let Some(e) = case.get("expected_error") {
@@ -748,7 +841,8 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         &harness,
         &opts,
         global_forest.as_ref(),
-    )
+    )?;
+    meta::expect::check_expected(&expected, &run, &outcomes)
 }
 
 fn log_views(exporter: &InMemoryLogExporter) -> Result<Vec<LogView>, String> {
@@ -1034,17 +1128,41 @@ fn assert_expected(
         match outcomes.first() {
             Some(Outcome::Completed(got)) => crate::matchers::check(
                 &want,
-                got,
+                &declared_only(got, run.case, &want),
                 &mut crate::matchers::Bindings::default(),
                 "final_state",
             )?,
             _ => return Err("final_state: the invocation did not complete".into()),
         }
     }
+    if let Some(list) = expected.get("metrics") {
+        metrics::check(&list, &run.metrics)?;
+    }
     if let Some(inv) = expected.get("invariants") {
         invariants::check_all(&inv, run)?;
     }
     Ok(())
+}
+
+/// The case key under which [`llm_desugar`] lists the fields it synthesized.
+const SYNTHESIZED: &str = "__synthesized_fields";
+
+/// Register O7: the fields the runner synthesized (an undeclared items field,
+/// `__collected`) are not part of `final_state` unless it names them.
+fn declared_only(got: &Value, case: &Y<'_>, want: &Value) -> Value {
+    let synthesized = case
+        .get(SYNTHESIZED)
+        .and_then(|s| s.strings().ok())
+        .unwrap_or_default();
+    match got {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !synthesized.contains(k) || want.get(k.as_str()).is_some())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Register O2 (see the module docs).

@@ -1,13 +1,16 @@
 //! Spec: observability §3 (correlation id, caller metadata), §4–§6 (span hierarchy,
-//! status, detached traces, observer-driven lifecycle, TracerProvider isolation) and
-//! §7 (log correlation).
+//! status, detached traces, observer-driven lifecycle, TracerProvider isolation), §7
+//! (log correlation) and §11 (opt-in GenAI metrics).
 //!
 //! [`OtelObserver`] turns the engine's observer events into OpenTelemetry spans on a
-//! tracer the caller hands in. It never touches the global provider.
+//! tracer the caller hands in (and, with metrics enabled, into measurements on a meter
+//! the caller hands in). It never touches the global providers.
 
+mod builder;
 mod keys;
 mod llm;
 mod logs;
+mod metrics;
 mod prompt;
 mod state;
 
@@ -15,20 +18,22 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
+pub use self::builder::{OtelObserverBuilder, PayloadCapTooSmall};
+
 use futures::future::BoxFuture;
 use openarmature_graph::{
     BoxError, CompiledGraph, Completed, GraphError, InvokeOptions, NodeCtx, Observer,
     ObserverEvent, Registration, State,
 };
 use opentelemetry::global::BoxedTracer;
-use opentelemetry::logs::{LoggerProvider, Severity};
+use opentelemetry::logs::Severity;
 use opentelemetry::trace::{Tracer, TracerProvider};
 use opentelemetry::InstrumentationScope;
-use opentelemetry_sdk::logs::{SdkLogger, SdkLoggerProvider};
+use opentelemetry_sdk::logs::SdkLogger;
 
 use self::keys::Key;
+use self::metrics::Metrics;
 use self::state::{Failure, InvState, PendingLog};
-use crate::attributes as attr;
 use crate::metadata::{self, MetadataError};
 
 /// The instrumentation scope name of every span and log record this crate emits.
@@ -56,6 +61,8 @@ pub(crate) struct Config {
 struct Shared {
     tracer: BoxedTracer,
     config: Config,
+    /// The §11 instruments: `Some` only with metrics enabled and a meter provider.
+    metrics: Option<Metrics>,
     inner: Mutex<Inner>,
 }
 
@@ -91,6 +98,10 @@ impl Inner {
 /// recorded as a span event of its name on the span of the node attempt whose work
 /// caused it (attributes prefixed with the event name's namespace, e.g.
 /// `openarmature.circuit_breaker.to`).
+///
+/// Metrics (§11) are opt-in: with [`OtelObserverBuilder::enable_metrics`] and a
+/// [`OtelObserverBuilder::meter_provider`], the same events also record the GenAI
+/// token-usage, duration and token-budget instruments, whatever the span flags say.
 ///
 /// Spans go to the tracer of the provider passed to [`OtelObserver::builder`]: keep
 /// that provider private (§6 *TracerProvider isolation*) — this crate never reads or
@@ -166,20 +177,6 @@ pub struct OtelObserver {
 impl std::fmt::Debug for OtelObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OtelObserver").finish_non_exhaustive()
-    }
-}
-
-/// Builds an [`OtelObserver`].
-#[must_use]
-pub struct OtelObserverBuilder {
-    tracer: BoxedTracer,
-    config: Config,
-}
-
-impl std::fmt::Debug for OtelObserverBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OtelObserverBuilder")
-            .finish_non_exhaustive()
     }
 }
 
@@ -349,7 +346,8 @@ impl OtelObserver {
         let time = SystemTime::now();
         let lineage = ctx.lineage();
         let correlation_id = ctx.correlation_id().unwrap_or_default();
-        let attributes = state::cross_cutting(correlation_id, &lenient_user(ctx.metadata()));
+        let attributes =
+            state::cross_cutting(correlation_id, &lenient_user(&ctx.invocation_metadata()));
         let log = PendingLog {
             unit: Key::of_lineage(&lineage),
             attempt: lineage.attempt_index,
@@ -409,6 +407,10 @@ impl OtelObserver {
 
     fn handle(&self, event: &ObserverEvent) {
         let shared = &*self.shared;
+        // §11: metrics are a projection of the same events, independent of spans.
+        if let Some(metrics) = &shared.metrics {
+            metrics.record(event);
+        }
         let mut inner = lock(&shared.inner);
         match event {
             ObserverEvent::InvocationStarted(e) => {
@@ -467,6 +469,17 @@ impl OtelObserver {
                 );
                 state.on_extension(&shared.tracer, &shared.config, e);
             }
+            // §3.4 / §6: mid-invocation metadata updates the open spans on the
+            // writer's call-stack path in place.
+            ObserverEvent::MetadataAugmented(e) => {
+                let state = self.state_for(
+                    &mut inner,
+                    &e.invocation_id,
+                    e.correlation_id.as_deref(),
+                    e.at,
+                );
+                state.on_metadata(e);
+            }
             // Terminal LLM events, failure-isolation events and kinds added later do
             // not drive spans (LLM spans come from the per-attempt signal).
             _ => {}
@@ -495,134 +508,4 @@ impl Observer for OtelObserver {
         self.handle(&event);
         Box::pin(std::future::ready(Ok(())))
     }
-}
-
-impl OtelObserverBuilder {
-    /// Starts a builder emitting through `tracer` (any tracer; prefer
-    /// [`OtelObserver::builder`], which names the instrumentation scope).
-    pub fn from_tracer<T>(tracer: T) -> Self
-    where
-        T: Tracer + Send + Sync + 'static,
-        T::Span: Send + Sync + 'static,
-    {
-        OtelObserverBuilder {
-            tracer: BoxedTracer::new(Box::new(tracer)),
-            config: Config {
-                detached_subgraphs: HashSet::new(),
-                detached_fan_outs: HashSet::new(),
-                subgraph_names: HashMap::new(),
-                disable_llm_spans: false,
-                disable_genai_semconv: false,
-                disable_provider_payload: true,
-                payload_byte_cap: attr::DEFAULT_PAYLOAD_BYTE_CAP,
-                spec_version: crate::SPEC_VERSION.to_owned(),
-                implementation_name: attr::IMPLEMENTATION.to_owned(),
-                implementation_version: env!("CARGO_PKG_VERSION").to_owned(),
-                close_timeout: Duration::from_secs(5),
-                logger: None,
-            },
-        }
-    }
-
-    /// Renders the subgraph node `node_name` (its name in the parent graph) in a
-    /// trace of its own, linked from the parent trace's dispatch span (§4.4).
-    pub fn detach_subgraph(mut self, node_name: impl Into<String>) -> Self {
-        self.config.detached_subgraphs.insert(node_name.into());
-        self
-    }
-
-    /// Renders each instance of the fan-out node `node_name` in a trace of its own,
-    /// each linked from the fan-out node's span (§4.4).
-    pub fn detach_fan_out(mut self, node_name: impl Into<String>) -> Self {
-        self.config.detached_fan_outs.insert(node_name.into());
-        self
-    }
-
-    /// Names the compiled subgraph the subgraph node `node_name` runs: reported as
-    /// `openarmature.subgraph.name` (§5.3, otherwise `""`), and used as the name of
-    /// the subgraph span at the root of a detached trace, whose outermost graph it is.
-    pub fn subgraph_name(
-        mut self,
-        node_name: impl Into<String>,
-        subgraph_name: impl Into<String>,
-    ) -> Self {
-        self.config
-            .subgraph_names
-            .insert(node_name.into(), subgraph_name.into());
-        self
-    }
-
-    /// Skips `openarmature.llm.complete` spans (§5.5 opt-out); other spans are
-    /// unaffected.
-    pub fn disable_llm_spans(mut self, disable: bool) -> Self {
-        self.config.disable_llm_spans = disable;
-        self
-    }
-
-    /// Skips the `gen_ai.*` attributes and the cache attributes on LLM spans (§5.5.4).
-    pub fn disable_genai_semconv(mut self, disable: bool) -> Self {
-        self.config.disable_genai_semconv = disable;
-        self
-    }
-
-    /// Whether provider payload stays off LLM spans (§5.5.4; default `true`). With
-    /// `false`, spans carry `openarmature.llm.input.messages`,
-    /// `openarmature.llm.output.content`, `openarmature.llm.output.tool_calls` and
-    /// `openarmature.llm.request.extras` (canonical JSON, inline image bytes
-    /// redacted, each capped per [`OtelObserverBuilder::payload_byte_cap`]).
-    pub fn disable_provider_payload(mut self, disable: bool) -> Self {
-        self.config.disable_provider_payload = disable;
-        self
-    }
-
-    /// The per-attribute byte cap of the payload attributes (§5.5.5; default
-    /// [`attr::DEFAULT_PAYLOAD_BYTE_CAP`], 64 KiB). Longer values are cut at a UTF-8
-    /// boundary and end with `…[truncated, M bytes total]`.
-    ///
-    /// # Errors
-    /// [`PayloadCapTooSmall`] below [`attr::MIN_PAYLOAD_BYTE_CAP`] (256 bytes).
-    pub fn payload_byte_cap(mut self, bytes: usize) -> Result<Self, PayloadCapTooSmall> {
-        if bytes < attr::MIN_PAYLOAD_BYTE_CAP {
-            return Err(PayloadCapTooSmall { requested: bytes });
-        }
-        self.config.payload_byte_cap = bytes;
-        Ok(self)
-    }
-
-    /// Correlates log records made through [`OtelObserver::log`] and emits them
-    /// through a logger of `provider` (§7). Keep that provider private too.
-    pub fn logger_provider(mut self, provider: &SdkLoggerProvider) -> Self {
-        let scope = InstrumentationScope::builder(INSTRUMENTATION_SCOPE)
-            .with_version(env!("CARGO_PKG_VERSION"))
-            .build();
-        self.config.logger = Some(provider.logger_with_scope(scope));
-        self
-    }
-
-    /// How long [`OtelObserver::invoke`] waits for the invocation's events to be
-    /// delivered before closing its spans (default 5 s); spans of events delivered
-    /// later still get exported, under the closed parents.
-    pub fn close_timeout(mut self, timeout: Duration) -> Self {
-        self.config.close_timeout = timeout;
-        self
-    }
-
-    /// Builds the observer.
-    pub fn build(self) -> OtelObserver {
-        OtelObserver {
-            shared: Arc::new(Shared {
-                tracer: self.tracer,
-                config: self.config,
-                inner: Mutex::new(Inner::default()),
-            }),
-        }
-    }
-}
-
-/// A payload cap below the §5.5.5 minimum was requested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("payload byte cap {requested} is below the minimum of 256 bytes (observability §5.5.5)")]
-pub struct PayloadCapTooSmall {
-    /// The rejected cap.
-    pub requested: usize,
 }

@@ -17,12 +17,14 @@
 //! - Detached wrappers (§4.4) root a new trace in their own invocation span and are
 //!   linked from the parent trace.
 
+mod augment;
+
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use openarmature_graph::{
-    EventError, ExtensionEvent, FanOutConfig, LlmAttemptEvent, NodeEvent, ParallelBranchesConfig,
-    Phase,
+    EventError, ExtensionEvent, FanOutConfig, InvocationMetadata, LlmAttemptEvent, NodeEvent,
+    ParallelBranchesConfig, Phase,
 };
 use opentelemetry::global::BoxedSpan;
 use opentelemetry::trace::{Link, Span, SpanBuilder, SpanContext, Status, TraceContextExt, Tracer};
@@ -172,8 +174,12 @@ pub(crate) struct PendingLog {
 pub(crate) struct InvState {
     pub(crate) invocation_id: String,
     pub(crate) correlation_id: String,
-    /// `openarmature.user.*` attributes (§5.6).
+    /// `openarmature.user.*` attributes of the caller's metadata (§5.6).
     pub(crate) user: Vec<KeyValue>,
+    /// The metadata snapshot of the event being handled and its `openarmature.user.*`
+    /// attributes (§3.4 *Forward flow*: spans opened now carry it); converted once
+    /// per distinct snapshot. `None`: the caller's (`user`).
+    event_user: Option<(InvocationMetadata, Vec<KeyValue>)>,
     root: Open,
     entry_set: bool,
     /// Lazily begun invocations: the last completed node's outcome.
@@ -213,6 +219,7 @@ impl InvState {
             invocation_id,
             correlation_id,
             user,
+            event_user: None,
             root,
             entry_set: entry.is_some(),
             last_outcome: None,
@@ -225,7 +232,29 @@ impl InvState {
     }
 
     fn cross_cutting(&self) -> Vec<KeyValue> {
-        cross_cutting(&self.correlation_id, &self.user)
+        let user = self
+            .event_user
+            .as_ref()
+            .map_or(&self.user, |(_, user)| user);
+        cross_cutting(&self.correlation_id, user)
+    }
+
+    /// Spans opened while handling the current event carry `metadata` (`None`: the
+    /// caller's metadata, for events that carry no snapshot).
+    fn use_metadata(&mut self, metadata: Option<&InvocationMetadata>) {
+        let Some(metadata) = metadata else {
+            self.event_user = None;
+            return;
+        };
+        if self
+            .event_user
+            .as_ref()
+            .is_some_and(|(seen, _)| seen.ptr_eq(metadata))
+        {
+            return;
+        }
+        let user = crate::metadata::lenient_user_attributes(metadata);
+        self.event_user = Some((metadata.clone(), user));
     }
 
     /// The invocation's `started` event reached an invocation begun lazily (its
@@ -245,6 +274,7 @@ impl InvState {
 
     /// Handles one node event (§6).
     pub(crate) fn on_node(&mut self, tracer: &dyn TracerDyn, config: &Config, e: &NodeEvent) {
+        self.use_metadata(Some(&e.metadata));
         let now = e.at;
         let unit = Key::unit(&e.namespace, &e.fan_out_index_chain, &e.branch_name_chain);
         self.enter(tracer, config, &unit, now);
@@ -599,6 +629,7 @@ impl InvState {
         // ends, so the delivery time stands in for the end, and the start is the end
         // minus the attempt's latency, never before the calling span's start.
         let now = SystemTime::now();
+        self.use_metadata(Some(&e.site.metadata));
         let unit = Key::of_lineage(&e.site.lineage);
         self.enter(tracer, config, &unit, now);
         if config.disable_llm_spans {
@@ -638,6 +669,7 @@ impl InvState {
         config: &Config,
         e: &ExtensionEvent,
     ) {
+        self.use_metadata(None);
         let unit = Key::of_lineage(&e.lineage);
         self.enter(tracer, config, &unit, e.at);
         let prefix = e.name.rsplit_once('.').map_or("", |(ns, _)| ns);

@@ -1,0 +1,265 @@
+//! Spec: conformance-adapter §5.9 with observability §9 — the named invariants of the
+//! queryable-observer fixtures 047–049, checked against the recorded reads and drops,
+//! the observers' final state, the delivered events and the final states.
+
+use std::collections::BTreeSet;
+
+use openarmature_graph::Phase;
+use serde_json::Value;
+
+use super::checks::emitted_before;
+use super::queryable::Kind;
+use super::Record;
+use crate::obs::Run;
+
+fn err<T>(m: impl Into<String>) -> Result<T, String> {
+    Err(m.into())
+}
+
+fn truthy(v: &Value) -> Result<(), String> {
+    match v {
+        Value::Bool(true) => Ok(()),
+        other => err(format!("only `true` is supported, got {other}")),
+    }
+}
+
+/// The §9 invariants; `None` for other names.
+pub(crate) fn check(
+    name: &str,
+    v: &Value,
+    run: &Run<'_>,
+    records: &[Record],
+) -> Option<Result<(), String>> {
+    let reads: Vec<(&super::Site, &Value)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Query { site, value, .. } => Some((site, value)),
+            _ => None,
+        })
+        .collect();
+    let invocations: BTreeSet<&str> = reads
+        .iter()
+        .map(|(s, _)| s.invocation_id.as_str())
+        .collect();
+    let check = || -> Result<(), String> {
+        truthy(v)?;
+        if reads.is_empty() {
+            return err("no queryable-observer read was recorded");
+        }
+        match name {
+            "observer_attach_emit_consume_cycle_works" => {
+                match run.meta.observers.iter().find(|o| o.total() == 0) {
+                    Some(o) => err(format!("observer `{}` received no event", o.name)),
+                    None => Ok(()),
+                }
+            }
+            "read_returns_non_negative_integer" => match reads.iter().find(|(_, v)| !v.is_u64()) {
+                Some((_, v)) => err(format!("read returned {v}")),
+                None => Ok(()),
+            },
+            // A count never exceeds the node events emitted before the reading body ran.
+            "read_is_consistent_no_torn_view" => {
+                for (site, value) in &reads {
+                    let bound = emitted_before(run, &site.invocation_id, &site.node)
+                        .ok_or_else(|| format!("no started event of `{}`", site.node))?;
+                    if value.as_u64().is_none_or(|n| n > bound as u64) {
+                        return err(format!("read {value} exceeds the {bound} events emitted"));
+                    }
+                }
+                Ok(())
+            }
+            "observer_does_not_mutate_state_or_influence_routing" => untouched(run, records),
+            "snapshot_total_equals_sum_of_breakdown" => {
+                for (_, snap) in &reads {
+                    let total = snap.get("total").and_then(Value::as_u64);
+                    let sum: u64 = snap
+                        .get("by_type")
+                        .and_then(Value::as_object)
+                        .map(|m| m.values().filter_map(Value::as_u64).sum())
+                        .unwrap_or_default();
+                    if total != Some(sum) || sum == 0 {
+                        return err(format!(
+                            "snapshot {snap}: total is not the sum of the breakdown"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            "read_does_not_raise_on_concurrent_write" => {
+                let finals = super::lock(&run.meta.finals).clone();
+                if finals.iter().all(Option::is_some) {
+                    Ok(())
+                } else {
+                    err("an invocation did not complete")
+                }
+            }
+            "no_auto_drop_on_completion_signal" => {
+                let acc = accumulator(run)?;
+                for (site, bucket) in &reads {
+                    if bucket.is_null() {
+                        return err(format!(
+                            "the bucket of `{}` was gone at its last node",
+                            site.invocation_id
+                        ));
+                    }
+                    // Events delivered after the explicit drop (the reading node's
+                    // `completed`) re-created the bucket, and completion removed nothing.
+                    if !acc.has_bucket(&site.invocation_id) {
+                        return err(format!(
+                            "the bucket of `{}` was dropped at completion",
+                            site.invocation_id
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            "explicit_drop_removes_bucket" => {
+                let absent: Vec<(&str, bool)> = records
+                    .iter()
+                    .filter_map(|r| match r {
+                        Record::Absent { site, absent } => {
+                            Some((site.invocation_id.as_str(), *absent))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let checked: BTreeSet<&str> = absent.iter().map(|(i, _)| *i).collect();
+                if checked == invocations && absent.iter().all(|(_, a)| *a) {
+                    Ok(())
+                } else {
+                    err(format!("after-drop checks: {absent:?}"))
+                }
+            }
+            "per_invocation_id_bucket_isolation" => {
+                for (site, bucket) in &reads {
+                    let events = bucket
+                        .get("events")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let prefix = format!("{}#", site.invocation_id);
+                    if events.is_empty()
+                        || events
+                            .iter()
+                            .any(|e| !e.as_str().is_some_and(|s| s.starts_with(&prefix)))
+                    {
+                        return err(format!("bucket of `{}`: {events:?}", site.invocation_id));
+                    }
+                }
+                Ok(())
+            }
+            "accumulator_exposes_drop_method" => {
+                accumulator(run)?;
+                let dropped: BTreeSet<&str> = records
+                    .iter()
+                    .filter_map(|r| match r {
+                        Record::Drop { site, .. } => Some(site.invocation_id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if dropped == invocations {
+                    Ok(())
+                } else {
+                    err(format!("dropped {dropped:?}, read {invocations:?}"))
+                }
+            }
+            _ => err("unreachable"),
+        }
+    };
+    const NAMES: &[&str] = &[
+        "observer_attach_emit_consume_cycle_works",
+        "read_returns_non_negative_integer",
+        "read_is_consistent_no_torn_view",
+        "observer_does_not_mutate_state_or_influence_routing",
+        "snapshot_total_equals_sum_of_breakdown",
+        "read_does_not_raise_on_concurrent_write",
+        "no_auto_drop_on_completion_signal",
+        "explicit_drop_removes_bucket",
+        "per_invocation_id_bucket_isolation",
+        "accumulator_exposes_drop_method",
+    ];
+    NAMES.contains(&name).then(check)
+}
+
+fn accumulator<'r>(run: &'r Run<'_>) -> Result<&'r super::queryable::Queryable, String> {
+    run.meta
+        .observers
+        .iter()
+        .find(|o| o.kind == Kind::PerInvocationAccumulator)
+        .map(|o| &**o)
+        .ok_or_else(|| "no per_invocation_accumulator observer".to_owned())
+}
+
+/// The top-level nodes ran along the case's static edges from `entry`, and every
+/// declared field not written by a read directive kept its default.
+fn untouched(run: &Run<'_>, records: &[Record]) -> Result<(), String> {
+    let case = run.case;
+    let mut path = Vec::new();
+    let mut at = case
+        .get("entry")
+        .and_then(|e| e.str().ok())
+        .map(str::to_owned);
+    let edges: Vec<(String, String)> = case
+        .get("edges")
+        .and_then(|e| e.seq().ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e.get("from")?.str().ok()?.to_owned(),
+                e.get("to")?.str().ok()?.to_owned(),
+            ))
+        })
+        .collect();
+    while let Some(node) = at.filter(|n| n != "END" && path.len() <= edges.len()) {
+        at = edges
+            .iter()
+            .find(|(f, _)| *f == node)
+            .map(|(_, t)| t.clone());
+        path.push(node);
+    }
+    let ran: Vec<String> = run
+        .events
+        .iter()
+        .filter_map(|e| e.as_node())
+        .filter(|n| n.phase == Phase::Started && n.namespace.len() == 1 && n.attempt_index == 0)
+        .map(|n| n.node_name.to_string())
+        .collect();
+    if ran != path {
+        return err(format!("ran {ran:?}, the edges route {path:?}"));
+    }
+    let read_fields: Vec<String> = case
+        .get("nodes")
+        .and_then(|n| n.entries().ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(_, spec)| spec.get("capture_queryable_observer_read_into"))
+        .filter_map(|q| {
+            q.get("state_field")
+                .and_then(|f| f.str().ok().map(str::to_owned))
+        })
+        .collect();
+    if read_fields.is_empty() || !records.iter().any(|r| matches!(r, Record::Query { .. })) {
+        return err("no read directive ran");
+    }
+    let finals = super::lock(&run.meta.finals).clone();
+    let fields = case.get("state").and_then(|s| s.get("fields"));
+    for (field, spec) in fields.and_then(|f| f.entries().ok()).unwrap_or_default() {
+        if read_fields.contains(&field) {
+            continue;
+        }
+        let default = spec
+            .get("default")
+            .and_then(|d| d.json().ok())
+            .unwrap_or(Value::Null);
+        for state in finals.iter().flatten() {
+            if state.get(&field) != Some(&default) {
+                return err(format!(
+                    "field `{field}` changed to {:?}",
+                    state.get(&field)
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! Spec: observability §11 (metrics: §11.1 opt-in emission, §11.2 instruments and
+//! call-level retry cadence, §11.3 dimensions) and §5.5.15 (the token-budget
+//! instruments).
+//!
+//! A projection of the typed LLM events, independent of span emission:
+//!
+//! - every [`LlmAttemptEvent`] (one per wire attempt) records one duration sample
+//!   (carrying `error.type` when the attempt failed) and, when the attempt received a
+//!   response (a completion, or a `structured_output_invalid` failure), one token-usage
+//!   sample per *reported* counter (`input`, `output`; never the total);
+//! - the terminal [`LlmCompletionEvent`] / [`LlmFailedEvent`] of a call whose active
+//!   prompt declared a token budget records, per declared bound whose actual counter was
+//!   reported, the utilization ratio and (when over the bound) one exceeded increment.
+//!   A failure without a response (any category but `structured_output_invalid`) has
+//!   no usage, so nothing is evaluated.
+//!
+//! Dimensions are bounded: the operation (`chat`), the request model and the provider
+//! identifier, plus the per-instrument split; never the attempt index or the response
+//! model.
+
+use openarmature_graph::prompt_context::TokenBudget;
+use openarmature_graph::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmRequestSummary,
+    LlmResponseSummary, LlmUsage, ObserverEvent,
+};
+use opentelemetry::metrics::{Counter, Histogram, Meter};
+use opentelemetry::KeyValue;
+
+use crate::attributes as attr;
+
+/// The four §11.2 instruments, created once from the observer's meter.
+pub(crate) struct Metrics {
+    token_usage: Histogram<u64>,
+    duration: Histogram<f64>,
+    budget_exceeded: Counter<u64>,
+    budget_utilization: Histogram<f64>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// One declared budget bound with its evaluable actual usage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BoundSample {
+    /// `input` or `total`.
+    pub(crate) kind: &'static str,
+    /// The reported (or derived) token count.
+    pub(crate) actual: u64,
+    /// The declared ceiling.
+    pub(crate) max: u64,
+}
+
+/// The declared bounds of `budget` that `usage` lets us evaluate (§5.5.15): `input`
+/// against `prompt_tokens`; `total` against `total_tokens`, else the sum of
+/// `prompt_tokens` and `completion_tokens` when both were reported. A bound whose
+/// actual count is unknown is left out.
+pub(crate) fn evaluable_bounds(budget: &TokenBudget, usage: &LlmUsage) -> Vec<BoundSample> {
+    let mut out = Vec::with_capacity(2);
+    if let (Some(max), Some(actual)) = (budget.input_max_tokens, usage.prompt_tokens) {
+        out.push(BoundSample {
+            kind: "input",
+            actual,
+            max,
+        });
+    }
+    let total = usage.total_tokens.or_else(|| {
+        usage
+            .prompt_tokens
+            .zip(usage.completion_tokens)
+            .map(|(p, c)| p.saturating_add(c))
+    });
+    if let (Some(max), Some(actual)) = (budget.total_max_tokens, total) {
+        out.push(BoundSample {
+            kind: "total",
+            actual,
+            max,
+        });
+    }
+    out
+}
+
+/// The dimensions every observation of an LLM call carries (§11.3).
+fn base_dimensions(request: &LlmRequestSummary) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new(attr::METRIC_OPERATION, attr::OPERATION_CHAT),
+        KeyValue::new(attr::GEN_AI_REQUEST_MODEL, request.model.clone()),
+        KeyValue::new(attr::GEN_AI_SYSTEM, request.provider.clone()),
+    ]
+}
+
+fn with(base: &[KeyValue], extra: KeyValue) -> Vec<KeyValue> {
+    let mut dims = Vec::with_capacity(base.len() + 1);
+    dims.extend_from_slice(base);
+    dims.push(extra);
+    dims
+}
+
+impl Metrics {
+    /// Creates the instruments on `meter`, with the §11.2 units and bucket advice.
+    pub(crate) fn new(meter: &Meter) -> Self {
+        Metrics {
+            token_usage: meter
+                .u64_histogram(attr::METRIC_TOKEN_USAGE)
+                .with_description("Tokens reported by a provider call, by token type")
+                .with_unit("{token}")
+                .with_boundaries(attr::TOKEN_USAGE_BUCKETS.to_vec())
+                .build(),
+            duration: meter
+                .f64_histogram(attr::METRIC_OPERATION_DURATION)
+                .with_description("Wall-clock duration of one provider call attempt")
+                .with_unit("s")
+                .with_boundaries(attr::OPERATION_DURATION_BUCKETS.to_vec())
+                .build(),
+            budget_exceeded: meter
+                .u64_counter(attr::METRIC_TOKEN_BUDGET_EXCEEDED)
+                .with_description("Declared prompt token-budget bounds a call exceeded")
+                .with_unit("{call}")
+                .build(),
+            budget_utilization: meter
+                .f64_histogram(attr::METRIC_TOKEN_BUDGET_UTILIZATION)
+                .with_description("Actual over declared tokens, per prompt token-budget bound")
+                .with_unit("1")
+                .with_boundaries(attr::TOKEN_BUDGET_UTILIZATION_BUCKETS.to_vec())
+                .build(),
+        }
+    }
+
+    /// Records what `event` contributes (other event kinds contribute nothing).
+    pub(crate) fn record(&self, event: &ObserverEvent) {
+        match event {
+            ObserverEvent::LlmAttempt(e) => self.on_attempt(e),
+            ObserverEvent::LlmCompletion(e) => self.on_completion(e),
+            ObserverEvent::LlmFailed(e) => self.on_failed(e),
+            _ => {}
+        }
+    }
+
+    /// One wire attempt: its duration, and the token counts of its response.
+    fn on_attempt(&self, e: &LlmAttemptEvent) {
+        let base = base_dimensions(&e.request);
+        let (response, error_category) = match &e.outcome {
+            LlmAttemptOutcome::Completed(r) => (Some(r), None),
+            LlmAttemptOutcome::Failed { failure, response } => {
+                (response.as_ref(), Some(failure.error_category.as_str()))
+            }
+            _ => (None, None),
+        };
+        if let Some(ms) = e.latency_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
+            let dims = match error_category {
+                Some(category) => with(&base, KeyValue::new(attr::ERROR_TYPE, category.to_owned())),
+                None => base.clone(),
+            };
+            self.duration.record(ms / 1000.0, &dims);
+        }
+        if let Some(r) = response {
+            self.token_usage_of(r, &base);
+        }
+    }
+
+    fn token_usage_of(&self, r: &LlmResponseSummary, base: &[KeyValue]) {
+        for (token_type, count) in [
+            ("input", r.usage.prompt_tokens),
+            ("output", r.usage.completion_tokens),
+        ] {
+            if let Some(count) = count {
+                let dims = with(base, KeyValue::new(attr::METRIC_TOKEN_TYPE, token_type));
+                self.token_usage.record(count, &dims);
+            }
+        }
+    }
+
+    fn on_completion(&self, e: &LlmCompletionEvent) {
+        self.budget_of(&e.request, &e.response.usage);
+    }
+
+    fn on_failed(&self, e: &LlmFailedEvent) {
+        // Only a failure that carries the response (structured_output_invalid) has
+        // usage to compare against.
+        if let Some(r) = &e.response {
+            self.budget_of(&e.request, &r.usage);
+        }
+    }
+
+    /// §5.5.15 / §11.2: per evaluable declared bound, the utilization ratio (skipped
+    /// for a zero bound, where it is undefined) and an exceeded increment when the
+    /// actual count is strictly over the bound.
+    fn budget_of(&self, request: &LlmRequestSummary, usage: &LlmUsage) {
+        let Some(budget) = request.token_budget() else {
+            return;
+        };
+        let bounds = evaluable_bounds(&budget, usage);
+        if bounds.is_empty() {
+            return;
+        }
+        let base = base_dimensions(request);
+        for b in bounds {
+            let dims = with(&base, KeyValue::new(attr::METRIC_TOKEN_BUDGET_KIND, b.kind));
+            if b.max > 0 {
+                self.budget_utilization
+                    .record(b.actual as f64 / b.max as f64, &dims);
+            }
+            if b.actual > b.max {
+                self.budget_exceeded.add(1, &dims);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(p: Option<u64>, c: Option<u64>, t: Option<u64>) -> LlmUsage {
+        LlmUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: t,
+            ..LlmUsage::default()
+        }
+    }
+
+    fn kinds(b: &[BoundSample]) -> Vec<(&str, u64, u64)> {
+        b.iter().map(|s| (s.kind, s.actual, s.max)).collect()
+    }
+
+    #[test]
+    fn only_reported_counters_are_evaluated() {
+        let both = TokenBudget::new(Some(10), Some(8));
+        assert_eq!(
+            kinds(&evaluable_bounds(
+                &both,
+                &usage(Some(20), Some(1), Some(21))
+            )),
+            [("input", 20, 10), ("total", 21, 8)]
+        );
+        // Null prompt_tokens: the input bound drops out, the total one stays.
+        assert_eq!(
+            kinds(&evaluable_bounds(&both, &usage(None, Some(5), Some(12)))),
+            [("total", 12, 8)]
+        );
+        // A total derived from both addends; no total when an addend is missing.
+        assert_eq!(
+            kinds(&evaluable_bounds(&both, &usage(Some(3), Some(4), None))),
+            [("input", 3, 10), ("total", 7, 8)]
+        );
+        assert!(evaluable_bounds(&both, &usage(None, Some(4), None)).is_empty());
+        // Undeclared bounds are never evaluated.
+        let none = TokenBudget::new(None, None);
+        assert!(evaluable_bounds(&none, &usage(Some(1), Some(1), Some(2))).is_empty());
+    }
+}
