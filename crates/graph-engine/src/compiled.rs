@@ -599,9 +599,10 @@ impl<S: State> Inner<S> {
             // The chain (middleware and node) runs with this node as the ambient
             // context (`get_invocation_metadata` / `set_invocation_metadata`); it
             // stays there through the merge and edge, until the next node.
-            let chain = Next::new(&node.chain, &terminal).run(Arc::clone(&state), ctx.clone());
-            enter_node(ctx);
-            let result = chain.await;
+            enter_node(ctx.clone());
+            let result = Next::new(&node.chain, &terminal)
+                .run(Arc::clone(&state), ctx)
+                .await;
             let open = terminal.take_open();
 
             let update = match result {

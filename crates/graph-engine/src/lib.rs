@@ -60,6 +60,7 @@
 
 mod builder;
 mod cause;
+pub mod checkpoint;
 mod compiled;
 mod dynamic;
 mod error;

@@ -5,8 +5,10 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use openarmature_graph::{
-    set_invocation_metadata, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, END,
+    set_invocation_metadata, state, BoxError, CompiledGraph, GraphBuilder, InvokeOptions,
+    Middleware, Next, NodeCtx, END,
 };
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::FanOutNode;
@@ -156,4 +158,70 @@ async fn instance_writes_stay_on_their_instance_path() {
     }
     let root = one(&spans, "openarmature.invocation");
     assert_eq!(user(root, "productId"), None, "a fork is on the path");
+}
+
+/// Instance middleware tagging each instance with its item before it runs.
+struct TagItem;
+
+impl Middleware<Item> for TagItem {
+    fn call<'a>(
+        &'a self,
+        state: Arc<Item>,
+        ctx: NodeCtx,
+        next: Next<'a, Item>,
+    ) -> BoxFuture<'a, Result<ItemUpdate, BoxError>> {
+        Box::pin(async move {
+            set_invocation_metadata([("productId", json!(state.x))])?;
+            next.run(state, ctx).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn instance_middleware_writes_skip_the_shared_fan_out_node_span() {
+    let worker = GraphBuilder::new(Item::default())
+        .add_node("work", |s: Arc<Item>, _c: NodeCtx| async move {
+            Ok(ItemUpdate::default().y(s.x))
+        })
+        .add_edge("work", END)
+        .entry("work")
+        .compile()
+        .unwrap();
+    let fan =
+        FanOutNode::over_items(worker, "xs", "x", "y", "ys").instance_middleware(Arc::new(TagItem));
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("fan", fan)
+        .add_edge("fan", END)
+        .entry("fan")
+        .compile()
+        .unwrap();
+    let initial = Doc {
+        xs: vec![1, 2],
+        ..Doc::default()
+    };
+    let spans = spans(&graph, initial).await;
+    let index = |s: &SpanData| {
+        s.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == "openarmature.node.fan_out_index")
+            .and_then(|kv| match kv.value {
+                Value::I64(i) => Some(i),
+                _ => None,
+            })
+    };
+    let mut instances = 0;
+    for s in spans.iter().filter(|s| s.name == "fan" || s.name == "work") {
+        match index(s) {
+            Some(i) => {
+                instances += 1;
+                assert_eq!(user(s, "productId"), Some(Value::I64(i + 1)), "{}", s.name);
+            }
+            None => assert_eq!(user(s, "productId"), None, "the fan-out node span"),
+        }
+    }
+    assert_eq!(instances, 4, "two instance spans, two work spans");
+    assert_eq!(
+        user(one(&spans, "openarmature.invocation"), "productId"),
+        None
+    );
 }

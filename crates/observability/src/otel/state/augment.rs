@@ -7,7 +7,8 @@
 //! spans still open on the writer's call-stack path, walked from the writer outwards
 //! through its lineage chains:
 //!
-//! - the writer's own node span;
+//! - the writer's own node span (none for a write from instance or branch
+//!   middleware, whose path starts at its wrapper);
 //! - at every level crossed, the wrapper span of that level (a subgraph span, a
 //!   fan-out instance span, a parallel-branch dispatch span — in a detached trace,
 //!   also its dispatch span and root), and, for a serial boundary, the span of the
@@ -32,13 +33,31 @@ impl InvState {
         if attrs.is_empty() {
             return;
         }
-        let unit = Key::of_lineage(&e.lineage);
-        if let Some(open) = self.nodes.get_mut(&(unit.clone(), e.lineage.attempt_index)) {
-            open.span.set_attributes(attrs.clone());
-        }
+        let lineage = &e.lineage;
+        let n = lineage.namespace.len();
+        // A write from a dispatch context itself (fan-out instance or branch
+        // middleware): its chains already include the boundary it entered, so its
+        // path starts at that wrapper's scope, not at a node span.
+        let in_scope =
+            n > 0 && lineage.fan_out_index_chain.len() >= n && lineage.branch_name_chain.len() >= n;
+        let (path, top) = if in_scope {
+            let path = Key {
+                namespace: lineage.namespace.to_vec(),
+                fan_out: lineage.fan_out_index_chain[..n].to_vec(),
+                branch: lineage.branch_name_chain[..n].to_vec(),
+            };
+            (path, n)
+        } else {
+            let unit = Key::of_lineage(lineage);
+            if let Some(open) = self.nodes.get_mut(&(unit.clone(), lineage.attempt_index)) {
+                open.span.set_attributes(attrs.clone());
+            }
+            let top = unit.depth().saturating_sub(1);
+            (unit, top)
+        };
         let mut forked = false;
-        for d in (1..unit.depth()).rev() {
-            let scope = unit.scope(d);
+        for d in (1..=top).rev() {
+            let scope = path.scope(d);
             let dispatched = scope.fan_out[d - 1].is_some() || scope.branch[d - 1].is_some();
             if let Some(w) = self.wrappers.get_mut(&scope) {
                 set_all(&mut w.inner.span, &attrs);

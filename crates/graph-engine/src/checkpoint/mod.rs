@@ -1,0 +1,98 @@
+//! Spec: pipeline-utilities §10 (checkpointing): the Checkpointer seam the engine saves
+//! through at every `completed` event and resumes from, the record shape, the
+//! in-memory reference backend, state migrations and the §10.10 error categories.
+
+mod memory;
+mod migration;
+mod record;
+
+pub use memory::InMemoryCheckpointer;
+pub use migration::{MigrationFn, MigrationRegistry, StateMigration};
+pub use record::{
+    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, FanOutProgress,
+    InstanceProgress, NodePosition,
+};
+
+use crate::BoxError;
+
+/// A checkpointing failure (§10.10). Every variant is non-transient.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// `resume_invocation` named an invocation with no record (or no Checkpointer is
+    /// registered).
+    #[error("checkpoint_not_found: no checkpoint for invocation `{invocation_id}`")]
+    NotFound {
+        /// The invocation asked for.
+        invocation_id: String,
+    },
+    /// The Checkpointer's `save` raised; the invocation stops (raised to the caller).
+    #[error("checkpoint_save_failed: {source}")]
+    SaveFailed {
+        /// The backend's error.
+        source: BoxError,
+    },
+    /// The loaded record does not fit the current graph.
+    #[error("checkpoint_record_invalid: {description}")]
+    RecordInvalid {
+        /// What does not fit.
+        description: String,
+    },
+    /// No registered chain bridges the record's version to the declared one.
+    #[error("checkpoint_state_migration_missing: no migration chain from `{from_version}` to `{to_version}` ({registered_migrations_count} registered: {registry_description})")]
+    MigrationMissing {
+        /// The record's `schema_version`.
+        from_version: String,
+        /// The declared `schema_version`.
+        to_version: String,
+        /// How many migrations are registered.
+        registered_migrations_count: usize,
+        /// The registered set.
+        registry_description: String,
+    },
+    /// A migration raised while the chain was applied.
+    #[error("checkpoint_state_migration_failed: migration `{from_version}` -> `{to_version}` raised: {source}")]
+    MigrationFailed {
+        /// The failing migration's input version.
+        from_version: String,
+        /// The failing migration's output version.
+        to_version: String,
+        /// What it raised.
+        source: BoxError,
+    },
+    /// A duplicate `(from, to)` registration, or several shortest chains.
+    #[error("checkpoint_state_migration_chain_ambiguous: {}", ambiguity(.from_version, .to_version))]
+    ChainAmbiguous {
+        /// The pair's input version, when known.
+        from_version: Option<String>,
+        /// The pair's output version, when known.
+        to_version: Option<String>,
+    },
+}
+
+fn ambiguity(from: &Option<String>, to: &Option<String>) -> String {
+    format!(
+        "more than one migration path from `{}` to `{}`",
+        from.as_deref().unwrap_or("?"),
+        to.as_deref().unwrap_or("?")
+    )
+}
+
+impl CheckpointError {
+    /// The canonical category identifier.
+    pub fn category(&self) -> &'static str {
+        match self {
+            CheckpointError::NotFound { .. } => "checkpoint_not_found",
+            CheckpointError::SaveFailed { .. } => "checkpoint_save_failed",
+            CheckpointError::RecordInvalid { .. } => "checkpoint_record_invalid",
+            CheckpointError::MigrationMissing { .. } => "checkpoint_state_migration_missing",
+            CheckpointError::MigrationFailed { .. } => "checkpoint_state_migration_failed",
+            CheckpointError::ChainAmbiguous { .. } => "checkpoint_state_migration_chain_ambiguous",
+        }
+    }
+
+    /// Always `false`: no checkpoint failure is fixed by retrying.
+    pub fn is_transient(&self) -> bool {
+        false
+    }
+}

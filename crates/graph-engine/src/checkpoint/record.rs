@@ -1,0 +1,227 @@
+//! Spec: pipeline-utilities §10.1 (Checkpointer protocol), §10.2 (record shape).
+//!
+//! Records hold states as JSON (`State::to_json`), whatever the level's state type, so
+//! every backend exposes the class-independent form §10.12 migrations run on.
+
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::BoxError;
+
+/// One completed node attempt whose result was merged (§10.2 `completed_positions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NodePosition {
+    /// Subgraph-as-node names from the outermost graph down (empty at the top).
+    pub namespace: Vec<String>,
+    /// The node.
+    pub node_name: String,
+    /// Monotonic across the invocation, subgraph-internal nodes included.
+    pub step: u64,
+    /// The node-level attempt that completed.
+    pub attempt_index: u32,
+    /// The fan-out instance the node ran in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fan_out_index: Option<usize>,
+}
+
+impl NodePosition {
+    /// A position.
+    pub fn new(
+        namespace: Vec<String>,
+        node_name: impl Into<String>,
+        step: u64,
+        attempt_index: u32,
+        fan_out_index: Option<usize>,
+    ) -> Self {
+        NodePosition {
+            namespace,
+            node_name: node_name.into(),
+            step,
+            attempt_index,
+            fan_out_index,
+        }
+    }
+}
+
+/// Per-instance progress of a fan-out in flight at save time (§10.11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InstanceProgress {
+    /// `not_started`, `in_flight` or `completed`.
+    pub state: String,
+    /// The recorded contribution of a completed instance (its collected value, or its
+    /// error record when `result_is_error`).
+    #[serde(default)]
+    pub result: Value,
+    /// Whether `result` is an error record (collect error policy).
+    #[serde(default)]
+    pub result_is_error: bool,
+    /// Inner positions an in-flight instance had completed.
+    #[serde(default)]
+    pub completed_inner_positions: Vec<NodePosition>,
+    /// Extra outputs of a completed instance that roll forward with it.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra_outputs: Map<String, Value>,
+}
+
+/// One fan-out's progress (§10.11), keyed by namespace, node and enclosing lineage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FanOutProgress {
+    /// The namespace the fan-out node runs in.
+    pub namespace: Vec<String>,
+    /// The fan-out node.
+    pub fan_out_node_name: String,
+    /// The enclosing fan-out instance indices (outermost first; empty at top level).
+    #[serde(default)]
+    pub enclosing_fan_out_lineage: Vec<Option<usize>>,
+    /// The resolved instance count.
+    pub instance_count: usize,
+    /// One entry per instance.
+    pub instances: Vec<InstanceProgress>,
+}
+
+/// The persisted snapshot of an invocation (§10.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CheckpointRecord {
+    /// The invocation the record belongs to.
+    pub invocation_id: String,
+    /// Stable across resume.
+    pub correlation_id: String,
+    /// The post-merge state of the level that saved (the outermost state when
+    /// `parent_states` is empty).
+    pub state: Value,
+    /// Completed, merged node attempts in completion order.
+    pub completed_positions: Vec<NodePosition>,
+    /// Fan-outs in flight at save time.
+    #[serde(default)]
+    pub fan_out_progress: Vec<FanOutProgress>,
+    /// Containing-graph states when the save was inside a subgraph, outermost first.
+    #[serde(default)]
+    pub parent_states: Vec<Value>,
+    /// When the record was saved (monotonic per invocation).
+    pub last_saved_at: SystemTime,
+    /// The declared schema version of the outermost state (`""` when undeclared).
+    pub schema_version: String,
+}
+
+impl CheckpointRecord {
+    /// A record with no fan-out progress and no parent states.
+    pub fn new(
+        invocation_id: impl Into<String>,
+        correlation_id: impl Into<String>,
+        state: Value,
+        completed_positions: Vec<NodePosition>,
+        schema_version: impl Into<String>,
+    ) -> Self {
+        CheckpointRecord {
+            invocation_id: invocation_id.into(),
+            correlation_id: correlation_id.into(),
+            state,
+            completed_positions,
+            fan_out_progress: Vec::new(),
+            parent_states: Vec::new(),
+            last_saved_at: SystemTime::now(),
+            schema_version: schema_version.into(),
+        }
+    }
+
+    /// Sets the containing-graph states (outermost first).
+    pub fn with_parent_states(mut self, parent_states: Vec<Value>) -> Self {
+        self.parent_states = parent_states;
+        self
+    }
+
+    /// Sets the fan-out progress.
+    pub fn with_fan_out_progress(mut self, progress: Vec<FanOutProgress>) -> Self {
+        self.fan_out_progress = progress;
+        self
+    }
+}
+
+/// What `list` returns per saved invocation (§10.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckpointSummary {
+    /// The invocation.
+    pub invocation_id: String,
+    /// Its correlation id.
+    pub correlation_id: String,
+    /// When its latest record was saved.
+    pub last_saved_at: SystemTime,
+    /// How many node attempts its latest record lists as completed.
+    pub completed_node_count: usize,
+}
+
+impl CheckpointSummary {
+    /// The summary of `record`.
+    pub fn of(record: &CheckpointRecord) -> Self {
+        CheckpointSummary {
+            invocation_id: record.invocation_id.clone(),
+            correlation_id: record.correlation_id.clone(),
+            last_saved_at: record.last_saved_at,
+            completed_node_count: record.completed_positions.len(),
+        }
+    }
+}
+
+/// `list` filter: every set criterion must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckpointFilter {
+    /// Only this correlation id.
+    pub correlation_id: Option<String>,
+    /// Only records saved at or after this time.
+    pub saved_since: Option<SystemTime>,
+}
+
+impl CheckpointFilter {
+    /// Whether `summary` passes the filter.
+    pub fn matches(&self, summary: &CheckpointSummary) -> bool {
+        self.correlation_id
+            .as_ref()
+            .is_none_or(|c| *c == summary.correlation_id)
+            && self.saved_since.is_none_or(|t| summary.last_saved_at >= t)
+    }
+}
+
+/// The checkpoint store a graph saves to and resumes from (§10.1). `save` must be
+/// durable when it returns for backends that document durability.
+pub trait Checkpointer: Send + Sync + 'static {
+    /// Persists `record` as the latest for `invocation_id`.
+    fn save<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// The latest record for `invocation_id`, if any.
+    fn load<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, BoxError>>;
+
+    /// Saved invocations passing `filter`.
+    fn list<'a>(
+        &'a self,
+        filter: Option<&'a CheckpointFilter>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointSummary>, BoxError>>;
+
+    /// Removes every record of `invocation_id` (a no-op when there are none).
+    fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>>;
+
+    /// A save made from inside a fan-out instance (§10.11.4): backends may batch these.
+    /// Defaults to [`Checkpointer::save`].
+    fn save_fan_out_internal<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.save(invocation_id, record)
+    }
+}
