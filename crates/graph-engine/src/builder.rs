@@ -6,6 +6,10 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::checkpoint::runtime::CheckpointConfig;
+use crate::checkpoint::{CheckpointError, Checkpointer, MigrationRegistry};
 
 use crate::compiled::{CompiledGraph, CompiledNode, Inner, ResolvedEdge};
 use crate::error::{BoxError, CompileError, CompileWarning};
@@ -102,6 +106,16 @@ pub struct GraphBuilder<S: State> {
     graph_middleware: Vec<Arc<dyn Middleware<S>>>,
     observers: Vec<Registration>,
     sink: Option<ObserverErrorSink>,
+    checkpoint: CheckpointSetup,
+}
+
+/// What the builder collected for pipeline-utilities §10.
+#[derive(Default)]
+struct CheckpointSetup {
+    checkpointer: Option<Arc<dyn Checkpointer>>,
+    schema_version: String,
+    migrations: MigrationRegistry,
+    error: Option<CheckpointError>,
 }
 
 impl<S: State> GraphBuilder<S> {
@@ -118,6 +132,7 @@ impl<S: State> GraphBuilder<S> {
             graph_middleware: Vec::new(),
             observers: Vec::new(),
             sink: None,
+            checkpoint: CheckpointSetup::default(),
         }
     }
 
@@ -198,6 +213,45 @@ impl<S: State> GraphBuilder<S> {
         self
     }
 
+    /// Registers the graph's Checkpointer (pipeline-utilities §10.1.1): the engine saves
+    /// a record at every completed node attempt, and `InvokeOptions::resume_invocation`
+    /// resumes from one. At most one per graph; a later call replaces an earlier one.
+    /// Only the outermost graph's Checkpointer is used.
+    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
+        self.checkpoint.checkpointer = Some(checkpointer);
+        self
+    }
+
+    /// Declares the state's schema version (pipeline-utilities §10.2), written on every
+    /// checkpoint record and compared on resume. Undeclared: `""`.
+    pub fn schema_version(mut self, version: impl Into<String>) -> Self {
+        self.checkpoint.schema_version = version.into();
+        self
+    }
+
+    /// Registers a state migration (pipeline-utilities §10.12) from `from_version` to
+    /// `to_version`, applied to a loaded record's states (as JSON) on resume. A
+    /// duplicate pair, or several shortest chains to the declared version, fails
+    /// [`GraphBuilder::compile`] with `checkpoint_state_migration_chain_ambiguous`.
+    pub fn state_migration<F>(
+        mut self,
+        from_version: impl Into<String>,
+        to_version: impl Into<String>,
+        migrate: F,
+    ) -> Self
+    where
+        F: Fn(Value) -> Result<Value, BoxError> + Send + Sync + 'static,
+    {
+        let result =
+            self.checkpoint
+                .migrations
+                .register(from_version, to_version, Arc::new(migrate));
+        if let (Err(e), None) = (result, &self.checkpoint.error) {
+            self.checkpoint.error = Some(e);
+        }
+        self
+    }
+
     /// Attaches an observer to the compiled graph (graph-attached registration).
     pub fn observer(mut self, registration: Registration) -> Self {
         self.observers.push(registration);
@@ -227,6 +281,7 @@ impl<S: State> GraphBuilder<S> {
                 to: node,
             });
         }
+        let checkpoint = self.checkpoint.compile()?;
         let entry = self.entry.clone().ok_or(CompileError::NoDeclaredEntry)?;
         let entry_index =
             self.nodes
@@ -313,8 +368,41 @@ impl<S: State> GraphBuilder<S> {
                 registry: Arc::new(Registry::default()),
                 sink: self.sink.unwrap_or_else(default_sink),
                 warnings,
+                checkpoint,
             }),
         })
+    }
+}
+
+impl CheckpointSetup {
+    /// Validates the migrations; the config when a Checkpointer is registered.
+    fn compile(self) -> Result<Option<Arc<CheckpointConfig>>, CompileError> {
+        let ambiguous = |e: CheckpointError| match e {
+            CheckpointError::ChainAmbiguous {
+                from_version,
+                to_version,
+            } => CompileError::CheckpointStateMigrationChainAmbiguous {
+                from_version,
+                to_version,
+            },
+            other => CompileError::CheckpointStateMigrationChainAmbiguous {
+                from_version: None,
+                to_version: Some(other.to_string()),
+            },
+        };
+        if let Some(e) = self.error {
+            return Err(ambiguous(e));
+        }
+        self.migrations
+            .check_unambiguous(&self.schema_version)
+            .map_err(ambiguous)?;
+        Ok(self.checkpointer.map(|checkpointer| {
+            Arc::new(CheckpointConfig {
+                checkpointer,
+                schema_version: self.schema_version,
+                migrations: self.migrations,
+            })
+        }))
     }
 }
 

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::builder::{EdgeFn, Target};
-use crate::error::{BoxError, CompileWarning, GraphError, RoutingError, RuntimeCategory};
+use crate::builder::EdgeFn;
+use crate::checkpoint::engine::{originates_here, parent_json, saves_here, Start};
+use crate::checkpoint::NodePosition;
+use crate::error::{BoxError, CompileWarning, GraphError, RuntimeCategory};
 use crate::metadata::{enter_node, scoped, InvocationMetadata, MetadataCell};
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
@@ -42,6 +44,8 @@ pub(crate) struct Inner<S: State> {
     pub(crate) registry: Arc<Registry>,
     pub(crate) sink: ObserverErrorSink,
     pub(crate) warnings: Vec<CompileWarning>,
+    /// The registered Checkpointer, schema version and migrations (§10), if any.
+    pub(crate) checkpoint: Option<Arc<crate::checkpoint::runtime::CheckpointConfig>>,
 }
 
 /// Orders observer attach/detach against invocation starts, so an invocation's
@@ -122,9 +126,27 @@ impl<S: State> CompiledGraph<S> {
         initial: S,
         options: InvokeOptions,
     ) -> Result<Completed<S>, GraphError<S>> {
+        // A resumed run is a new invocation: a caller-supplied id is ignored (§10.4).
         let id: Arc<str> = match options.invocation_id {
-            Some(id) => id.into(),
-            None => uuid::Uuid::new_v4().to_string().into(),
+            Some(id) if options.resume_invocation.is_none() => id.into(),
+            _ => uuid::Uuid::new_v4().to_string().into(),
+        };
+        let prepared = self
+            .inner
+            .prepare_checkpoint(options.resume_invocation.as_deref(), options.correlation_id)
+            .await;
+        let (checkpoint, correlation, first_step) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                return Err(GraphError {
+                    category: e.runtime_category(),
+                    node: String::new(),
+                    namespace: Vec::new(),
+                    state: initial,
+                    invocation_id: id.to_string(),
+                    source: Box::new(e),
+                })
+            }
         };
         let queue = EventQueue::start(
             &self.inner.registry,
@@ -132,16 +154,13 @@ impl<S: State> CompiledGraph<S> {
             Arc::clone(&self.inner.sink),
         );
         let started_seq = next_seq();
-        let correlation: Arc<str> = match options.correlation_id {
-            Some(c) => c.into(),
-            None => uuid::Uuid::new_v4().to_string().into(),
-        };
         let inv = Arc::new(Invocation {
             started_seq,
             id: Arc::clone(&id),
             correlation_id: Some(correlation.clone()),
             metadata: InvocationMetadata::unchecked(options.metadata),
-            step: AtomicU64::new(0),
+            step: AtomicU64::new(first_step),
+            checkpoint,
             queue,
             invocation_observers: options.observers,
         });
@@ -558,6 +577,29 @@ impl<S: State> Inner<S> {
     async fn step_loop(&self, initial: Arc<S>, scope: Arc<Scope>) -> Result<Arc<S>, GraphError<S>> {
         let mut state = initial;
         let mut current = self.entry;
+        if let Some(rt) = &scope.inv.checkpoint {
+            match self.resume_level(rt, &scope) {
+                Ok(None) => {}
+                Ok(Some((restored, Start::At(i)))) => {
+                    state = restored;
+                    current = i;
+                }
+                Ok(Some((restored, Start::After(i)))) => {
+                    state = restored;
+                    match self.route(&self.nodes[i], &state) {
+                        Ok(None) => return Ok(state),
+                        Ok(Some(next)) => current = next,
+                        Err((category, err)) => {
+                            return Err(self.level_error(category, &scope, err, &state));
+                        }
+                    }
+                }
+                Err(e) => {
+                    let category = e.runtime_category();
+                    return Err(self.level_error(category, &scope, Box::new(e), &state));
+                }
+            }
+        }
         loop {
             let node = &self.nodes[current];
             let namespace: Arc<[String]> = if scope.namespace_prefix.is_empty() {
@@ -590,6 +632,7 @@ impl<S: State> Inner<S> {
                 call_ordinals: Arc::default(),
                 scope: Arc::clone(&scope),
             };
+            let step = ctx.step;
             let terminal = AttemptTerminal {
                 node: &*node.node,
                 emits: node.node.emits_node_events(),
@@ -609,6 +652,14 @@ impl<S: State> Inner<S> {
                 Ok(update) => update,
                 Err(err) => {
                     let category = node_failure_category(&*err);
+                    if let Some(rt) = &scope.inv.checkpoint {
+                        if terminal.emits && saves_here(&scope) && originates_here(&*err) {
+                            // Best effort: the node's own error is what the caller sees.
+                            let _ = rt
+                                .failed(&scope.inv.id, state.to_json(), parent_json(&scope))
+                                .await;
+                        }
+                    }
                     if let Some(open) = open {
                         let error = EventError::capture(category.as_str(), &*err);
                         let error = if open.failure.is_some() {
@@ -647,43 +698,37 @@ impl<S: State> Inner<S> {
             }
             let merged = Arc::new(merged);
 
-            let next = match &node.edge {
-                ResolvedEdge::End => None,
-                ResolvedEdge::To(i) => Some(*i),
-                ResolvedEdge::Conditional(f) => match f(&merged) {
-                    Ok(Target::End) => None,
-                    Ok(Target::Node(name)) => {
-                        match self.nodes.iter().position(|n| *n.name == *name) {
-                            Some(i) => Some(i),
-                            None => {
-                                let err: BoxError = Box::new(RoutingError {
-                                    from: node.name.to_string(),
-                                    destination: name,
-                                });
-                                return Err(self.fail_after(
-                                    RuntimeCategory::RoutingError,
-                                    &site,
-                                    open,
-                                    err,
-                                    &merged,
-                                ));
-                            }
-                        }
-                    }
-                    Err(err) => {
-                        return Err(self.fail_after(
-                            RuntimeCategory::EdgeException,
-                            &site,
-                            open,
-                            err,
-                            &merged,
-                        ));
-                    }
-                },
+            let next = match self.route(node, &merged) {
+                Ok(next) => next,
+                Err((category, err)) => {
+                    return Err(self.fail_after(category, &site, open, err, &merged));
+                }
             };
 
+            let attempt = open
+                .as_ref()
+                .map_or(scope.inherited_attempt, |o| o.ctx.attempt_index);
             if let Some(open) = open {
                 emit(&open.ctx, Phase::Completed, &open.pre, Some(&merged), None);
+            }
+            if let Some(rt) = &scope.inv.checkpoint {
+                if terminal.emits && saves_here(&scope) {
+                    let position = NodePosition::new(
+                        scope.namespace_prefix.to_vec(),
+                        &*node.name,
+                        step,
+                        attempt,
+                        None,
+                    );
+                    let parents = parent_json(&scope);
+                    let saved = rt
+                        .completed(&scope.inv.id, position, merged.to_json(), parents)
+                        .await;
+                    if let Err(e) = saved {
+                        let category = e.runtime_category();
+                        return Err(self.fail(category, &site, Box::new(e), &merged));
+                    }
+                }
             }
             state = merged;
             match next {

@@ -86,6 +86,15 @@ pub enum CompileError {
         /// The node.
         node: String,
     },
+    /// The registered state migrations are ambiguous (pipeline-utilities §10.12): a
+    /// duplicate `(from, to)` pair, or several shortest chains to the declared version.
+    #[error("checkpoint_state_migration_chain_ambiguous: more than one migration path from `{}` to `{}`", from_version.as_deref().unwrap_or("?"), to_version.as_deref().unwrap_or("?"))]
+    CheckpointStateMigrationChainAmbiguous {
+        /// The pair's input version, when known.
+        from_version: Option<String>,
+        /// The pair's output version, when known.
+        to_version: Option<String>,
+    },
     /// A category defined by another capability for a node it provides (e.g.
     /// pipeline-utilities `fan_out_field_not_list`, `parallel_branches_no_branches`).
     #[error("{category}: node `{node}`: {message}")]
@@ -115,6 +124,9 @@ impl CompileError {
             CompileError::ReducerConfigurationInvalid { .. } => "reducer_configuration_invalid",
             // Not a spec category: a builder misuse the spec has no name for.
             CompileError::DuplicateNode { .. } => "duplicate_node",
+            CompileError::CheckpointStateMigrationChainAmbiguous { .. } => {
+                "checkpoint_state_migration_chain_ambiguous"
+            }
             CompileError::Node { category, .. } => category,
         }
     }
@@ -284,6 +296,17 @@ pub enum RuntimeCategory {
     RoutingError,
     /// State failed schema validation.
     StateValidationError,
+    /// `resume_invocation` named an invocation with no checkpoint (pipeline-utilities
+    /// §10.10).
+    CheckpointNotFound,
+    /// The Checkpointer's `save` raised.
+    CheckpointSaveFailed,
+    /// A loaded checkpoint does not fit the graph.
+    CheckpointRecordInvalid,
+    /// No migration chain bridges a loaded checkpoint's schema version.
+    CheckpointStateMigrationMissing,
+    /// A state migration raised.
+    CheckpointStateMigrationFailed,
 }
 
 impl RuntimeCategory {
@@ -295,6 +318,13 @@ impl RuntimeCategory {
             RuntimeCategory::ReducerError => category::REDUCER_ERROR,
             RuntimeCategory::RoutingError => category::ROUTING_ERROR,
             RuntimeCategory::StateValidationError => category::STATE_VALIDATION_ERROR,
+            RuntimeCategory::CheckpointNotFound => "checkpoint_not_found",
+            RuntimeCategory::CheckpointSaveFailed => "checkpoint_save_failed",
+            RuntimeCategory::CheckpointRecordInvalid => "checkpoint_record_invalid",
+            RuntimeCategory::CheckpointStateMigrationMissing => {
+                "checkpoint_state_migration_missing"
+            }
+            RuntimeCategory::CheckpointStateMigrationFailed => "checkpoint_state_migration_failed",
         }
     }
 }

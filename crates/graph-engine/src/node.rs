@@ -73,9 +73,20 @@ pub struct InvokeOptions {
     /// invocation starts from. Kept as given; `OtelObserver::invoke` (and
     /// [`crate::metadata::validate`]) check it against the §3.4 rules.
     pub metadata: Map<String, Value>,
+    /// Resume a prior invocation from its latest checkpoint (pipeline-utilities §10.4)
+    /// instead of starting from the initial state.
+    pub resume_invocation: Option<String>,
 }
 
 impl InvokeOptions {
+    /// Resumes `invocation_id` from its latest checkpoint: the initial state passed to
+    /// `invoke_with` is ignored, the record's correlation id is kept, and a fresh
+    /// invocation id is minted (a caller-supplied one is ignored).
+    pub fn resume_invocation(mut self, invocation_id: impl Into<String>) -> Self {
+        self.resume_invocation = Some(invocation_id.into());
+        self
+    }
+
     /// Adds an invocation-scoped observer.
     pub fn observer(mut self, registration: Registration) -> Self {
         self.observers.push(registration);
@@ -110,6 +121,8 @@ pub(crate) struct Invocation {
     /// The caller's metadata, as given at `invoke()`.
     pub(crate) metadata: InvocationMetadata,
     pub(crate) step: AtomicU64,
+    /// Checkpoint bookkeeping, when the graph registered a Checkpointer.
+    pub(crate) checkpoint: Option<Arc<crate::checkpoint::runtime::CheckpointRuntime>>,
     pub(crate) queue: EventQueue,
     pub(crate) invocation_observers: Vec<Registration>,
 }

@@ -2,9 +2,11 @@
 //! through at every `completed` event and resumes from, the record shape, the
 //! in-memory reference backend, state migrations and the §10.10 error categories.
 
+pub(crate) mod engine;
 mod memory;
 mod migration;
 mod record;
+pub(crate) mod runtime;
 
 pub use memory::InMemoryCheckpointer;
 pub use migration::{MigrationFn, MigrationRegistry, StateMigration};
@@ -94,5 +96,20 @@ impl CheckpointError {
     /// Always `false`: no checkpoint failure is fixed by retrying.
     pub fn is_transient(&self) -> bool {
         false
+    }
+
+    /// The §4 runtime category a graph error carrying this failure reports.
+    pub fn runtime_category(&self) -> crate::RuntimeCategory {
+        use crate::RuntimeCategory as C;
+        match self {
+            CheckpointError::NotFound { .. } => C::CheckpointNotFound,
+            CheckpointError::SaveFailed { .. } => C::CheckpointSaveFailed,
+            CheckpointError::MigrationMissing { .. } => C::CheckpointStateMigrationMissing,
+            CheckpointError::MigrationFailed { .. } => C::CheckpointStateMigrationFailed,
+            // A chain found ambiguous only at load time is still a bad record set up.
+            CheckpointError::RecordInvalid { .. } | CheckpointError::ChainAmbiguous { .. } => {
+                C::CheckpointRecordInvalid
+            }
+        }
     }
 }
