@@ -1,5 +1,6 @@
 //! Engine overhead: time per node step on linear graphs of trivial nodes, typed and
-//! dynamic state, with and without an observer.
+//! dynamic state, with and without an observer, and with an in-memory Checkpointer
+//! (a full snapshot saved after every node).
 
 #![allow(clippy::expect_used, missing_docs)]
 
@@ -7,6 +8,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use openarmature_graph::checkpoint::InMemoryCheckpointer;
 use openarmature_graph::{
     observer_fn, state, CompiledGraph, DynSchema, DynState, DynUpdate, FieldType, GraphBuilder,
     NodeCtx, Registration, Target, END,
@@ -31,6 +33,13 @@ fn target(i: usize, nodes: usize) -> Target {
 }
 
 fn typed(nodes: usize) -> CompiledGraph<Counter> {
+    typed_builder(nodes)
+        .entry("n0")
+        .compile()
+        .expect("valid graph")
+}
+
+fn typed_builder(nodes: usize) -> GraphBuilder<Counter> {
     let mut b = GraphBuilder::new(Counter::default());
     for i in 0..nodes {
         b = b
@@ -39,7 +48,7 @@ fn typed(nodes: usize) -> CompiledGraph<Counter> {
             })
             .add_edge(format!("n{i}"), target(i, nodes));
     }
-    b.entry("n0").compile().expect("valid graph")
+    b
 }
 
 fn dynamic(nodes: usize) -> (CompiledGraph<DynState>, DynState) {
@@ -86,6 +95,21 @@ fn steps(c: &mut Criterion) {
                     .expect("run")
             })
         });
+        let checkpointed = typed_builder(nodes)
+            .entry("n0")
+            .checkpointer(Arc::new(InMemoryCheckpointer::new()))
+            .compile()
+            .expect("valid graph");
+        group.bench_with_input(
+            BenchmarkId::new("typed_checkpointed", nodes),
+            &nodes,
+            |b, _| {
+                b.iter(|| {
+                    rt.block_on(checkpointed.invoke(black_box(Counter::default())))
+                        .expect("run")
+                })
+            },
+        );
         let observed = typed(nodes);
         observed.attach_observer(Registration::new(
             "noop",
