@@ -108,7 +108,8 @@ pub struct LlmRequestSummary {
     /// emitter did not derive one.
     pub logical_call_id: Option<String>,
     /// The message list sent, in llm-provider §3 shape, inline image bytes redacted.
-    pub input_messages: Vec<Value>,
+    /// Shared: the attempt and terminal events of one call point at the same list.
+    pub input_messages: Arc<[Value]>,
     /// The declared sampling parameters that were set (GenAI names, no prefix).
     pub request_params: Map<String, Value>,
     /// The `RuntimeConfig` extras pass-through bag.
@@ -134,7 +135,7 @@ impl LlmRequestSummary {
             model: model.into(),
             call_id: call_id.into(),
             logical_call_id: None,
-            input_messages,
+            input_messages: input_messages.into(),
             request_params,
             request_extras,
             prompt_context: prompt_context::current(),

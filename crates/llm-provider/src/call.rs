@@ -113,6 +113,9 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     let mut working: Option<Vec<Message>> = None;
     let mut reason: Option<RetryReason> = None;
     let mut attempt: u32 = 0;
+    // The latest attempt's request summary when it equals the call's own (the caller's
+    // messages and config): the terminal event reuses it instead of building another.
+    let mut same_summary: Option<LlmRequestSummary> = None;
     loop {
         let config = match retry {
             Some(r) => r.config_for_attempt(&request.config, attempt),
@@ -146,10 +149,12 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
                     response: error.structured_output().map(failed_response_summary),
                 },
             };
+            let summary = request_summary(provider, &call_id, messages, &config)
+                .with_logical_call_id(logical_call_id.as_str());
+            same_summary = (working.is_none() && config == request.config).then(|| summary.clone());
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
                 site.clone(),
-                request_summary(provider, &call_id, messages, &config)
-                    .with_logical_call_id(logical_call_id.as_str()),
+                summary,
                 attempt,
                 reason,
                 outcome,
@@ -160,10 +165,13 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
         let error = match result {
             Ok(response) => {
                 if let (Some(ctx), Some(site)) = (node, &site) {
+                    let summary = same_summary.take().unwrap_or_else(|| {
+                        request_summary(provider, &call_id, &request.messages, &request.config)
+                            .with_logical_call_id(logical_call_id.as_str())
+                    });
                     ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
                         site.clone(),
-                        request_summary(provider, &call_id, &request.messages, &request.config)
-                            .with_logical_call_id(logical_call_id.as_str()),
+                        summary,
                         response_summary(&response),
                         Some(millis(call_started.elapsed())),
                     )));
@@ -201,10 +209,13 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
         let (next, error) = crate::resilience::hooks::gate(retry, attempt, next, error);
         let Some((next_reason, view, delay)) = next else {
             if let (Some(ctx), Some(site)) = (node, &site) {
+                let summary = same_summary.take().unwrap_or_else(|| {
+                    request_summary(provider, &call_id, &request.messages, &request.config)
+                        .with_logical_call_id(logical_call_id.as_str())
+                });
                 ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
                     site.clone(),
-                    request_summary(provider, &call_id, &request.messages, &request.config)
-                        .with_logical_call_id(logical_call_id.as_str()),
+                    summary,
                     failure_of(&error),
                     error.structured_output().map(failed_response_summary),
                     Some(millis(latency)),

@@ -803,7 +803,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     for e in &events {
         if let ObserverEvent::LlmAttempt(a) = &**e {
             opts.full_serializations.push(canonical_json(&Value::Array(
-                a.request.input_messages.clone(),
+                a.request.input_messages.to_vec(),
             )));
         }
     }

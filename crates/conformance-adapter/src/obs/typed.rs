@@ -178,7 +178,7 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
     m.insert("provider".into(), json!(r.provider));
     m.insert("model".into(), json!(r.model));
     m.insert("call_id".into(), json!(r.call_id));
-    m.insert("input_messages".into(), json!(r.input_messages));
+    m.insert("input_messages".into(), json!(&*r.input_messages));
     m.insert(
         "request_params".into(),
         Value::Object(r.request_params.clone()),

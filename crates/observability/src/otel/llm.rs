@@ -65,7 +65,7 @@ pub(crate) fn attempt_attributes(
     let payload = !config.disable_provider_payload;
     if payload {
         let cap = config.payload_byte_cap;
-        let messages = Value::Array(e.request.input_messages.clone());
+        let messages = Value::Array(e.request.input_messages.to_vec());
         attrs.push(KeyValue::new(
             attr::LLM_INPUT_MESSAGES,
             truncate(canonical_json(&messages), cap),
