@@ -1,6 +1,52 @@
 //! Spec: pipeline-utilities §10 (checkpointing): the Checkpointer seam the engine saves
 //! through at every `completed` event and resumes from, the record shape, the
 //! in-memory reference backend, state migrations and the §10.10 error categories.
+//!
+//! Nodes must be idempotent under re-execution (§10.5): a node that was running when
+//! the process stopped runs again on resume.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use openarmature_graph::checkpoint::InMemoryCheckpointer;
+//! use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, END};
+//!
+//! state! {
+//!     /// Pages fetched so far.
+//!     #[derive(Default)]
+//!     pub struct Crawl => CrawlUpdate {
+//!         /// One entry per completed step.
+//!         pub pages: Vec<String> => append,
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let store = InMemoryCheckpointer::new();
+//! let graph = GraphBuilder::new(Crawl::default())
+//!     .add_node("fetch", |_s: Arc<Crawl>, _c: NodeCtx| async {
+//!         Ok(CrawlUpdate::default().pages(vec!["home".into()]))
+//!     })
+//!     .add_edge("fetch", END)
+//!     .entry("fetch")
+//!     .checkpointer(Arc::new(store.clone()))
+//!     .schema_version("1")
+//!     .compile()
+//!     .unwrap();
+//! let first = graph.invoke_with(Crawl::default(), InvokeOptions::default()).await.unwrap();
+//!
+//! // Later (e.g. after a crash): resume from the latest record. Completed nodes are
+//! // not re-run; here the run had finished, so resuming only restores the state.
+//! let resumed = graph
+//!     .invoke_with(
+//!         Crawl::default(),
+//!         InvokeOptions::default().resume_invocation(&first.invocation_id),
+//!     )
+//!     .await
+//!     .unwrap();
+//! assert_eq!(resumed.state.pages, ["home"]);
+//! assert_ne!(resumed.invocation_id, first.invocation_id);
+//! # }
+//! ```
 
 pub(crate) mod engine;
 mod memory;
