@@ -132,7 +132,10 @@ impl<S: State> GraphBuilder<S> {
             graph_middleware: Vec::new(),
             observers: Vec::new(),
             sink: None,
-            checkpoint: CheckpointSetup::default(),
+            checkpoint: CheckpointSetup {
+                schema_version: crate::checkpoint::UNVERSIONED.to_owned(),
+                ..CheckpointSetup::default()
+            },
         }
     }
 
@@ -223,7 +226,8 @@ impl<S: State> GraphBuilder<S> {
     }
 
     /// Declares the state's schema version (pipeline-utilities §10.2), written on every
-    /// checkpoint record and compared on resume. Undeclared: `""`.
+    /// checkpoint record and compared on resume. Undeclared:
+    /// [`crate::checkpoint::UNVERSIONED`].
     pub fn schema_version(mut self, version: impl Into<String>) -> Self {
         self.checkpoint.schema_version = version.into();
         self

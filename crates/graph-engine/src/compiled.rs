@@ -126,6 +126,7 @@ impl<S: State> CompiledGraph<S> {
         initial: S,
         options: InvokeOptions,
     ) -> Result<Completed<S>, GraphError<S>> {
+        let resuming = options.resume_invocation.is_some();
         // A resumed run is a new invocation: a caller-supplied id is ignored (§10.4).
         let id: Arc<str> = match options.invocation_id {
             Some(id) if options.resume_invocation.is_none() => id.into(),
@@ -193,7 +194,10 @@ impl<S: State> CompiledGraph<S> {
                 Arc::clone(&scope.recipients),
             );
         }
-        let result = match initial.validate() {
+        // On resume the caller's initial state is not used: the restored one is checked
+        // when it is rebuilt from the record.
+        let checked = if resuming { Ok(()) } else { initial.validate() };
+        let result = match checked {
             Err(err) => Err(GraphError {
                 category: RuntimeCategory::StateValidationError,
                 node: String::new(),

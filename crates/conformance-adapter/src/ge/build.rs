@@ -79,7 +79,13 @@ pub(crate) struct Builder<'a> {
     pub(crate) harness: Arc<Harness>,
     /// Extra directives of another suite (none for graph-engine / pipeline-utilities).
     pub(crate) extension: Option<Arc<dyn Extension>>,
+    /// Applied to the invoked graph's builder just before it compiles (the checkpoint
+    /// runner registers its Checkpointer, schema version and migrations here).
+    pub(crate) configure_outer: Option<OuterConfig>,
 }
+
+/// See [`Builder::configure_outer`].
+pub(crate) type OuterConfig = Box<dyn Fn(GraphBuilder<DynState>) -> GraphBuilder<DynState>>;
 
 /// A compile outcome: the graph, or the compile error the engine raised.
 pub(crate) type Compiled = Result<CompiledGraph<DynState>, CompileError>;
@@ -92,6 +98,7 @@ impl<'a> Builder<'a> {
             in_progress: RefCell::new(Vec::new()),
             harness,
             extension: None,
+            configure_outer: None,
         }
     }
 
@@ -230,6 +237,9 @@ impl<'a> Builder<'a> {
         for edge in edges {
             builder = add_edge(builder, &edge)?;
         }
+        if let (true, Some(configure)) = (outer, &self.configure_outer) {
+            builder = configure(builder);
+        }
         Ok(builder.compile())
     }
 
@@ -300,6 +310,9 @@ impl<'a> Builder<'a> {
                     continue
                 }
                 "flaky" => Step::Flaky(Arc::new(flaky(&y)?)),
+                "flaky_resume_aware" => {
+                    Step::Flaky(Arc::new(super::checkpoint::flaky_resume_aware(&y)?))
+                }
                 "sleep_ms" => Step::Sleep(std::time::Duration::from_millis(
                     u64::try_from(y.i64()?).map_err(|_| y.invalid("sleep_ms must be ≥ 0"))?,
                 )),
@@ -369,7 +382,7 @@ fn string_pairs(y: &Y<'_>) -> Result<Vec<(String, String)>, AdapterError> {
         .collect()
 }
 
-fn json_pairs(y: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError> {
+pub(crate) fn json_pairs(y: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError> {
     y.entries()?
         .into_iter()
         .map(|(k, v)| Ok((k, v.json()?)))
@@ -448,17 +461,25 @@ fn add_edge(
     ))
 }
 
-/// `state.fields.<f>: {type, default, reducer, alt_reducer}`.
+/// `state.fields.<f>: {type, default | required, reducer, alt_reducer}`; a
+/// `schema_version` is read by the checkpoint runner (outermost graph only).
 fn schema(state: &Y<'_>, extra_fields: &[String]) -> Result<Arc<DynSchema>, AdapterError> {
-    state.check_keys(&["fields"])?;
+    state.check_keys(&["fields", "schema_version"])?;
     let mut b = DynSchema::builder();
     let fields = state.req("fields")?;
     let mut declared = Vec::new();
     for (name, spec) in fields.entries()? {
-        spec.check_keys(&["type", "default", "reducer", "alt_reducer"])?;
+        spec.check_keys(&["type", "default", "required", "reducer", "alt_reducer"])?;
         let ty_y = spec.req("type")?;
         let ty = FieldType::parse(ty_y.str()?).map_err(|m| ty_y.invalid(m))?;
+        let required = spec.get("required").map(|r| r.bool()).transpose()?;
         let default = match spec.get("default") {
+            Some(d) if required == Some(true) => {
+                return Err(d.invalid("a required field has no default"))
+            }
+            // Adapter register R9: a required field's default is null, which its
+            // type rejects, so a state that never sets it fails validation.
+            None if required == Some(true) => Value::Null,
             Some(d) => {
                 let value = d.json()?;
                 if !ty.accepts(&value) {
@@ -486,7 +507,7 @@ fn schema(state: &Y<'_>, extra_fields: &[String]) -> Result<Arc<DynSchema>, Adap
     Ok(b.build())
 }
 
-fn zero_value(ty: &FieldType) -> Value {
+pub(crate) fn zero_value(ty: &FieldType) -> Value {
     match ty {
         FieldType::String => Value::from(""),
         FieldType::Int => Value::from(0),
@@ -634,12 +655,7 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
             y.invalid("flaky needs failure_sequence, fail_count or fail_first_invocation_only")
         );
     };
-    Ok(FlakyScript {
-        mode,
-        success,
-        calls: std::sync::atomic::AtomicUsize::new(0),
-        first_invocation: std::sync::Mutex::new(None),
-    })
+    Ok(FlakyScript::new(mode, success))
 }
 
 /// `flaky_by_index: {fail_when_idx | fail_count_per_idx, category?, success_compute}`

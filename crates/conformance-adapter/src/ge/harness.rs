@@ -112,6 +112,13 @@ pub(crate) enum FlakyMode {
     Sequence(Vec<Option<FailSpec>>),
     /// Fails only in the first invocation that reaches it.
     FirstInvocation(FailSpec),
+    /// `flaky_resume_aware`: the first `first` calls of the first invocation that
+    /// reaches it fail, then the first `resumed` calls of every later invocation.
+    ResumeAware {
+        first: usize,
+        resumed: usize,
+        failure: FailSpec,
+    },
 }
 
 /// When an instance-keyed failure mock fails.
@@ -141,6 +148,42 @@ pub(crate) struct FlakyScript {
     pub(crate) success: Vec<(String, Value)>,
     pub(crate) calls: std::sync::atomic::AtomicUsize,
     pub(crate) first_invocation: Mutex<Option<String>>,
+    /// Calls per invocation id (`ResumeAware`).
+    pub(crate) per_invocation: Mutex<HashMap<String, usize>>,
+}
+
+impl FlakyScript {
+    pub(crate) fn new(mode: FlakyMode, success: Vec<(String, Value)>) -> Self {
+        FlakyScript {
+            mode,
+            success,
+            calls: std::sync::atomic::AtomicUsize::new(0),
+            first_invocation: Mutex::new(None),
+            per_invocation: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether this call (of `invocation_id`) fails, and how.
+    fn failure(&self, invocation_id: &str) -> Option<FailSpec> {
+        let call = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut first = lock(&self.first_invocation);
+        let first = first.get_or_insert_with(|| invocation_id.to_owned());
+        match &self.mode {
+            FlakyMode::Sequence(seq) => seq.get(call).cloned().flatten(),
+            FlakyMode::FirstInvocation(spec) => (*first == invocation_id).then(|| spec.clone()),
+            FlakyMode::ResumeAware {
+                first: n,
+                resumed: m,
+                failure,
+            } => {
+                let mut calls = lock(&self.per_invocation);
+                let count = calls.entry(invocation_id.to_owned()).or_default();
+                *count += 1;
+                let budget = if *first == invocation_id { *n } else { *m };
+                (*count <= budget).then(|| failure.clone())
+            }
+        }
+    }
 }
 
 impl Harness {
@@ -362,19 +405,7 @@ impl Node<DynState> for ScriptedNode {
                         *lock(&self.harness.flaky_calls)
                             .entry(self.name.clone())
                             .or_default() += 1;
-                        let call = script
-                            .calls
-                            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        let failure = match &script.mode {
-                            FlakyMode::Sequence(seq) => seq.get(call).cloned().flatten(),
-                            FlakyMode::FirstInvocation(spec) => {
-                                let mut first = lock(&script.first_invocation);
-                                let first =
-                                    first.get_or_insert_with(|| ctx.invocation_id().to_owned());
-                                (*first == ctx.invocation_id()).then(|| spec.clone())
-                            }
-                        };
-                        if let Some(spec) = failure {
+                        if let Some(spec) = script.failure(ctx.invocation_id()) {
                             return Err(Box::new(spec.error()));
                         }
                         for (field, value) in &script.success {

@@ -3,6 +3,7 @@
 
 mod assert;
 pub(crate) mod build;
+mod checkpoint;
 mod composite;
 mod event_invariants;
 pub(crate) mod harness;
@@ -42,7 +43,7 @@ const CASE_KEYS: &[&str] = &[
 ];
 
 /// File-level keys of a `cases:` fixture (shared by every case).
-const FILE_KEYS: &[&str] = &[
+pub(crate) const FILE_KEYS: &[&str] = &[
     "cases",
     "subgraph",
     "subgraph_with_idx",
@@ -87,8 +88,12 @@ impl From<GraphError<DynState>> for FailureInfo {
 }
 
 /// Runs one graph-engine case. `doc` is the file root, `case` the case mapping
-/// (the root itself for single-case files).
+/// (the root itself for single-case files). A case with a `checkpointer:` runs in
+/// [`checkpoint`] (pipeline-utilities §10).
 pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+    if case.get("checkpointer").is_some() {
+        return checkpoint::run_case(doc, case).await;
+    }
     let runs = match case.get("run_count") {
         Some(n) => match n.i64().map_err(err)? {
             runs if runs >= 1 => runs,

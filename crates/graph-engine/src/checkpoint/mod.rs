@@ -51,17 +51,25 @@
 pub(crate) mod engine;
 mod memory;
 mod migration;
+mod positions;
 mod record;
 pub(crate) mod runtime;
 
 pub use memory::InMemoryCheckpointer;
 pub use migration::{MigrationFn, MigrationRegistry, StateMigration};
+pub use positions::Positions;
 pub use record::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, FanOutProgress,
     InstanceProgress, NodePosition,
 };
 
 use crate::BoxError;
+
+/// The schema version of a graph that declares none (pipeline-utilities §10.2 leaves the
+/// sentinel to the implementation). Declare a real one with
+/// [`crate::GraphBuilder::schema_version`] before evolving the state, and register a
+/// migration from this sentinel for records saved before.
+pub const UNVERSIONED: &str = "unversioned";
 
 /// A checkpointing failure (§10.10). Every variant is non-transient.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::Positions;
 use crate::BoxError;
 
 /// One completed node attempt whose result was merged (§10.2 `completed_positions`).
@@ -96,8 +97,9 @@ pub struct CheckpointRecord {
     /// The post-merge state of the level that saved (the outermost state when
     /// `parent_states` is empty).
     pub state: Value,
-    /// Completed, merged node attempts in completion order.
-    pub completed_positions: Vec<NodePosition>,
+    /// Completed, merged node attempts in completion order (shared with earlier
+    /// records of the run; see [`Positions`]).
+    pub completed_positions: Positions,
     /// Fan-outs in flight at save time.
     #[serde(default)]
     pub fan_out_progress: Vec<FanOutProgress>,
@@ -106,7 +108,8 @@ pub struct CheckpointRecord {
     pub parent_states: Vec<Value>,
     /// When the record was saved (monotonic per invocation).
     pub last_saved_at: SystemTime,
-    /// The declared schema version of the outermost state (`""` when undeclared).
+    /// The declared schema version of the outermost state ([`super::UNVERSIONED`] when
+    /// undeclared).
     pub schema_version: String,
 }
 
@@ -116,14 +119,14 @@ impl CheckpointRecord {
         invocation_id: impl Into<String>,
         correlation_id: impl Into<String>,
         state: Value,
-        completed_positions: Vec<NodePosition>,
+        completed_positions: impl Into<Positions>,
         schema_version: impl Into<String>,
     ) -> Self {
         CheckpointRecord {
             invocation_id: invocation_id.into(),
             correlation_id: correlation_id.into(),
             state,
-            completed_positions,
+            completed_positions: completed_positions.into(),
             fan_out_progress: Vec::new(),
             parent_states: Vec::new(),
             last_saved_at: SystemTime::now(),

@@ -16,7 +16,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::{CheckpointError, CheckpointRecord, Checkpointer, MigrationRegistry, NodePosition};
+use super::{
+    CheckpointError, CheckpointRecord, Checkpointer, MigrationRegistry, NodePosition, Positions,
+};
 use crate::state::State;
 use crate::StateValidationError;
 
@@ -49,7 +51,7 @@ pub(crate) enum LevelResume {
 pub(crate) struct CheckpointRuntime {
     pub(crate) config: Arc<CheckpointConfig>,
     correlation_id: String,
-    positions: Mutex<Vec<NodePosition>>,
+    positions: Mutex<Positions>,
     last_saved: Mutex<SystemTime>,
     resume: Mutex<Option<ResumePoint>>,
     /// Serializes "snapshot, then save" so records reach the backend in order.
@@ -66,7 +68,7 @@ impl CheckpointRuntime {
         CheckpointRuntime {
             config,
             correlation_id: correlation_id.to_owned(),
-            positions: Mutex::new(Vec::new()),
+            positions: Mutex::new(Positions::new()),
             last_saved: Mutex::new(SystemTime::UNIX_EPOCH),
             resume: Mutex::new(None),
             save_lock: tokio::sync::Mutex::new(()),
@@ -212,7 +214,7 @@ impl CheckpointRuntime {
     async fn save(
         &self,
         invocation_id: &str,
-        positions: Vec<NodePosition>,
+        positions: Positions,
         state: Value,
         parents: Vec<Value>,
     ) -> Result<(), CheckpointError> {

@@ -1,0 +1,308 @@
+//! Spec: conformance-adapter §5.6 / §6.2 — the checkpoint harness primitives: the
+//! recording Checkpointer (with `crash_injection`), seeded records, and the
+//! state-migration mocks of pipeline-utilities §10.12 fixtures.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::UNIX_EPOCH;
+
+use futures::future::BoxFuture;
+use openarmature_graph::checkpoint::{
+    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
+    Positions,
+};
+use openarmature_graph::BoxError;
+use serde_json::{json, Value};
+
+use super::super::harness::{lock, FailSpec, FlakyMode, FlakyScript};
+use crate::yaml::Y;
+use crate::AdapterError;
+
+/// The id a `seeded_record` is stored under (and resumed from).
+pub(crate) const SEEDED_ID: &str = "seeded-invocation";
+/// The correlation id of a `seeded_record`.
+pub(crate) const SEEDED_CORRELATION: &str = "seeded-correlation";
+
+/// `crash_injection: {after_node}`: the save that first appends a position of this
+/// node is stored, then never returns; the runner abandons the run.
+struct Crash {
+    after_node: String,
+    fired: AtomicBool,
+    notify: tokio::sync::Notify,
+    invocation: Mutex<Option<String>>,
+}
+
+/// The fixture's Checkpointer: the engine's in-memory backend, recording every save.
+pub(crate) struct Store {
+    inner: InMemoryCheckpointer,
+    saves: Mutex<Vec<CheckpointRecord>>,
+    crash: Option<Crash>,
+}
+
+impl Store {
+    pub(crate) fn new(crash_after: Option<String>) -> Self {
+        Store {
+            inner: InMemoryCheckpointer::new(),
+            saves: Mutex::new(Vec::new()),
+            crash: crash_after.map(|after_node| Crash {
+                after_node,
+                fired: AtomicBool::new(false),
+                notify: tokio::sync::Notify::new(),
+                invocation: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Every record the engine saved for `invocation_id`, in save order.
+    pub(crate) fn saves_for(&self, invocation_id: &str) -> Vec<CheckpointRecord> {
+        lock(&self.saves)
+            .iter()
+            .filter(|r| r.invocation_id == invocation_id)
+            .cloned()
+            .collect()
+    }
+
+    /// The latest record of `invocation_id`.
+    pub(crate) async fn latest(&self, invocation_id: &str) -> Option<CheckpointRecord> {
+        self.inner.load(invocation_id).await.ok().flatten()
+    }
+
+    /// Stores a record without going through the engine (`seeded_record`).
+    pub(crate) async fn seed(&self, record: CheckpointRecord) -> Result<(), String> {
+        let id = record.invocation_id.clone();
+        self.inner
+            .save(&id, record)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Resolves once the crash boundary's save has been stored (never without one).
+    pub(crate) async fn crashed(&self) {
+        match &self.crash {
+            Some(c) => c.notify.notified().await,
+            None => futures::future::pending().await,
+        }
+    }
+
+    /// The invocation the crash boundary ended.
+    pub(crate) fn crashed_invocation(&self) -> Option<String> {
+        self.crash
+            .as_ref()
+            .and_then(|c| lock(&c.invocation).clone())
+    }
+
+    /// The `after_node` boundary, if any.
+    pub(crate) fn crash_node(&self) -> Option<&str> {
+        self.crash.as_ref().map(|c| c.after_node.as_str())
+    }
+}
+
+impl Checkpointer for Store {
+    fn save<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let crash = self.crash.as_ref().filter(|c| {
+            record
+                .completed_positions
+                .last()
+                .is_some_and(|p| p.node_name == c.after_node)
+                && !c.fired.swap(true, Ordering::SeqCst)
+        });
+        lock(&self.saves).push(record.clone());
+        Box::pin(async move {
+            self.inner.save(invocation_id, record).await?;
+            if let Some(c) = crash {
+                *lock(&c.invocation) = Some(invocation_id.to_owned());
+                c.notify.notify_one();
+                futures::future::pending::<()>().await;
+            }
+            Ok(())
+        })
+    }
+
+    fn load<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, BoxError>> {
+        self.inner.load(invocation_id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: Option<&'a CheckpointFilter>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointSummary>, BoxError>> {
+        self.inner.list(filter)
+    }
+
+    fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.inner.delete(invocation_id)
+    }
+}
+
+/// A record as fixtures see it: positions without an absent `fan_out_index`,
+/// `fan_out_progress` null when empty, `last_saved_at` in microseconds since the epoch.
+pub(crate) fn record_json(r: &CheckpointRecord) -> Value {
+    let saved_at = r
+        .last_saved_at
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    json!({
+        "invocation_id": r.invocation_id,
+        "correlation_id": r.correlation_id,
+        "state": r.state,
+        "completed_positions": positions_json(&r.completed_positions),
+        "fan_out_progress": if r.fan_out_progress.is_empty() {
+            Value::Null
+        } else {
+            serde_json::to_value(&r.fan_out_progress).unwrap_or(Value::Null)
+        },
+        "parent_states": r.parent_states,
+        "last_saved_at": u64::try_from(saved_at).unwrap_or(u64::MAX),
+        "schema_version": r.schema_version,
+    })
+}
+
+pub(crate) fn positions_json(positions: &Positions) -> Value {
+    serde_json::to_value(positions).unwrap_or(Value::Null)
+}
+
+/// `seeded_record: {schema_version, state, completed_positions, parent_states}`.
+pub(crate) fn seeded_record(y: &Y<'_>) -> Result<CheckpointRecord, AdapterError> {
+    y.check_keys(&[
+        "schema_version",
+        "state",
+        "completed_positions",
+        "parent_states",
+    ])?;
+    let version = match y.get("schema_version") {
+        Some(v) => v.str()?.to_owned(),
+        None => String::new(),
+    };
+    let mut positions = Vec::new();
+    if let Some(list) = y.get("completed_positions") {
+        for p in list.seq()? {
+            p.check_keys(&[
+                "namespace",
+                "node_name",
+                "step",
+                "attempt_index",
+                "fan_out_index",
+            ])?;
+            positions
+                .push(serde_json::from_value(p.json()?).map_err(|e| p.invalid(e.to_string()))?);
+        }
+    }
+    let parents = match y.get("parent_states") {
+        Some(list) => list.seq()?.iter().map(Y::json).collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    Ok(CheckpointRecord::new(
+        SEEDED_ID,
+        SEEDED_CORRELATION,
+        y.req("state")?.json()?,
+        positions,
+        version,
+    )
+    .with_parent_states(parents))
+}
+
+/// What the migration mocks did: `from->to` per call, and contract violations.
+#[derive(Default)]
+pub(crate) struct MigrationLog {
+    pub(crate) runs: Mutex<Vec<String>>,
+    pub(crate) violations: Mutex<Vec<String>>,
+}
+
+/// The error `raises_keyerror` raises (`cause: {exception_type: KeyError}`).
+#[derive(Debug, thiserror::Error)]
+#[error("KeyError: '{0}'")]
+pub(crate) struct KeyError(pub(crate) String);
+
+/// A migration function.
+pub(crate) type Migrate = Arc<dyn Fn(Value) -> Result<Value, BoxError> + Send + Sync>;
+
+/// The named migration mock, logging each call into `log`.
+pub(crate) fn migration(
+    y: &Y<'_>,
+    name: &str,
+    pair: (&str, &str),
+    log: &Arc<MigrationLog>,
+) -> Result<Migrate, AdapterError> {
+    let add = |field: &'static str, value: &'static str| -> Migrate {
+        Arc::new(move |mut v: Value| {
+            if let Value::Object(m) = &mut v {
+                m.insert(field.into(), json!(value));
+            }
+            Ok(v)
+        })
+    };
+    let body: Migrate = match name {
+        "add_new_field_default" => add("new_field", "v2_default"),
+        "add_v2_field" => add("v2_field", "v2_default"),
+        "add_v3_field" => add("v3_field", "v3_default"),
+        "identity_passthrough" | "irrelevant" => Arc::new(Ok),
+        "raises_keyerror" => Arc::new(|_| Err(Box::new(KeyError("missing_key".into())))),
+        "should_not_run" => {
+            let log = Arc::clone(log);
+            Arc::new(move |_| {
+                lock(&log.violations).push("the `should_not_run` migration ran".into());
+                Err("should_not_run was called".into())
+            })
+        }
+        other => {
+            return Err(AdapterError::DirectiveUnknown {
+                file: y.file.to_path_buf(),
+                directive: format!("migrate: {other}"),
+                location: y.location().to_owned(),
+            })
+        }
+    };
+    let label = format!("{}->{}", pair.0, pair.1);
+    let log = Arc::clone(log);
+    Ok(Arc::new(move |v| {
+        lock(&log.runs).push(label.clone());
+        body(v)
+    }))
+}
+
+/// `flaky_resume_aware: {fail_first_invocation_count, fail_resumed_invocation_count,
+/// category, message?, on_success}`: fails the first N attempts of the first
+/// invocation that reaches it, the first M attempts of every later one (transient).
+pub(crate) fn flaky_resume_aware(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
+    y.check_keys(&[
+        "fail_first_invocation_count",
+        "fail_resumed_invocation_count",
+        "category",
+        "message",
+        "on_success",
+    ])?;
+    let count = |k: &str| -> Result<usize, AdapterError> {
+        let n = y.req(k)?;
+        usize::try_from(n.i64()?).map_err(|_| n.invalid("must be ≥ 0"))
+    };
+    let failure = FailSpec {
+        category: match y.get("category") {
+            None => Some("provider_unavailable".to_owned()),
+            Some(c) if c.is_null() => None,
+            Some(c) => Some(c.str()?.to_owned()),
+        },
+        message: match y.get("message") {
+            Some(m) => m.str()?.to_owned(),
+            None => "resume-aware failure".into(),
+        },
+        transient: true,
+        cause: None,
+    };
+    let success = match y.get("on_success") {
+        Some(u) if !u.is_null() => crate::ge::build::json_pairs(&u)?,
+        _ => Vec::new(),
+    };
+    let mode = FlakyMode::ResumeAware {
+        first: count("fail_first_invocation_count")?,
+        resumed: count("fail_resumed_invocation_count")?,
+        failure,
+    };
+    Ok(FlakyScript::new(mode, success))
+}
