@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::builder::EdgeFn;
-use crate::checkpoint::engine::{originates_here, parent_json, saves_here, Start};
+use crate::checkpoint::engine::{instance, originates_here, parent_json, saves_here, Start};
 use crate::checkpoint::NodePosition;
 use crate::error::{BoxError, CompileWarning, GraphError, RuntimeCategory};
 use crate::metadata::{enter_node, scoped, InvocationMetadata, MetadataCell};
@@ -518,6 +518,11 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
 
 /// The category a node failure carries: a nested subgraph keeps its own.
 fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
+    if let Some(cp) = err.downcast_ref::<crate::checkpoint::CheckpointError>() {
+        // A composite node's own checkpoint failure (fan-out count drift, an
+        // instance-completed save that raised) keeps its §10.10 category.
+        return cp.runtime_category();
+    }
     err.downcast_ref::<SubgraphFailure>()
         .map_or(RuntimeCategory::NodeException, SubgraphFailure::category)
 }
@@ -660,7 +665,12 @@ impl<S: State> Inner<S> {
                         if terminal.emits && saves_here(&scope) && originates_here(&*err) {
                             // Best effort: the node's own error is what the caller sees.
                             let _ = rt
-                                .failed(&scope.inv.id, state.to_json(), parent_json(&scope))
+                                .failed(
+                                    &scope.inv.id,
+                                    instance(&scope),
+                                    state.to_json(),
+                                    parent_json(&scope),
+                                )
                                 .await;
                         }
                     }
@@ -722,11 +732,17 @@ impl<S: State> Inner<S> {
                         &*node.name,
                         step,
                         attempt,
-                        None,
+                        scope.fan_out_chain.iter().rev().find_map(|x| *x),
                     );
                     let parents = parent_json(&scope);
                     let saved = rt
-                        .completed(&scope.inv.id, position, merged.to_json(), parents)
+                        .completed(
+                            &scope.inv.id,
+                            position,
+                            instance(&scope),
+                            merged.to_json(),
+                            parents,
+                        )
                         .await;
                     if let Err(e) = saved {
                         let category = e.runtime_category();

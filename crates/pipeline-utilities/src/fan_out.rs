@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
+use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
 use openarmature_graph::{
     category_of, is_carrier, Boundary, BoxError, CategorizedError, CompileError, CompileWarning,
     CompiledGraph, FanOutConfig, Middleware, Node, NodeConfig, NodeCtx, State, StateRef,
 };
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::isolation::FailureIsolationMiddleware;
 
@@ -362,17 +363,16 @@ impl<P: State, C: State> FanOutNode<P, C> {
         &self,
         parent: &P,
         count: usize,
-        results: Vec<(usize, Result<C::Update, BoxError>)>,
+        results: Vec<(usize, Done)>,
     ) -> Result<P::Update, BoxError> {
         let mut collected = Vec::new();
         // One list per extra parent field: the per-instance values in instance
         // order, merged once through the parent's reducer (like `target_field`).
         let mut extra: Vec<Vec<Value>> = vec![Vec::new(); self.extra_outputs.len()];
         let mut errors = Vec::new();
-        for (index, result) in results {
+        for (_, result) in results {
             match result {
-                Ok(update) => {
-                    let contribution = C::update_json(&update);
+                Done::Ok(contribution) => {
                     let read =
                         |field: &str| contribution.get(field).cloned().unwrap_or(Value::Null);
                     collected.push(read(&self.collect_field));
@@ -380,11 +380,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
                         slot.push(read(sub));
                     }
                 }
-                Err(error) => errors.push(json!({
-                    "fan_out_index": index.to_string(),
-                    "category": category_of(&*error).unwrap_or("node_exception"),
-                    "message": error.to_string(),
-                })),
+                Done::Collected(record) => errors.push(record),
             }
         }
         let mut fields = vec![(self.target_field.clone(), Value::Array(collected))];
@@ -401,6 +397,67 @@ impl<P: State, C: State> FanOutNode<P, C> {
             fields.push((count_field.clone(), json!(count)));
         }
         Ok(parent.update_from_json(fields)?)
+    }
+
+    /// A rolled-forward contribution (§10.11.2: `result_is_error` routes it), in the
+    /// shape a fresh instance produces.
+    fn rolled_forward(&self, saved: &SavedContribution) -> Done {
+        if saved.result_is_error {
+            return Done::Collected(saved.result.clone());
+        }
+        let mut fields = Map::new();
+        fields.insert(self.collect_field.clone(), saved.result.clone());
+        for (par, sub) in &self.extra_outputs {
+            let value = saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null);
+            fields.insert(sub.clone(), value);
+        }
+        Done::Ok(fields)
+    }
+
+    /// Runs instance `index` and records its outcome with `tracker`: a success, or
+    /// (collect policy) its error record. A fail-fast failure or a failed save is
+    /// returned as `Err`.
+    async fn run_tracked(
+        &self,
+        parent: &Arc<P>,
+        ctx: &NodeCtx,
+        tracker: Option<&FanOutTracker>,
+        (index, item): (usize, Option<Value>),
+    ) -> Result<Done, BoxError> {
+        if let Some(t) = tracker {
+            t.start(index);
+        }
+        match self.run_instance(parent, ctx, index, item).await {
+            Ok(update) => {
+                let fields = match C::update_json(&update) {
+                    Value::Object(fields) => fields,
+                    _ => Map::new(),
+                };
+                if let Some(t) = tracker {
+                    let read = |f: &str| fields.get(f).cloned().unwrap_or(Value::Null);
+                    let extras = self
+                        .extra_outputs
+                        .iter()
+                        .map(|(par, sub)| (par.clone(), read(sub)))
+                        .collect();
+                    t.record_success(index, read(&self.collect_field), extras)
+                        .await?;
+                }
+                Ok(Done::Ok(fields))
+            }
+            Err(error) if self.error_policy == ErrorPolicy::FailFast => Err(carrier(error)),
+            Err(error) => {
+                let record = json!({
+                    "fan_out_index": index.to_string(),
+                    "category": category_of(&*error).unwrap_or("node_exception"),
+                    "message": error.to_string(),
+                });
+                if let Some(t) = tracker {
+                    t.record_error(index, record.clone()).await?;
+                }
+                Ok(Done::Collected(record))
+            }
+        }
     }
 
     fn check_fields(&self, name: &str, parent: &P) -> Result<(), CompileError> {
@@ -529,32 +586,46 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
                 }
                 return self.fan_in(&state, 0, Vec::new());
             }
+            // Per-instance checkpoint progress (§10.11): `None` without a Checkpointer.
+            let tracker = ctx.fan_out_tracker(&*state, count)?;
+            let tracker = tracker.as_ref();
             let limit = bound.unwrap_or(count).max(1);
             let (parent, node_ctx) = (&state, &ctx);
-            let launch = move |(index, item): (usize, Option<Value>)| async move {
+            let launch = move |next: (usize, Option<Value>)| async move {
                 (
-                    index,
-                    self.run_instance(parent, node_ctx, index, item).await,
+                    next.0,
+                    self.run_tracked(parent, node_ctx, tracker, next).await,
                 )
             };
-            let mut pending = items.into_iter().enumerate();
-            let mut running = FuturesUnordered::new();
             let mut results = Vec::with_capacity(count);
+            // A resumed run skips the instances the record marks completed: their
+            // contributions roll forward unchanged.
+            let mut items = items.into_iter().enumerate();
+            let mut pending = |results: &mut Vec<(usize, Done)>| loop {
+                let next = items.next()?;
+                match tracker.and_then(|t| t.completed(next.0)) {
+                    Some(saved) => results.push((next.0, self.rolled_forward(saved))),
+                    None => return Some(next),
+                }
+            };
+            let mut running = FuturesUnordered::new();
             // Start in index order, keep up to `limit` in flight.
-            for next in pending.by_ref().take(limit) {
-                running.push(launch(next));
+            while running.len() < limit {
+                match pending(&mut results) {
+                    Some(next) => running.push(launch(next)),
+                    None => break,
+                }
             }
             while let Some((index, result)) = running.next().await {
-                let result = match result {
-                    Err(error) if self.error_policy == ErrorPolicy::FailFast => {
-                        // Dropping the set cancels every sibling still running.
+                match result {
+                    Ok(done) => results.push((index, done)),
+                    // Dropping the set cancels every sibling still running.
+                    Err(error) => {
                         drop(running);
-                        return Err(carrier(error));
+                        return Err(error);
                     }
-                    other => other,
-                };
-                results.push((index, result));
-                if let Some(next) = pending.next() {
+                }
+                if let Some(next) = pending(&mut results) {
                     running.push(launch(next));
                 }
             }
@@ -616,6 +687,14 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
         }
         Ok(self.round_trip_warnings(name, parent))
     }
+}
+
+/// One instance's contribution to the fan-in, in subgraph space.
+enum Done {
+    /// `collect_field` and the `extra_outputs` subgraph fields.
+    Ok(Map<String, Value>),
+    /// A collected failure's error record (`errors_field` entry).
+    Collected(Value),
 }
 
 /// A fail-fast instance error propagates as the offending instance's error, wrapped

@@ -319,6 +319,7 @@ impl<'a> Builder<'a> {
                 "flaky_by_index" | "flaky_instance_only" => {
                     Step::Indexed(Arc::new(indexed_flaky(&y)?))
                 }
+                "flaky_per_index" => Step::Indexed(Arc::new(per_index_flaky(&y)?)),
                 "update" | "update_pure" => Step::Update(json_pairs(&y)?),
                 "update_from_field" => {
                     let mut writes = Vec::new();
@@ -705,5 +706,47 @@ fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
         },
         success,
         calls: std::sync::Mutex::new(std::collections::HashMap::new()),
+        first_invocation: std::sync::Mutex::new(None),
+    })
+}
+
+/// `flaky_per_index: {fail_first_run_indices | always_fail_indices, success_compute}`
+/// (pipeline-utilities 048-054): the listed fan-out instances raise an uncategorised
+/// (transient) error in the first invocation reaching the node, or always.
+fn per_index_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
+    y.check_keys(&[
+        "fail_first_run_indices",
+        "always_fail_indices",
+        "success_compute",
+    ])?;
+    let indices = |l: Y<'_>| -> Result<Vec<usize>, AdapterError> {
+        l.seq()?
+            .iter()
+            .map(|n| usize::try_from(n.i64()?).map_err(|_| n.invalid("must be ≥ 0")))
+            .collect()
+    };
+    let mode = match (
+        y.get("fail_first_run_indices"),
+        y.get("always_fail_indices"),
+    ) {
+        (Some(l), None) => IndexedMode::FirstRunIndices(indices(l)?),
+        (None, Some(l)) => IndexedMode::AlwaysIndices(indices(l)?),
+        _ => return Err(y.invalid("needs one of fail_first_run_indices / always_fail_indices")),
+    };
+    let success = match y.get("success_compute") {
+        Some(u) if !u.is_null() => json_pairs(&u)?,
+        _ => Vec::new(),
+    };
+    Ok(IndexedFlaky {
+        mode,
+        failure: FailSpec {
+            category: None,
+            message: "flaky_per_index failure".into(),
+            transient: true,
+            cause: None,
+        },
+        success,
+        calls: std::sync::Mutex::new(std::collections::HashMap::new()),
+        first_invocation: std::sync::Mutex::new(None),
     })
 }

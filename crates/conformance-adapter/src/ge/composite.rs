@@ -117,6 +117,8 @@ impl<'a> Builder<'a> {
             "inputs",
             "extra_outputs",
             "instance_middleware",
+            // Read by the checkpoint runner (ge/checkpoint/store.rs, register R13).
+            "abort_after_instance",
         ];
         if let Some(ext) = &self.extension {
             known.extend_from_slice(ext.fan_out_keys());

@@ -129,6 +129,11 @@ pub(crate) enum IndexedMode {
     /// `fail_count_per_idx` / `fail_count_per_instance: n`: the first `n` calls of
     /// each fan-out instance fail (counted across whole-instance re-runs).
     FirstCallsPerInstance(usize),
+    /// `flaky_per_index: {fail_first_run_indices}`: these instances fail in the first
+    /// invocation that reaches the node, never afterwards (a resume succeeds).
+    FirstRunIndices(Vec<usize>),
+    /// `flaky_per_index: {always_fail_indices}`: these instances always fail.
+    AlwaysIndices(Vec<usize>),
 }
 
 /// `flaky_by_index` / `flaky_instance_only`.
@@ -138,6 +143,8 @@ pub(crate) struct IndexedFlaky {
     pub(crate) failure: FailSpec,
     pub(crate) success: Vec<(String, Value)>,
     pub(crate) calls: Mutex<HashMap<Option<usize>, usize>>,
+    /// The first invocation that reached the node (`FirstRunIndices`).
+    pub(crate) first_invocation: Mutex<Option<String>>,
 }
 
 /// A scripted failure node's state: its call counter survives retries,
@@ -390,6 +397,16 @@ impl Node<DynState> for ScriptedNode {
                                 let count = calls.entry(ctx.fan_out_index()).or_default();
                                 *count += 1;
                                 *count <= *n
+                            }
+                            IndexedMode::FirstRunIndices(indices) => {
+                                let mut first = lock(&script.first_invocation);
+                                let first =
+                                    first.get_or_insert_with(|| ctx.invocation_id().to_owned());
+                                *first == ctx.invocation_id()
+                                    && ctx.fan_out_index().is_some_and(|i| indices.contains(&i))
+                            }
+                            IndexedMode::AlwaysIndices(indices) => {
+                                ctx.fan_out_index().is_some_and(|i| indices.contains(&i))
                             }
                         };
                         if fails {

@@ -45,25 +45,35 @@ fn update_of(y: &Y<'_>) -> Result<DynUpdate, AdapterError> {
     DynUpdate::from_json(value).ok_or_else(|| y.invalid("expected a partial update mapping"))
 }
 
+/// `{type: retry, max_attempts, backoff, classifier}`.
+fn retry(m: &Y<'_>, harness: &Arc<Harness>) -> Result<Arc<dyn Middleware<DynState>>, AdapterError> {
+    m.check_keys(&["type", "max_attempts", "backoff", "classifier"])?;
+    let mut config = RetryConfig::default().sleeper(RecordingSleeper(Arc::clone(harness)));
+    if let Some(n) = m.get("max_attempts") {
+        config = config.max_attempts(
+            u32::try_from(n.i64()?).map_err(|_| n.invalid("max_attempts must be ≥ 0"))?,
+        );
+    }
+    if let Some(b) = m.get("backoff") {
+        config.backoff = Arc::new(backoff(&b)?);
+    }
+    if let Some(c) = m.get("classifier") {
+        config.classifier = classifier(&c)?;
+    }
+    Ok(Arc::new(RetryMiddleware::new(config)))
+}
+
 fn one(m: &Y<'_>, harness: &Arc<Harness>) -> Result<Arc<dyn Middleware<DynState>>, AdapterError> {
+    // `- retry: {max_attempts}` (PU 053) is the shorthand of `- {type: retry, ...}`.
+    if m.get("type").is_none() {
+        if let Some(params) = m.get("retry") {
+            m.check_keys(&["retry"])?;
+            return retry(&params, harness);
+        }
+    }
     let kind = m.req("type")?.str()?;
     Ok(match kind {
-        "retry" => {
-            m.check_keys(&["type", "max_attempts", "backoff", "classifier"])?;
-            let mut config = RetryConfig::default().sleeper(RecordingSleeper(Arc::clone(harness)));
-            if let Some(n) = m.get("max_attempts") {
-                config = config.max_attempts(
-                    u32::try_from(n.i64()?).map_err(|_| n.invalid("max_attempts must be ≥ 0"))?,
-                );
-            }
-            if let Some(b) = m.get("backoff") {
-                config.backoff = Arc::new(backoff(&b)?);
-            }
-            if let Some(c) = m.get("classifier") {
-                config.classifier = classifier(&c)?;
-            }
-            Arc::new(RetryMiddleware::new(config))
-        }
+        "retry" => return retry(m, harness),
         "timing" => {
             m.check_keys(&["type", "node_name", "on_complete"])?;
             let sink = Arc::clone(harness);

@@ -5,6 +5,8 @@
 //!   [`OtelObserver::log`], before its other work.
 //! - `calls_llm` / `also_emits_via_global_tracer` — an LLM call against the case's
 //!   mock provider, after the node's scripted steps (see [`super::llm`]).
+//! - `calls_llm_from_wrapper` — an LLM call made by a node middleware, outside the
+//!   node body (see [`super::wrapper_llm`]).
 //! - `update_pure_from_state: {field: <harness function>}` — a pure update computed
 //!   from the state (fixtures 006 / 008: `input_times_two`).
 //! - The §3.4 / §9 directives of [`super::meta`] (`augment_metadata`,
@@ -44,6 +46,7 @@ const NODE_KEYS: &[&str] = &[
     "also_emits_via_global_tracer",
     "renders_prompt",
     "renders_prompt_group",
+    super::wrapper_llm::KEY,
 ];
 
 static ALL_NODE_KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
@@ -265,7 +268,9 @@ impl Extension for ObsExtension {
         &self,
         spec: &Y<'_>,
     ) -> Result<Vec<Arc<dyn openarmature_graph::Middleware<DynState>>>, AdapterError> {
-        super::meta::node_middleware(spec)
+        let mut chain = super::meta::node_middleware(spec)?;
+        chain.extend(super::wrapper_llm::middleware(spec, self.llm.as_ref())?);
+        Ok(chain)
     }
 
     fn fan_out_keys(&self) -> &'static [&'static str] {

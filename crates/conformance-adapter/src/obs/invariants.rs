@@ -234,19 +234,32 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             let [lo, hi] = bounds.as_slice() else {
                 return err("expected [low, high]");
             };
-            let mut got: Vec<i64> = f
+            // Per fan-out: the instances sharing a parent span (nested fan-outs, 132,
+            // have one fan-out node span per enclosing instance).
+            let mut by_parent: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+            for s in f
                 .spans
                 .iter()
                 .filter(|s| attr(s, a::FAN_OUT_PARENT_NODE_NAME).is_some())
-                .filter_map(|s| attr(s, a::NODE_FAN_OUT_INDEX).and_then(|x| x.as_i64()))
-                .collect();
-            got.sort_unstable();
-            let want: Vec<i64> = (*lo..=*hi).collect();
-            if got == want {
-                Ok(())
-            } else {
-                err(format!("instance indices {got:?}, expected {want:?}"))
+            {
+                if let Some(i) = attr(s, a::NODE_FAN_OUT_INDEX).and_then(|x| x.as_i64()) {
+                    by_parent
+                        .entry(s.parent_span_id.to_string())
+                        .or_default()
+                        .push(i);
+                }
             }
+            let want: Vec<i64> = (*lo..=*hi).collect();
+            if by_parent.is_empty() {
+                return err("no fan-out instance spans");
+            }
+            for mut got in by_parent.into_values() {
+                got.sort_unstable();
+                if got != want {
+                    return err(format!("instance indices {got:?}, expected {want:?}"));
+                }
+            }
+            Ok(())
         }
         "sibling_attempt_count_under_invocation" => {
             let want = v.as_u64().ok_or("expected a count")?;
@@ -512,6 +525,9 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             .or_else(|| super::prompts::check(other, v, run))
             .or_else(|| super::meta::checks::check(other, v, run))
             .or_else(|| super::metric_invariants::check(other, v, run))
+            .or_else(|| super::usage_invariants::check(other, v, run))
+            .or_else(|| super::lineage_invariants::check(other, v, run))
+            .or_else(|| super::attempts::check(other, v, run))
         {
             Some(verdict) => verdict,
             None => err(format!(

@@ -23,7 +23,15 @@
 //! - Case keys `mock_llm: [{status, body, headers?}]`, `provider: {type:
 //!   openai_compatible, genai_system}` (020).
 //!
-//! Register (see the module docs of [`super`]): O6 bound model, O8 OpenAI-shaped tools.
+//! - `calls_llm.response: <text>` (038) — a canned reply: the node gets its own mock
+//!   provider answering every call with a 200 completion whose content is `<text>`
+//!   (register O12, see [`super::canned`]); `messages` and `stores_response_in` are
+//!   then optional.
+//! - `calls_llm_from_wrapper: {phase, messages}` (133 / 152 / 153) — the call is
+//!   made by a node middleware instead of the body (see [`super::wrapper_llm`]).
+//!
+//! Register (see the module docs of [`super`]): O6 bound model, O8 OpenAI-shaped
+//! tools, O12 canned replies.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +44,7 @@ use openarmature_llm::{
 };
 use serde_json::{Map, Value};
 
+use super::canned::{self, Canned};
 use crate::ge::harness::lock;
 use crate::llm::mock::{MockServer, Reply};
 use crate::yaml::Y;
@@ -50,6 +59,7 @@ const CALL_KEYS: &[&str] = &[
     "tool_choice",
     "response_schema",
     "model",
+    "response",
 ];
 
 /// The base64 alphabet the synthetic blobs cycle through.
@@ -59,6 +69,9 @@ const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 #[derive(Debug, Clone)]
 pub(crate) struct CallRecord {
     pub(crate) result: Result<Response, LlmError>,
+    /// Whether a `calls_llm_from_wrapper` middleware made the call (outside the
+    /// node body, so the calling node's span was not open).
+    pub(crate) from_wrapper: bool,
 }
 
 /// The case's mock provider and what the calls made of it.
@@ -149,7 +162,18 @@ impl LlmHarness {
         if let Some(p) = providers.get(model) {
             return Ok(Arc::clone(p));
         }
-        let mut builder = OpenAiProvider::builder(self.server.base_url(), model)
+        let provider = Arc::new(self.build_provider(&self.server.base_url(), model)?);
+        providers.insert(model.to_owned(), Arc::clone(&provider));
+        Ok(provider)
+    }
+
+    /// A provider bound to `model` on the mock server at `base_url`.
+    pub(crate) fn build_provider(
+        &self,
+        base_url: &str,
+        model: &str,
+    ) -> Result<OpenAiProvider, AdapterError> {
+        let mut builder = OpenAiProvider::builder(base_url, model)
             .api_key("test-key")
             .no_proxy()
             .timeout(Duration::from_secs(20))
@@ -157,16 +181,10 @@ impl LlmHarness {
         if let Some(system) = &self.genai_system {
             builder = builder.provider_name(system.clone());
         }
-        let provider = Arc::new(
-            builder
-                .build()
-                .map_err(|e| AdapterError::PrimitiveMissing {
-                    file: std::path::PathBuf::new(),
-                    primitive: format!("cannot build the provider: {e}"),
-                })?,
-        );
-        providers.insert(model.to_owned(), Arc::clone(&provider));
-        Ok(provider)
+        builder.build().map_err(|e| AdapterError::PrimitiveMissing {
+            file: std::path::PathBuf::new(),
+            primitive: format!("cannot build the provider: {e}"),
+        })
     }
 
     /// Requests that arrived after `mock_llm` ran out.
@@ -182,10 +200,29 @@ impl LlmHarness {
         rendered: bool,
     ) -> Result<LlmCall, AdapterError> {
         y.check_keys(CALL_KEYS)?;
+        self.parse(y, rendered, false)
+    }
+
+    /// Parses the call of a `calls_llm_from_wrapper` block (its `messages`, `model`;
+    /// the caller checks the keys): a side call whose reply is not stored.
+    pub(crate) fn side_call(self: &Arc<Self>, y: &Y<'_>) -> Result<LlmCall, AdapterError> {
+        self.parse(y, false, true)
+    }
+
+    fn parse(
+        self: &Arc<Self>,
+        y: &Y<'_>,
+        rendered: bool,
+        side: bool,
+    ) -> Result<LlmCall, AdapterError> {
         let model = match y.get("model") {
             Some(m) => m.str()?.to_owned(),
             None => self.default_model.clone(),
         };
+        let canned = y
+            .get("response")
+            .map(|r| r.str().map(|text| Canned::new(text, &model)))
+            .transpose()?;
         let messages = match y.get("messages") {
             Some(m) => {
                 let mut value = m.json()?;
@@ -194,6 +231,7 @@ impl LlmHarness {
                 value
             }
             None if rendered => Value::Null,
+            None if canned.is_some() => canned::default_messages(),
             None => {
                 return Err(y.invalid(
                     "calls_llm needs `messages` (or a `renders_prompt` directive on the node)",
@@ -201,14 +239,23 @@ impl LlmHarness {
             }
         };
         let get = |k: &str| y.get(k).map(|v| v.json()).transpose();
+        let stores_in = match y.get("stores_response_in") {
+            Some(s) => Some(s.str()?.to_owned()),
+            None if side || canned.is_some() => None,
+            None => return Err(y.invalid("calls_llm needs `stores_response_in`")),
+        };
+        let provider = match canned {
+            Some(c) => Target::Canned(c, model),
+            None => Target::Shared(self.provider(&model)?),
+        };
         Ok(LlmCall {
-            provider: self.provider(&model)?,
+            provider,
             messages,
             config: get("config")?,
             tools: get("tools")?.map(openai_tools),
             tool_choice: get("tool_choice")?,
             response_schema: get("response_schema")?,
-            stores_in: y.req("stores_response_in")?.str()?.to_owned(),
+            stores_in,
             harness: Arc::clone(self),
         })
     }
@@ -292,15 +339,23 @@ fn openai_tools(tools: Value) -> Value {
     )
 }
 
+/// Where a call is sent.
+enum Target {
+    /// The case's mock provider (`mock_llm`), through the provider bound to the model.
+    Shared(Arc<OpenAiProvider>),
+    /// The node's own canned-reply server (register O12), bound to the model.
+    Canned(Canned, String),
+}
+
 /// One node's `calls_llm` directive.
 pub(crate) struct LlmCall {
-    provider: Arc<OpenAiProvider>,
+    provider: Target,
     messages: Value,
     config: Option<Value>,
     tools: Option<Value>,
     tool_choice: Option<Value>,
     response_schema: Option<Value>,
-    stores_in: String,
+    stores_in: Option<String>,
     harness: Arc<LlmHarness>,
 }
 
@@ -341,19 +396,39 @@ impl LlmCall {
         update: &mut DynUpdate,
         rendered: Option<Vec<Message>>,
     ) -> Result<(), BoxError> {
+        let response = self.complete(ctx, rendered, false).await?;
+        if let Some(field) = &self.stores_in {
+            update.fields.push((
+                field.clone(),
+                Value::from(response.content().unwrap_or_default()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Makes the call on `ctx`'s behalf and records it (`from_wrapper`: made by a
+    /// node middleware rather than the body).
+    pub(crate) async fn complete(
+        &self,
+        ctx: &NodeCtx,
+        rendered: Option<Vec<Message>>,
+        from_wrapper: bool,
+    ) -> Result<Response, LlmError> {
         let result = match self.request(ctx, rendered) {
-            Ok(request) => self.provider.complete(&request).await,
+            Ok(request) => match &self.provider {
+                Target::Shared(p) => p.complete(&request).await,
+                Target::Canned(c, model) => match c.provider(&self.harness, model).await {
+                    Ok(p) => p.complete(&request).await,
+                    Err(e) => Err(e),
+                },
+            },
             Err(e) => Err(e),
         };
         lock(&self.harness.calls).push(CallRecord {
             result: result.clone(),
+            from_wrapper,
         });
-        let response = result?;
-        update.fields.push((
-            self.stores_in.clone(),
-            Value::from(response.content().unwrap_or_default()),
-        ));
-        Ok(())
+        result
     }
 }
 

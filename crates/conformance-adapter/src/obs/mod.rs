@@ -69,17 +69,42 @@
 //!   (044) gives the inner state an `any` field `f` that the fan-out collects into
 //!   the outer field `f`; `augment_metadata` / capture directives run at the top of
 //!   the node body, in document order.
+//! - O12 `calls_llm.response: <text>` (038) gives the node its own mock provider
+//!   answering every call with one synthesized 200 completion of that text (see
+//!   [`canned`]).
+//! - O13 `calls_llm_from_wrapper: {phase, messages}` (133 / 152 / 153) is an
+//!   innermost node middleware making one real call on the node's context before
+//!   (`pre`) or after (`post`) `next`; its calls are recorded as wrapper-made, which
+//!   is how the orphan invariants pick their spans. A `post` call is not an orphan
+//!   here (§6 `completed` follows the merge, so the node span is still open; no
+//!   fixture uses `post`). See [`wrapper_llm`].
+//! - O14 invariant readings ([`usage_invariants`], [`lineage_invariants`],
+//!   [`orphan_invariants`]): a provider span is paired with its call's
+//!   `LlmCompletionEvent` and `mock_llm` body by response id; span lineage is read
+//!   from instance / dispatch spans; "closes in order" is export order (the simple
+//!   processor exports at end) with non-decreasing end times; `fan_out_index_range`
+//!   holds per fan-out node span (132 nests one inner fan-out per outer instance);
+//!   "sibling of the calling node" compares delivery order of events, not span times
+//!   (the per-attempt LLM signal carries no timestamp).
+//! - O15 `observers: [{behavior: record}]` (119) is served by the implicit recorder;
+//!   other behaviours are refused (see [`attempts`]).
 
+mod attempts;
+mod canned;
 mod ext;
 mod invariants;
+mod lineage_invariants;
 mod llm;
 mod llm_invariants;
 mod meta;
 mod metric_invariants;
 mod metrics;
+mod orphan_invariants;
 mod prompts;
 mod spans;
 mod typed;
+mod usage_invariants;
+mod wrapper_llm;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -139,6 +164,7 @@ const CASE_KEYS: &[&str] = &[
     "caller_invocation_id",
     "queryable_observers",
     "direct_call",
+    "observers",
     SYNTHESIZED,
     "enable_metrics",
 ];
@@ -183,6 +209,7 @@ const EXPECTED_KEYS: &[&str] = &[
     "final_state_bounds",
     "per_invocation",
     "invocation_id",
+    "observer_event_invariants",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -578,6 +605,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         case.check_keys(CASE_KEYS).map_err(err)?;
     }
 
+    attempts::check_observers(case).map_err(err)?;
     let global = match flag(case, "caller_global_otel_active")? {
         Some(true) => Some(GlobalOtel::install()),
         _ => None,
@@ -842,7 +870,8 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         &opts,
         global_forest.as_ref(),
     )?;
-    meta::expect::check_expected(&expected, &run, &outcomes)
+    meta::expect::check_expected(&expected, &run, &outcomes)?;
+    attempts::check_expected(&expected, &run)
 }
 
 fn log_views(exporter: &InMemoryLogExporter) -> Result<Vec<LogView>, String> {

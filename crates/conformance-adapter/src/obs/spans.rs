@@ -22,10 +22,18 @@ pub(crate) struct Forest {
     pub(crate) spans: Vec<SpanData>,
     by_id: HashMap<SpanId, usize>,
     children: HashMap<SpanId, Vec<usize>>,
+    /// Each span's position in export order: the simple processor exports a span
+    /// when it ends, so this is the order the spans closed in.
+    ended: HashMap<SpanId, usize>,
 }
 
 impl Forest {
     pub(crate) fn new(mut spans: Vec<SpanData>) -> Forest {
+        let ended = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.span_context.span_id(), i))
+            .collect();
         spans.sort_by_key(|s| s.start_time);
         let by_id: HashMap<SpanId, usize> = spans
             .iter()
@@ -42,7 +50,16 @@ impl Forest {
             spans,
             by_id,
             children,
+            ended,
         }
+    }
+
+    /// The span's position in the order spans closed (exported) in.
+    pub(crate) fn close_rank(&self, span: &SpanData) -> usize {
+        self.ended
+            .get(&span.span_context.span_id())
+            .copied()
+            .unwrap_or(usize::MAX)
     }
 
     /// Spans with no exported parent, in start order.

@@ -1,6 +1,8 @@
 //! Spec: pipeline-utilities §10.3 / §10.4 — the step loop's checkpoint hooks: preparing
 //! a fresh or resumed invocation, where a level starts on resume, routing after the
-//! node a record was saved at, and which levels save.
+//! node a record was saved at, and which levels save (§10.3: every level but those
+//! inside a parallel branch; saves inside fan-out instances record per-instance
+//! progress, §10.11).
 
 use std::sync::Arc;
 
@@ -22,11 +24,16 @@ pub(crate) enum Start {
     After(usize),
 }
 
-/// Whether a level saves: not inside a fan-out instance or a parallel branch (their
-/// node saves when it completes, and a resume re-runs it whole).
+/// Whether a level saves: not inside a parallel branch (the branches node saves when it
+/// completes, and a resume re-runs it whole). Inside a fan-out instance the saves
+/// record per-instance progress (§10.11).
 pub(crate) fn saves_here(scope: &Scope) -> bool {
-    scope.fan_out_chain.iter().all(Option::is_none)
-        && scope.branch_chain.iter().all(Option::is_none)
+    scope.branch_chain.iter().all(Option::is_none)
+}
+
+/// The fan-out instance the level runs in, if any.
+pub(crate) fn instance(scope: &Scope) -> Option<super::fan_out::InstanceKey> {
+    super::instance_of(&scope.namespace_prefix, &scope.fan_out_chain)
 }
 
 /// The containing levels' states, outermost first.

@@ -49,18 +49,22 @@
 //! ```
 
 pub(crate) mod engine;
+mod fan_out;
 mod memory;
 mod migration;
 mod positions;
 mod record;
 pub(crate) mod runtime;
 
+pub(crate) use fan_out::{instance_of, lineage};
+
+pub use fan_out::{FanOutTracker, SavedContribution};
 pub use memory::InMemoryCheckpointer;
 pub use migration::{MigrationFn, MigrationRegistry, StateMigration};
 pub use positions::Positions;
 pub use record::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, FanOutProgress,
-    InstanceProgress, NodePosition,
+    InstanceProgress, InstanceState, LineageEntry, NodePosition,
 };
 
 use crate::BoxError;

@@ -48,25 +48,69 @@ impl NodePosition {
     }
 }
 
+/// Where a fan-out instance stands in a saved record (§10.11 `state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum InstanceState {
+    /// Not dispatched yet.
+    #[default]
+    NotStarted,
+    /// Dispatched, no contribution recorded (re-run from its entry on resume).
+    InFlight,
+    /// Its contribution is recorded in `result` (skipped on resume).
+    Completed,
+}
+
 /// Per-instance progress of a fan-out in flight at save time (§10.11).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct InstanceProgress {
     /// `not_started`, `in_flight` or `completed`.
-    pub state: String,
-    /// The recorded contribution of a completed instance (its collected value, or its
-    /// error record when `result_is_error`).
+    pub state: InstanceState,
+    /// The recorded contribution of a completed instance (its `collect_field` value, or
+    /// its error record when `result_is_error`); null otherwise.
     #[serde(default)]
     pub result: Value,
     /// Whether `result` is an error record (collect error policy).
     #[serde(default)]
     pub result_is_error: bool,
-    /// Inner positions an in-flight instance had completed.
+    /// Inner positions an in-flight instance had completed (informational: a resumed
+    /// instance restarts from its entry).
     #[serde(default)]
     pub completed_inner_positions: Vec<NodePosition>,
-    /// Extra outputs of a completed instance that roll forward with it.
+    /// Extra outputs of a completed instance (keyed by parent field) that roll forward
+    /// with it.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra_outputs: Map<String, Value>,
+}
+
+/// One enclosing fan-out instance of a nested fan-out (§10.11
+/// `enclosing_fan_out_lineage` element).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LineageEntry {
+    /// The namespace the enclosing fan-out node runs in.
+    pub namespace: Vec<String>,
+    /// The enclosing fan-out node.
+    pub fan_out_node_name: String,
+    /// The enclosing instance.
+    pub fan_out_index: usize,
+}
+
+impl LineageEntry {
+    /// A lineage element.
+    pub fn new(
+        namespace: Vec<String>,
+        fan_out_node_name: impl Into<String>,
+        fan_out_index: usize,
+    ) -> Self {
+        LineageEntry {
+            namespace,
+            fan_out_node_name: fan_out_node_name.into(),
+            fan_out_index,
+        }
+    }
 }
 
 /// One fan-out's progress (§10.11), keyed by namespace, node and enclosing lineage.
@@ -77,13 +121,40 @@ pub struct FanOutProgress {
     pub namespace: Vec<String>,
     /// The fan-out node.
     pub fan_out_node_name: String,
-    /// The enclosing fan-out instance indices (outermost first; empty at top level).
+    /// The enclosing fan-out instances, outermost first (empty for a fan-out not nested
+    /// in another fan-out instance).
     #[serde(default)]
-    pub enclosing_fan_out_lineage: Vec<Option<usize>>,
+    pub enclosing_fan_out_lineage: Vec<LineageEntry>,
     /// The resolved instance count.
     pub instance_count: usize,
     /// One entry per instance.
     pub instances: Vec<InstanceProgress>,
+}
+
+impl FanOutProgress {
+    /// A fan-out with every instance `not_started`.
+    pub fn new(
+        namespace: Vec<String>,
+        fan_out_node_name: impl Into<String>,
+        enclosing_fan_out_lineage: Vec<LineageEntry>,
+        instance_count: usize,
+    ) -> Self {
+        FanOutProgress {
+            namespace,
+            fan_out_node_name: fan_out_node_name.into(),
+            enclosing_fan_out_lineage,
+            instance_count,
+            instances: vec![InstanceProgress::default(); instance_count],
+        }
+    }
+
+    /// Whether this entry has the key `(namespace, node, lineage)` (§10.11: lineages
+    /// match element for element; an empty one only matches an empty one).
+    pub fn is_for(&self, namespace: &[String], node: &str, lineage: &[LineageEntry]) -> bool {
+        self.namespace == namespace
+            && self.fan_out_node_name == node
+            && self.enclosing_fan_out_lineage == lineage
+    }
 }
 
 /// The persisted snapshot of an invocation (§10.2).
@@ -226,5 +297,17 @@ pub trait Checkpointer: Send + Sync + 'static {
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
         self.save(invocation_id, record)
+    }
+
+    /// A save made from inside a fan-out instance after one of its nodes failed
+    /// (§10.11.2: the instance stays `in_flight`). A batching backend may buffer it
+    /// without counting it toward a flush (the failure usually ends the run, losing
+    /// the buffer like a crash would). Defaults to [`Checkpointer::save_fan_out_internal`].
+    fn save_fan_out_failure<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.save_fan_out_internal(invocation_id, record)
     }
 }

@@ -2,11 +2,14 @@
 //! §10.6 (attempt reset), §10.12 (migrations on load) — the engine side.
 //!
 //! One [`CheckpointRuntime`] per invocation of a graph with a registered Checkpointer.
-//! Saves happen at the outermost level and inside serial subgraphs; a fan-out instance
-//! or a parallel branch does not save its inner nodes (the fan-out / branches node saves
-//! when it completes, and a resume re-runs it whole).
+//! Saves happen at the outermost level, inside serial subgraphs and inside fan-out
+//! instances (§10.11, see `fan_out.rs`); a parallel branch does not save its inner nodes
+//! (the branches node saves when it completes, and a resume re-runs it whole).
 //!
-//! Resume restores the levels on the path to the last completed position: the level
+//! Resume from a record saved while a top-level fan-out was in flight re-runs that
+//! fan-out node on the state it was dispatched with (its progress decides which
+//! instances run). Otherwise resume restores the levels on the path to the last
+//! completed position: the level
 //! that saved gets the record's `state`, its containing levels the `parent_states`;
 //! each continues after the node it was in (the saved node's edge is evaluated on the
 //! restored state; a containing level re-enters the subgraph node it was inside).
@@ -16,8 +19,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::fan_out::InstanceKey;
 use super::{
-    CheckpointError, CheckpointRecord, Checkpointer, MigrationRegistry, NodePosition, Positions,
+    CheckpointError, CheckpointRecord, Checkpointer, FanOutProgress, MigrationRegistry,
+    NodePosition, Positions,
 };
 use crate::state::State;
 use crate::StateValidationError;
@@ -35,6 +40,9 @@ struct ResumePoint {
     path: Vec<String>,
     node: String,
     states: Vec<Value>,
+    /// Re-enter the node at the end of `path` (an in-flight fan-out): the point is
+    /// consumed by the level that runs it, its instances start from their entries.
+    into_fan_out: bool,
 }
 
 /// How one level starts on resume.
@@ -55,10 +63,22 @@ pub(crate) struct CheckpointRuntime {
     last_saved: Mutex<SystemTime>,
     resume: Mutex<Option<ResumePoint>>,
     /// Serializes "snapshot, then save" so records reach the backend in order.
-    save_lock: tokio::sync::Mutex<()>,
+    pub(super) save_lock: tokio::sync::Mutex<()>,
+    /// Fan-outs in flight in this run (§10.11), saved with every record.
+    pub(super) live: Mutex<Vec<FanOutProgress>>,
+    /// The loaded record's fan-out progress, consumed as fan-outs re-enter.
+    pub(super) saved: Mutex<Vec<FanOutProgress>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Which Checkpointer seam a save goes through (§10.11.4).
+#[derive(Clone, Copy)]
+pub(super) enum SaveKind {
+    Regular,
+    FanOutInternal,
+    FanOutFailure,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -72,6 +92,8 @@ impl CheckpointRuntime {
             last_saved: Mutex::new(SystemTime::UNIX_EPOCH),
             resume: Mutex::new(None),
             save_lock: tokio::sync::Mutex::new(()),
+            live: Mutex::new(Vec::new()),
+            saved: Mutex::new(Vec::new()),
         }
     }
 
@@ -97,6 +119,7 @@ impl CheckpointRuntime {
             completed_positions,
             parent_states,
             schema_version,
+            fan_out_progress,
             ..
         } = record;
         let mut states = parent_states;
@@ -115,20 +138,47 @@ impl CheckpointRuntime {
                 })
                 .collect::<Result<_, _>>()?;
         }
+        let inner = fan_out_progress
+            .iter()
+            .flat_map(|e| &e.instances)
+            .flat_map(|i| &i.completed_inner_positions);
         let next_step = completed_positions
             .iter()
+            .chain(inner)
             .map(|p| p.step + 1)
             .max()
             .unwrap_or(0);
-        let point = completed_positions
+        // A save made while a (top-level) fan-out was in flight resumes by re-running
+        // that fan-out node on the state it was dispatched with (§10.7): the levels
+        // containing it are blocked on it, so nothing after it completed.
+        let in_flight = fan_out_progress
             .iter()
-            .max_by_key(|p| p.step)
-            .filter(|p| p.namespace.len() < states.len())
-            .map(|p| ResumePoint {
-                path: p.namespace.clone(),
-                node: p.node_name.clone(),
-                states: states.clone(),
-            });
+            .filter(|e| e.enclosing_fan_out_lineage.is_empty())
+            .min_by_key(|e| e.namespace.len())
+            .filter(|e| e.namespace.len() < states.len());
+        let point = match in_flight {
+            Some(e) => Some(ResumePoint {
+                path: e
+                    .namespace
+                    .iter()
+                    .cloned()
+                    .chain([e.fan_out_node_name.clone()])
+                    .collect(),
+                node: String::new(),
+                states: states[..=e.namespace.len()].to_vec(),
+                into_fan_out: true,
+            }),
+            None => completed_positions
+                .iter()
+                .max_by_key(|p| p.step)
+                .filter(|p| p.namespace.len() < states.len())
+                .map(|p| ResumePoint {
+                    path: p.namespace.clone(),
+                    node: p.node_name.clone(),
+                    states: states.clone(),
+                    into_fan_out: false,
+                }),
+        };
         let runtime = CheckpointRuntime {
             config,
             correlation_id,
@@ -136,6 +186,8 @@ impl CheckpointRuntime {
             last_saved: Mutex::new(SystemTime::UNIX_EPOCH),
             resume: Mutex::new(point),
             save_lock: tokio::sync::Mutex::new(()),
+            live: Mutex::new(Vec::new()),
+            saved: Mutex::new(fan_out_progress),
         };
         // Nothing completed yet: the outermost level restarts from its entry with the
         // saved state.
@@ -145,6 +197,7 @@ impl CheckpointRuntime {
                     path: Vec::new(),
                     node: String::new(),
                     states: vec![state],
+                    into_fan_out: false,
                 });
             }
         }
@@ -174,50 +227,71 @@ impl CheckpointRuntime {
             }
             return Some(LevelResume::After { state, node });
         }
-        Some(LevelResume::Into {
-            state,
-            node: point.path[depth].clone(),
-        })
+        let node = point.path[depth].clone();
+        if point.into_fan_out && depth + 1 == point.path.len() {
+            *slot = None;
+        }
+        Some(LevelResume::Into { state, node })
     }
 
     /// Records a completed node attempt and saves (§10.3): `state` is the saving
-    /// level's post-merge state, `parents` its containing states.
+    /// level's post-merge state, `parents` its containing states. Inside a fan-out
+    /// instance the position goes to the instance's `completed_inner_positions`
+    /// (nothing is saved when no fan-out tracks the instance).
     pub(crate) async fn completed(
         &self,
         invocation_id: &str,
         position: NodePosition,
+        instance: Option<InstanceKey>,
         state: Value,
         parents: Vec<Value>,
     ) -> Result<(), CheckpointError> {
         let _serial = self.save_lock.lock().await;
-        let positions = {
-            let mut p = lock(&self.positions);
-            p.push(position);
-            p.clone()
+        let kind = match instance {
+            Some(key) => {
+                if !self.record_inner(&key, position) {
+                    return Ok(());
+                }
+                SaveKind::FanOutInternal
+            }
+            None => {
+                lock(&self.positions).push(position);
+                SaveKind::Regular
+            }
         };
-        self.save(invocation_id, positions, state, parents).await
+        self.save(invocation_id, kind, state, parents).await
     }
 
     /// Saves the unchanged state of a level whose node failed (no new position), so a
-    /// run that fails before any node completes is still resumable.
+    /// run that fails before any node completes is still resumable (and a failing
+    /// fan-out instance is recorded `in_flight`).
     pub(crate) async fn failed(
         &self,
         invocation_id: &str,
+        instance: Option<InstanceKey>,
         state: Value,
         parents: Vec<Value>,
     ) -> Result<(), CheckpointError> {
         let _serial = self.save_lock.lock().await;
-        let positions = lock(&self.positions).clone();
-        self.save(invocation_id, positions, state, parents).await
+        let kind = match instance {
+            Some(key) if !self.tracks(&key) => return Ok(()),
+            Some(_) => SaveKind::FanOutFailure,
+            None => SaveKind::Regular,
+        };
+        self.save(invocation_id, kind, state, parents).await
     }
 
-    async fn save(
+    /// Saves a record of the current positions and fan-out progress. The caller holds
+    /// `save_lock`.
+    pub(super) async fn save(
         &self,
         invocation_id: &str,
-        positions: Positions,
+        kind: SaveKind,
         state: Value,
         parents: Vec<Value>,
     ) -> Result<(), CheckpointError> {
+        let positions = lock(&self.positions).clone();
+        let progress = lock(&self.live).clone();
         let mut record = CheckpointRecord::new(
             invocation_id,
             self.correlation_id.clone(),
@@ -225,13 +299,17 @@ impl CheckpointRuntime {
             positions,
             self.config.schema_version.clone(),
         )
-        .with_parent_states(parents);
+        .with_parent_states(parents)
+        .with_fan_out_progress(progress);
         record.last_saved_at = self.monotonic_now();
-        self.config
-            .checkpointer
-            .save(invocation_id, record)
-            .await
-            .map_err(|source| CheckpointError::SaveFailed { source })
+        let cp = &self.config.checkpointer;
+        match kind {
+            SaveKind::Regular => cp.save(invocation_id, record),
+            SaveKind::FanOutInternal => cp.save_fan_out_internal(invocation_id, record),
+            SaveKind::FanOutFailure => cp.save_fan_out_failure(invocation_id, record),
+        }
+        .await
+        .map_err(|source| CheckpointError::SaveFailed { source })
     }
 
     /// Now, or just after the previous save when the clock has not advanced.

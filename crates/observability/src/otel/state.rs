@@ -298,7 +298,17 @@ impl InvState {
                         },
                     );
                 }
-                if !callable {
+                if callable {
+                    // §5.2 / §5.7: the callable is the event-source unit its dispatch
+                    // span renders, so that span carries the unit's attempt index
+                    // (the dispatching node's current attempt, fixture 119).
+                    if let Some(w) = self.wrappers.get_mut(&unit.scope(unit.depth() - 1)) {
+                        w.inner.span.set_attribute(KeyValue::new(
+                            attr::NODE_ATTEMPT_INDEX,
+                            i64::from(e.attempt_index),
+                        ));
+                    }
+                } else {
                     self.open_node(tracer, &unit, e, now);
                 }
             }

@@ -34,6 +34,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) declared_version: &'a str,
     /// The outermost state's field names.
     pub(crate) outer_fields: Vec<String>,
+    /// The case graph's top-level fan-out nodes.
+    pub(crate) fan_outs: &'a [String],
 }
 
 pub(crate) fn j(y: &Y<'_>) -> Result<Value, String> {
@@ -116,7 +118,7 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String>
             .map_err(|e| e.to_string())?;
         expected_error(&e, run).map_err(|m| format!("first_run_expected_error: {m}"))?;
     }
-    if ctx.store.crash_node().is_some() && !run.crashed {
+    if ctx.store.crashes() && !run.crashed {
         return Err("crash_injection: the run ended before the crash boundary's save".into());
     }
     if let Some(s) = case.get("saved_record_assertions") {
@@ -214,6 +216,14 @@ fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Result<(
                 eq(&j(&v)?, &json!(ok), "parent_states_outermost_first")
                     .map_err(|m| format!("{m} (parent_states {:?})", record.parent_states))?;
             }
+            "fan_out_progress" => super::fan_out::progress(&v, record)?,
+            "fan_out_node_in_completed_positions" => {
+                let present = record
+                    .completed_positions
+                    .iter()
+                    .any(|p| ctx.fan_outs.contains(&p.node_name));
+                eq(&j(&v)?, &json!(present), &key)?;
+            }
             _ => return Err(unknown(&v, &key)),
         }
     }
@@ -225,7 +235,15 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), 
     for (key, v) in entries(y)? {
         let want = j(&v)?;
         match key.as_str() {
-            "final_state" => eq(&want, &state_of(run, "final_state")?, "final_state")?,
+            "final_state" => {
+                super::fan_out::final_state(&want, &state_of(run, "final_state")?, "final_state")?;
+            }
+            "instances_executed_during_resume" => {
+                eq(&want, &json!(super::fan_out::executed(ctx, run)), &key)?;
+            }
+            "instances_skipped_during_resume" => {
+                eq(&want, &json!(super::fan_out::skipped(ctx, run)), &key)?;
+            }
             "checkpoint_saves" => checkpoint_saves(&v, &ctx.store.saves_for(&run.id))?,
             "latest_record_assertions" => {
                 let record = ctx

@@ -222,7 +222,13 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<()
                 }
                 continue;
             }
-            _ => return Err(unknown(&v, &name)),
+            other => match super::fan_out::invariant(other, ctx, run).await {
+                Some(actual) => {
+                    eq(&want, &actual?, &format!("invariant {name}"))?;
+                    continue;
+                }
+                None => return Err(unknown(&v, &name)),
+            },
         };
         eq(&want, &json!(holds), &format!("invariant {name}"))?;
     }

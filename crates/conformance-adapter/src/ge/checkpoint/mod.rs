@@ -2,7 +2,8 @@
 //! pipeline-utilities checkpointing fixtures (§10): a case with a `checkpointer:` runs
 //! here instead of the plain graph-engine runner.
 //!
-//! Conventions (adapter register R9–R12 in ARCHITECTURE.md):
+//! Conventions (adapter register R9–R13 in ARCHITECTURE.md; the per-instance fan-out
+//! ones, R13, are listed in `fan_out.rs` and `store.rs`):
 //! - `checkpointer: in_memory | sqlite` both use the engine's `InMemoryCheckpointer`
 //!   (records hold JSON states, so §10.12 migrations work on it), wrapped to record every
 //!   save ([`store::Store`]). Other backends are `harness_primitive_missing`.
@@ -24,6 +25,7 @@
 //!   occurrence order), so subgraph-internal nodes count and subgraph nodes do not.
 
 mod assert;
+mod fan_out;
 mod invariants;
 mod raised;
 mod run;
@@ -38,7 +40,7 @@ use openarmature_graph::checkpoint::Checkpointer;
 use serde_json::Value;
 
 use self::run::{Call, Runner, RECORDER};
-use self::store::{MigrationLog, Store, SEEDED_ID};
+use self::store::{Boundary, Crash, MigrationLog, Store, SEEDED_ID};
 use super::build::{Builder, GRAPH_KEYS};
 use super::harness::{Behavior, Harness, HarnessObserver, Pace};
 use crate::yaml::Y;
@@ -71,6 +73,7 @@ const CASE_KEYS: &[&str] = &[
 
 const RESUME_KEYS: &[&str] = &[
     "from_first_run",
+    "resume_with_modified_items",
     "from_seeded_record",
     "caller_invocation_id",
     "expected",
@@ -94,38 +97,83 @@ fn flag(y: &Y<'_>, key: &str) -> Result<bool, String> {
     Ok(y.get(key).map(|v| v.bool()).transpose().map_err(err)? == Some(true))
 }
 
-/// The Checkpointer backend (`in_memory` / `sqlite`) and the crash boundary.
+/// The Checkpointer backend (`in_memory` / `sqlite` / `in_memory_batched`) and the
+/// crash or abort boundary.
 fn store_for(case: &Y<'_>) -> Result<Store, String> {
     let kind = case.req("checkpointer").map_err(err)?;
-    match kind.str() {
-        Ok("in_memory" | "sqlite") => {}
-        _ => {
-            return Err(err(AdapterError::PrimitiveMissing {
-                file: kind.file.to_path_buf(),
-                primitive: format!(
-                    "checkpointer {:?} at {} (only in_memory / sqlite)",
-                    kind.json().unwrap_or(Value::Null),
-                    kind.location()
-                ),
-            }))
+    let missing = |what: String| {
+        err(AdapterError::PrimitiveMissing {
+            file: kind.file.to_path_buf(),
+            primitive: what,
+        })
+    };
+    let flush_every = match kind.str() {
+        Ok("in_memory" | "sqlite") => None,
+        _ if kind
+            .get("kind")
+            .is_some_and(|k| k.str().ok() == Some("in_memory_batched")) =>
+        {
+            kind.check_keys(&["kind", "fan_out_internal_save_batching"])
+                .map_err(err)?;
+            let b = kind.req("fan_out_internal_save_batching").map_err(err)?;
+            b.check_keys(&["flush_every"]).map_err(err)?;
+            let n = b.req("flush_every").and_then(|n| n.i64()).map_err(err)?;
+            Some(usize::try_from(n).map_err(|_| "flush_every must be ≥ 0".to_owned())?)
         }
-    }
-    let crash = match case.get("crash_injection") {
-        None => None,
-        Some(c) => {
-            if c.get("after_fan_out_instance").is_some() {
-                return Err(err(AdapterError::PrimitiveMissing {
-                    file: c.file.to_path_buf(),
-                    primitive: "crash_injection after_fan_out_instance: the engine makes no \
-                                per-instance fan-out saves (§10.11)"
-                        .into(),
-                }));
-            }
-            c.check_keys(&["after_node"]).map_err(err)?;
-            opt_str(&c, "after_node")?
+        _ => {
+            return Err(missing(format!(
+                "checkpointer {:?} at {} (only in_memory / sqlite / in_memory_batched)",
+                kind.json().unwrap_or(Value::Null),
+                kind.location()
+            )))
         }
     };
-    Ok(Store::new(crash))
+    let mut crash = match case.get("crash_injection") {
+        None => None,
+        Some(c) => {
+            c.check_keys(&["after_node", "after_fan_out_instance"])
+                .map_err(err)?;
+            if let Some(at) = c.get("after_fan_out_instance") {
+                at.check_keys(&["node", "index"]).map_err(err)?;
+                let node = at.req("node").and_then(|n| n.str()).map_err(err)?;
+                let index = at.req("index").and_then(|n| n.i64()).map_err(err)?;
+                let index = usize::try_from(index).map_err(|_| "index must be ≥ 0".to_owned())?;
+                Some(Crash::new(
+                    Boundary::AfterInstance(node.to_owned(), index),
+                    false,
+                ))
+            } else {
+                opt_str(&c, "after_node")?.map(|n| Crash::new(Boundary::AfterNode(n), false))
+            }
+        }
+    };
+    // A fan-out's `abort_after_instance` (register R13).
+    if let Some(nodes) = case.get("nodes") {
+        for (name, node) in nodes.entries().map_err(err)? {
+            let abort = node
+                .get("fan_out")
+                .and_then(|f| f.get("abort_after_instance"));
+            if let Some(a) = abort {
+                let index = usize::try_from(a.i64().map_err(err)?)
+                    .map_err(|_| "abort_after_instance must be ≥ 0".to_owned())?;
+                crash = Some(Crash::new(Boundary::AfterInstance(name, index), true));
+            }
+        }
+    }
+    Ok(Store::new(crash, flush_every))
+}
+
+/// The case graph's top-level fan-out nodes (their failures are `raised_from` them).
+fn fan_out_nodes(case: &Y<'_>) -> Vec<String> {
+    case.get("nodes")
+        .and_then(|n| n.entries().ok())
+        .map(|e| {
+            e.into_iter()
+                .filter(|(_, n)| n.get("fan_out").is_some())
+                .map(|(name, _)| name)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Runs one checkpoint case. `doc` is the file root, `case` the case mapping.
@@ -231,10 +279,12 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         Arc::clone(&harness.deliveries),
         false,
     ));
+    let fan_outs = fan_out_nodes(case);
     let runner = Runner {
         graph: &graph,
         implicit: &implicit,
         store: &store,
+        fan_outs: &fan_outs,
     };
 
     if let Some(n) = case.get("populate_checkpointer_via_runs") {
@@ -278,6 +328,13 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             (None, false, true) => SEEDED_ID.to_owned(),
             _ => return Err("resume: needs from_first_run after a fresh run, or from_seeded_record with a seeded_record".into()),
         };
+        if let Some(m) = r.get("resume_with_modified_items") {
+            let fields = match m.json().map_err(err)? {
+                Value::Object(fields) => fields,
+                _ => return Err("resume_with_modified_items: not a mapping".into()),
+            };
+            store.modify_latest(&from, &fields).await?;
+        }
         loaded = store.latest(&from).await;
         resume_caller = opt_str(r, "caller_invocation_id")?;
         let call = Call {
@@ -298,6 +355,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         resume_caller: resume_caller.as_deref(),
         declared_version: &declared_version,
         outer_fields: graph.defaults().schema().fields().keys().cloned().collect(),
+        fan_outs: &fan_outs,
     };
     assert::first_run(case, &ctx).await?;
     if let (Some(r), Some(run)) = (&resume_y, &resumed) {

@@ -36,7 +36,7 @@ pub(crate) struct Failure {
     pub(crate) cause_type: Option<&'static str>,
 }
 
-fn failure(e: &GraphError<DynState>) -> Failure {
+fn failure(e: &GraphError<DynState>, fan_outs: &[String]) -> Failure {
     let cp = e.cause().downcast_ref::<CheckpointError>();
     let carries = cp.map(|cp| {
         let fields = match cp {
@@ -76,9 +76,12 @@ fn failure(e: &GraphError<DynState>) -> Failure {
                 None => "<other>",
             });
     // `raised_from` names the node that raised: through subgraph boundaries, the
-    // innermost one (adapter register R10).
+    // innermost one (adapter register R10); a fan-out raises its instances' failures
+    // itself (R13).
     let mut node = e.node().to_owned();
-    let mut link: Option<&(dyn std::error::Error + 'static)> = Some(e.cause());
+    let stop = fan_outs.contains(&node);
+    let mut link: Option<&(dyn std::error::Error + 'static)> =
+        if stop { None } else { Some(e.cause()) };
     while let Some(l) = link {
         if let Some(sf) = l.downcast_ref::<SubgraphFailure>() {
             node = sf.inner_node().to_owned();
@@ -107,6 +110,8 @@ pub(crate) struct Runner<'a> {
     pub(crate) graph: &'a CompiledGraph<DynState>,
     pub(crate) implicit: &'a Arc<HarnessObserver>,
     pub(crate) store: &'a Store,
+    /// The case graph's top-level fan-out nodes.
+    pub(crate) fan_outs: &'a [String],
 }
 
 impl Runner<'_> {
@@ -157,6 +162,20 @@ impl Runner<'_> {
         };
         self.graph.drain(None).await;
         match outcome {
+            // `abort_after_instance`: the harness surfaces the abort as the fan-out's
+            // `node_exception` (register R13).
+            None if self.store.abort_node().is_some() => Run {
+                id: self.store.crashed_invocation().unwrap_or_default(),
+                crashed: false,
+                result: Err(Failure {
+                    category: "node_exception".into(),
+                    node: self.store.abort_node().unwrap_or_default().to_owned(),
+                    message: "abort_after_instance".into(),
+                    carries: None,
+                    transient: None,
+                    cause_type: None,
+                }),
+            },
             None => Run {
                 id: self.store.crashed_invocation().unwrap_or_default(),
                 crashed: true,
@@ -170,7 +189,7 @@ impl Runner<'_> {
             Some(Err(e)) => Run {
                 id: e.invocation_id().to_owned(),
                 crashed: false,
-                result: Err(failure(&e)),
+                result: Err(failure(&e, self.fan_outs)),
             },
         }
     }

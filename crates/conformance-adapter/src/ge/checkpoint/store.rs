@@ -8,8 +8,8 @@ use std::time::UNIX_EPOCH;
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
-    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
-    Positions,
+    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, FanOutProgress,
+    InMemoryCheckpointer, InstanceState, Positions,
 };
 use openarmature_graph::BoxError;
 use serde_json::{json, Value};
@@ -23,13 +23,63 @@ pub(crate) const SEEDED_ID: &str = "seeded-invocation";
 /// The correlation id of a `seeded_record`.
 pub(crate) const SEEDED_CORRELATION: &str = "seeded-correlation";
 
-/// `crash_injection: {after_node}`: the save that first appends a position of this
-/// node is stored, then never returns; the runner abandons the run.
-struct Crash {
-    after_node: String,
+/// Where a run is cut short (register R12 / R13).
+pub(crate) enum Boundary {
+    /// `crash_injection: {after_node}`: the save first appending a position of it.
+    AfterNode(String),
+    /// `crash_injection: {after_fan_out_instance: {node, index}}` or a fan-out's
+    /// `abort_after_instance: index`: the save first recording that instance of that
+    /// fan-out `completed`.
+    AfterInstance(String, usize),
+}
+
+impl Boundary {
+    fn hit(&self, record: &CheckpointRecord) -> bool {
+        match self {
+            Boundary::AfterNode(node) => record
+                .completed_positions
+                .last()
+                .is_some_and(|p| p.node_name == *node),
+            Boundary::AfterInstance(node, index) => record.fan_out_progress.iter().any(|e| {
+                e.fan_out_node_name == *node
+                    && e.instances
+                        .get(*index)
+                        .is_some_and(|i| i.state == InstanceState::Completed)
+            }),
+        }
+    }
+}
+
+/// The boundary's save is stored, then never returns; the runner abandons the run
+/// (`abort`: and reports it as a `node_exception` raised by the boundary's node).
+pub(crate) struct Crash {
+    pub(crate) boundary: Boundary,
+    pub(crate) abort: bool,
     fired: AtomicBool,
     notify: tokio::sync::Notify,
     invocation: Mutex<Option<String>>,
+}
+
+impl Crash {
+    pub(crate) fn new(boundary: Boundary, abort: bool) -> Self {
+        Crash {
+            boundary,
+            abort,
+            fired: AtomicBool::new(false),
+            notify: tokio::sync::Notify::new(),
+            invocation: Mutex::new(None),
+        }
+    }
+}
+
+/// `in_memory_batched` (§10.11.4): fan-out internal saves are buffered and the latest
+/// one is stored at every `flush_every`-th; an instance-failure save is buffered without
+/// counting; any other save drops the buffer (it supersedes it). A run that ends with a
+/// buffer loses it, like a crash would.
+#[derive(Default)]
+struct Batch {
+    flush_every: usize,
+    buffered: Mutex<(usize, Option<CheckpointRecord>)>,
 }
 
 /// The fixture's Checkpointer: the engine's in-memory backend, recording every save.
@@ -37,20 +87,83 @@ pub(crate) struct Store {
     inner: InMemoryCheckpointer,
     saves: Mutex<Vec<CheckpointRecord>>,
     crash: Option<Crash>,
+    batch: Option<Batch>,
 }
 
 impl Store {
-    pub(crate) fn new(crash_after: Option<String>) -> Self {
+    pub(crate) fn new(crash: Option<Crash>, flush_every: Option<usize>) -> Self {
         Store {
             inner: InMemoryCheckpointer::new(),
             saves: Mutex::new(Vec::new()),
-            crash: crash_after.map(|after_node| Crash {
-                after_node,
-                fired: AtomicBool::new(false),
-                notify: tokio::sync::Notify::new(),
-                invocation: Mutex::new(None),
+            crash,
+            batch: flush_every.map(|flush_every| Batch {
+                flush_every: flush_every.max(1),
+                ..Batch::default()
             }),
         }
+    }
+
+    /// The abort boundary's fan-out node, when the boundary is an abort.
+    pub(crate) fn abort_node(&self) -> Option<&str> {
+        match &self.crash {
+            Some(Crash {
+                abort: true,
+                boundary: Boundary::AfterInstance(node, _),
+                ..
+            }) => Some(node),
+            _ => None,
+        }
+    }
+
+    /// Replaces fields of the latest record's outermost state (`resume_with_modified_items`).
+    pub(crate) async fn modify_latest(
+        &self,
+        invocation_id: &str,
+        fields: &serde_json::Map<String, Value>,
+    ) -> Result<(), String> {
+        let mut record = self
+            .latest(invocation_id)
+            .await
+            .ok_or("resume_with_modified_items: no record")?;
+        let outer = match record.parent_states.first_mut() {
+            Some(p) => p,
+            None => &mut record.state,
+        };
+        if let Value::Object(m) = outer {
+            for (k, v) in fields {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        self.inner
+            .save(invocation_id, record)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Stores `record` and, at the boundary, never returns.
+    fn store<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: Option<CheckpointRecord>,
+        crash: Option<&'a Crash>,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move {
+            if let Some(record) = record {
+                self.inner.save(invocation_id, record).await?;
+            }
+            if let Some(c) = crash {
+                *lock(&c.invocation) = Some(invocation_id.to_owned());
+                c.notify.notify_one();
+                futures::future::pending::<()>().await;
+            }
+            Ok(())
+        })
+    }
+
+    fn crash_at(&self, record: &CheckpointRecord) -> Option<&Crash> {
+        self.crash
+            .as_ref()
+            .filter(|c| c.boundary.hit(record) && !c.fired.swap(true, Ordering::SeqCst))
     }
 
     /// Every record the engine saved for `invocation_id`, in save order.
@@ -91,9 +204,21 @@ impl Store {
             .and_then(|c| lock(&c.invocation).clone())
     }
 
-    /// The `after_node` boundary, if any.
+    /// The `after_node` crash boundary, if any.
     pub(crate) fn crash_node(&self) -> Option<&str> {
-        self.crash.as_ref().map(|c| c.after_node.as_str())
+        match &self.crash {
+            Some(Crash {
+                abort: false,
+                boundary: Boundary::AfterNode(node),
+                ..
+            }) => Some(node),
+            _ => None,
+        }
+    }
+
+    /// Whether a crash (not an abort) boundary is set.
+    pub(crate) fn crashes(&self) -> bool {
+        self.crash.as_ref().is_some_and(|c| !c.abort)
     }
 }
 
@@ -103,23 +228,50 @@ impl Checkpointer for Store {
         invocation_id: &'a str,
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
-        let crash = self.crash.as_ref().filter(|c| {
-            record
-                .completed_positions
-                .last()
-                .is_some_and(|p| p.node_name == c.after_node)
-                && !c.fired.swap(true, Ordering::SeqCst)
-        });
+        let crash = self.crash_at(&record);
         lock(&self.saves).push(record.clone());
-        Box::pin(async move {
-            self.inner.save(invocation_id, record).await?;
-            if let Some(c) = crash {
-                *lock(&c.invocation) = Some(invocation_id.to_owned());
-                c.notify.notify_one();
-                futures::future::pending::<()>().await;
+        if let Some(b) = &self.batch {
+            *lock(&b.buffered) = (0, None);
+        }
+        self.store(invocation_id, Some(record), crash)
+    }
+
+    fn save_fan_out_internal<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let Some(b) = &self.batch else {
+            return self.save(invocation_id, record);
+        };
+        lock(&self.saves).push(record.clone());
+        let flushed = {
+            let mut buffered = lock(&b.buffered);
+            buffered.0 += 1;
+            buffered.1 = Some(record);
+            if buffered.0 >= b.flush_every {
+                buffered.0 = 0;
+                buffered.1.take()
+            } else {
+                None
             }
-            Ok(())
-        })
+        };
+        // The boundary applies to what reaches the store.
+        let crash = flushed.as_ref().and_then(|r| self.crash_at(r));
+        self.store(invocation_id, flushed, crash)
+    }
+
+    fn save_fan_out_failure<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        let Some(b) = &self.batch else {
+            return self.save(invocation_id, record);
+        };
+        lock(&self.saves).push(record.clone());
+        lock(&b.buffered).1 = Some(record);
+        Box::pin(async { Ok(()) })
     }
 
     fn load<'a>(
@@ -175,10 +327,12 @@ pub(crate) fn seeded_record(y: &Y<'_>) -> Result<CheckpointRecord, AdapterError>
         "state",
         "completed_positions",
         "parent_states",
+        "fan_out_progress",
     ])?;
+    // A record without a version was written by a graph declaring none (R13).
     let version = match y.get("schema_version") {
         Some(v) => v.str()?.to_owned(),
-        None => String::new(),
+        None => openarmature_graph::checkpoint::UNVERSIONED.to_owned(),
     };
     let mut positions = Vec::new();
     if let Some(list) = y.get("completed_positions") {
@@ -198,6 +352,13 @@ pub(crate) fn seeded_record(y: &Y<'_>) -> Result<CheckpointRecord, AdapterError>
         Some(list) => list.seq()?.iter().map(Y::json).collect::<Result<_, _>>()?,
         None => Vec::new(),
     };
+    // §10.11 entries, lineage elements `{namespace, fan_out_node_name, fan_out_index}`.
+    let progress: Vec<FanOutProgress> = match y.get("fan_out_progress") {
+        Some(list) => {
+            serde_json::from_value(list.json()?).map_err(|e| list.invalid(e.to_string()))?
+        }
+        None => Vec::new(),
+    };
     Ok(CheckpointRecord::new(
         SEEDED_ID,
         SEEDED_CORRELATION,
@@ -205,7 +366,8 @@ pub(crate) fn seeded_record(y: &Y<'_>) -> Result<CheckpointRecord, AdapterError>
         positions,
         version,
     )
-    .with_parent_states(parents))
+    .with_parent_states(parents)
+    .with_fan_out_progress(progress))
 }
 
 /// What the migration mocks did: `from->to` per call, and contract violations.
