@@ -336,6 +336,9 @@ pub struct LlmAttemptEvent {
     pub outcome: LlmAttemptOutcome,
     /// The attempt's latency, in milliseconds.
     pub latency_ms: Option<f64>,
+    /// When the attempt ended (the event is built as it ends): span builders stamp the
+    /// attempt's span from this, not from delivery time.
+    pub at: std::time::SystemTime,
 }
 
 impl LlmAttemptEvent {
@@ -355,6 +358,7 @@ impl LlmAttemptEvent {
             retry_reason,
             outcome,
             latency_ms,
+            at: std::time::SystemTime::now(),
         }
     }
 }

@@ -635,10 +635,10 @@ impl InvState {
         config: &Config,
         e: &LlmAttemptEvent,
     ) {
-        // The attempt event carries no timestamp: it is dispatched as the attempt
-        // ends, so the delivery time stands in for the end, and the start is the end
-        // minus the attempt's latency, never before the calling span's start.
+        // The span ends when the attempt ended (the event's `at`, never after delivery)
+        // and starts the attempt's latency earlier, never before the calling span.
         let now = SystemTime::now();
+        let end = e.at.min(now);
         self.use_metadata(Some(&e.site.metadata));
         let unit = Key::of_lineage(&e.site.lineage);
         self.enter(tracer, config, &unit, now);
@@ -651,11 +651,12 @@ impl InvState {
         let mut start = e
             .latency_ms
             .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-            .and_then(|d| now.checked_sub(d))
-            .unwrap_or(now);
+            .and_then(|d| end.checked_sub(d))
+            .unwrap_or(end);
         if let Some(floor) = parent_start.filter(|p| *p > start) {
             start = floor.min(now);
         }
+        let end = end.max(start);
         let mut open = Open::start(
             tracer,
             SpanBuilder::from_name(attr::LLM_SPAN)
@@ -664,7 +665,7 @@ impl InvState {
             Some(&parent),
         );
         apply_outcome(&mut open.span, failure.as_ref());
-        open.span.end_with_timestamp(now);
+        open.span.end_with_timestamp(end);
     }
 
     /// A named extension event (spec/extensions/, e.g. a circuit-breaker transition,
