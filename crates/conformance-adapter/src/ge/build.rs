@@ -320,7 +320,8 @@ impl<'a> Builder<'a> {
                     Step::Indexed(Arc::new(indexed_flaky(&y)?))
                 }
                 "flaky_per_index" => Step::Indexed(Arc::new(per_index_flaky(&y)?)),
-                "update" | "update_pure" => Step::Update(json_pairs(&y)?),
+                "update" => Step::Update(json_pairs(&y)?),
+                "update_pure" => Step::UpdatePure(json_pairs(&y)?),
                 "update_from_field" => {
                     let mut writes = Vec::new();
                     let mut multiplier = Value::from(1);

@@ -309,8 +309,11 @@ impl Observer for HarnessObserver {
 /// One scripted directive of a node, run in document order (§8.3).
 #[derive(Debug, Clone)]
 pub(crate) enum Step {
-    /// `update` / `update_pure`: literal field writes.
+    /// `update`: literal field writes.
     Update(Vec<(String, Value)>),
+    /// `update_pure`: literal field writes, except that a string value naming a declared
+    /// field of the node's state writes that field's current value (register R14).
+    UpdatePure(Vec<(String, Value)>),
     /// `update_from_field: {target: source, multiplier}`.
     UpdateFromField {
         writes: Vec<(String, String)>,
@@ -369,6 +372,15 @@ impl Node<DynState> for ScriptedNode {
             for step in &self.steps {
                 match step {
                     Step::Update(writes) => update.fields.extend(writes.iter().cloned()),
+                    Step::UpdatePure(writes) => {
+                        for (target, value) in writes {
+                            let resolved = value
+                                .as_str()
+                                .and_then(|name| state.field_json(name))
+                                .unwrap_or_else(|| value.clone());
+                            update.fields.push((target.clone(), resolved));
+                        }
+                    }
                     Step::UpdateFromField { writes, multiplier } => {
                         for (target, source) in writes {
                             let value = state.field_json(source).unwrap_or(Value::Null);
