@@ -3,7 +3,7 @@
 //! here instead of the plain graph-engine runner.
 //!
 //! Conventions (adapter register R9–R13 in ARCHITECTURE.md; the per-instance fan-out
-//! ones, R13, are listed in `fan_out.rs` and `store.rs`):
+//! ones, R13, are listed in `fan_out.rs` and `store/`):
 //! - `checkpointer: in_memory | sqlite` both use the engine's `InMemoryCheckpointer`
 //!   (records hold JSON states, so §10.12 migrations work on it), wrapped to record every
 //!   save ([`store::Store`]). Other backends are `harness_primitive_missing`.

@@ -1,22 +1,29 @@
 //! Spec: conformance-adapter §5.6 / §6.2 — the checkpoint harness primitives: the
 //! recording Checkpointer (with `crash_injection`), seeded records, and the
 //! state-migration mocks of pipeline-utilities §10.12 fixtures.
+//!
+//! This module holds the recording Checkpointer and its crash / abort boundaries;
+//! [`records`] holds the fixture view of a record and `seeded_record`, [`mocks`] the
+//! migration mocks and the resume-aware flaky node.
+
+mod mocks;
+mod records;
+
+pub(crate) use self::mocks::{flaky_resume_aware, migration, KeyError, MigrationLog};
+pub(crate) use self::records::{positions_json, record_json, seeded_record};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::UNIX_EPOCH;
+use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
-    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, FanOutProgress,
-    InMemoryCheckpointer, InstanceState, Positions,
+    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
+    InstanceState,
 };
 use openarmature_graph::BoxError;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::super::harness::{lock, FailSpec, FlakyMode, FlakyScript};
-use crate::yaml::Y;
-use crate::AdapterError;
+use crate::ge::harness::lock;
 
 /// The id a `seeded_record` is stored under (and resumed from).
 pub(crate) const SEEDED_ID: &str = "seeded-invocation";
@@ -291,180 +298,4 @@ impl Checkpointer for Store {
     fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         self.inner.delete(invocation_id)
     }
-}
-
-/// A record as fixtures see it: positions without an absent `fan_out_index`,
-/// `fan_out_progress` null when empty, `last_saved_at` in microseconds since the epoch.
-pub(crate) fn record_json(r: &CheckpointRecord) -> Value {
-    let saved_at = r
-        .last_saved_at
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
-    json!({
-        "invocation_id": r.invocation_id,
-        "correlation_id": r.correlation_id,
-        "state": r.state,
-        "completed_positions": positions_json(&r.completed_positions),
-        "fan_out_progress": if r.fan_out_progress.is_empty() {
-            Value::Null
-        } else {
-            serde_json::to_value(&r.fan_out_progress).unwrap_or(Value::Null)
-        },
-        "parent_states": r.parent_states,
-        "last_saved_at": u64::try_from(saved_at).unwrap_or(u64::MAX),
-        "schema_version": r.schema_version,
-    })
-}
-
-pub(crate) fn positions_json(positions: &Positions) -> Value {
-    serde_json::to_value(positions).unwrap_or(Value::Null)
-}
-
-/// `seeded_record: {schema_version, state, completed_positions, parent_states}`.
-pub(crate) fn seeded_record(y: &Y<'_>) -> Result<CheckpointRecord, AdapterError> {
-    y.check_keys(&[
-        "schema_version",
-        "state",
-        "completed_positions",
-        "parent_states",
-        "fan_out_progress",
-    ])?;
-    // A record without a version was written by a graph declaring none (R13).
-    let version = match y.get("schema_version") {
-        Some(v) => v.str()?.to_owned(),
-        None => openarmature_graph::checkpoint::UNVERSIONED.to_owned(),
-    };
-    let mut positions = Vec::new();
-    if let Some(list) = y.get("completed_positions") {
-        for p in list.seq()? {
-            p.check_keys(&[
-                "namespace",
-                "node_name",
-                "step",
-                "attempt_index",
-                "fan_out_index",
-            ])?;
-            positions
-                .push(serde_json::from_value(p.json()?).map_err(|e| p.invalid(e.to_string()))?);
-        }
-    }
-    let parents = match y.get("parent_states") {
-        Some(list) => list.seq()?.iter().map(Y::json).collect::<Result<_, _>>()?,
-        None => Vec::new(),
-    };
-    // §10.11 entries, lineage elements `{namespace, fan_out_node_name, fan_out_index}`.
-    let progress: Vec<FanOutProgress> = match y.get("fan_out_progress") {
-        Some(list) => {
-            serde_json::from_value(list.json()?).map_err(|e| list.invalid(e.to_string()))?
-        }
-        None => Vec::new(),
-    };
-    Ok(CheckpointRecord::new(
-        SEEDED_ID,
-        SEEDED_CORRELATION,
-        y.req("state")?.json()?,
-        positions,
-        version,
-    )
-    .with_parent_states(parents)
-    .with_fan_out_progress(progress))
-}
-
-/// What the migration mocks did: `from->to` per call, and contract violations.
-#[derive(Default)]
-pub(crate) struct MigrationLog {
-    pub(crate) runs: Mutex<Vec<String>>,
-    pub(crate) violations: Mutex<Vec<String>>,
-}
-
-/// The error `raises_keyerror` raises (`cause: {exception_type: KeyError}`).
-#[derive(Debug, thiserror::Error)]
-#[error("KeyError: '{0}'")]
-pub(crate) struct KeyError(pub(crate) String);
-
-/// A migration function.
-pub(crate) type Migrate = Arc<dyn Fn(Value) -> Result<Value, BoxError> + Send + Sync>;
-
-/// The named migration mock, logging each call into `log`.
-pub(crate) fn migration(
-    y: &Y<'_>,
-    name: &str,
-    pair: (&str, &str),
-    log: &Arc<MigrationLog>,
-) -> Result<Migrate, AdapterError> {
-    let add = |field: &'static str, value: &'static str| -> Migrate {
-        Arc::new(move |mut v: Value| {
-            if let Value::Object(m) = &mut v {
-                m.insert(field.into(), json!(value));
-            }
-            Ok(v)
-        })
-    };
-    let body: Migrate = match name {
-        "add_new_field_default" => add("new_field", "v2_default"),
-        "add_v2_field" => add("v2_field", "v2_default"),
-        "add_v3_field" => add("v3_field", "v3_default"),
-        "identity_passthrough" | "irrelevant" => Arc::new(Ok),
-        "raises_keyerror" => Arc::new(|_| Err(Box::new(KeyError("missing_key".into())))),
-        "should_not_run" => {
-            let log = Arc::clone(log);
-            Arc::new(move |_| {
-                lock(&log.violations).push("the `should_not_run` migration ran".into());
-                Err("should_not_run was called".into())
-            })
-        }
-        other => {
-            return Err(AdapterError::DirectiveUnknown {
-                file: y.file.to_path_buf(),
-                directive: format!("migrate: {other}"),
-                location: y.location().to_owned(),
-            })
-        }
-    };
-    let label = format!("{}->{}", pair.0, pair.1);
-    let log = Arc::clone(log);
-    Ok(Arc::new(move |v| {
-        lock(&log.runs).push(label.clone());
-        body(v)
-    }))
-}
-
-/// `flaky_resume_aware: {fail_first_invocation_count, fail_resumed_invocation_count,
-/// category, message?, on_success}`: fails the first N attempts of the first
-/// invocation that reaches it, the first M attempts of every later one (transient).
-pub(crate) fn flaky_resume_aware(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
-    y.check_keys(&[
-        "fail_first_invocation_count",
-        "fail_resumed_invocation_count",
-        "category",
-        "message",
-        "on_success",
-    ])?;
-    let count = |k: &str| -> Result<usize, AdapterError> {
-        let n = y.req(k)?;
-        usize::try_from(n.i64()?).map_err(|_| n.invalid("must be ≥ 0"))
-    };
-    let failure = FailSpec {
-        category: match y.get("category") {
-            None => Some("provider_unavailable".to_owned()),
-            Some(c) if c.is_null() => None,
-            Some(c) => Some(c.str()?.to_owned()),
-        },
-        message: match y.get("message") {
-            Some(m) => m.str()?.to_owned(),
-            None => "resume-aware failure".into(),
-        },
-        transient: true,
-        cause: None,
-    };
-    let success = match y.get("on_success") {
-        Some(u) if !u.is_null() => crate::ge::build::json_pairs(&u)?,
-        _ => Vec::new(),
-    };
-    let mode = FlakyMode::ResumeAware {
-        first: count("fail_first_invocation_count")?,
-        resumed: count("fail_resumed_invocation_count")?,
-        failure,
-    };
-    Ok(FlakyScript::new(mode, success))
 }

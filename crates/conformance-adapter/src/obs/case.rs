@@ -1,0 +1,356 @@
+//! Spec: observability conformance (fixture-001 header) and conformance-adapter §5.8 —
+//! running one observability case: the private providers, the observer, the graph
+//! build, every invocation, and the assertions over what they exported.
+
+use std::sync::{Arc, Mutex};
+
+use openarmature_graph::{
+    observer_fn, DynState, InvokeOptions, ObserverEvent, Registration, State,
+};
+use openarmature_llm::LlmError;
+use openarmature_observability::{InvokeError, OtelObserver};
+use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use serde_json::Value;
+
+use super::desugar::llm_desugar;
+use super::expected::{assert_expected, expected_error};
+use super::ext::ObsExtension;
+use super::llm::LlmHarness;
+use super::logs::log_views;
+use super::prompts::PromptHarness;
+use super::setup::{canonical_json, graph_defs, mentions, subgraph_nodes, GlobalOtel};
+use super::spans::{Forest, MatchOpts};
+use super::typed::Collector;
+use super::{attempts, err, meta, metrics, Outcome, Run, CASE_KEYS, FILE_KEYS};
+use crate::ge::build::Builder;
+use crate::ge::harness::{lock, Harness};
+use crate::yaml::Y;
+
+/// Runs one observability case; cases that call an LLM get their own unpaused
+/// runtime with I/O, in a dedicated thread.
+pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String> {
+    if case.get("direct_call").is_some() {
+        return meta::expect::direct_call(case);
+    }
+    let needs_llm = case.get("mock_llm").is_some() || mentions(case.value, "calls_llm");
+    let desugared = llm_desugar(case).map_err(err)?;
+    if !needs_llm {
+        let case = desugared
+            .as_ref()
+            .map_or_else(|| case.clone(), |v| Y::root(v, case.file));
+        return run_inner(doc, &case, false).await;
+    }
+    let file = case.file.to_path_buf();
+    let single = std::ptr::eq(doc.value, case.value);
+    let doc_value = doc.value.clone();
+    let case_value = desugared.unwrap_or_else(|| case.value.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("observability-llm-case".into())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(async {
+                    let doc = Y::root(&doc_value, &file);
+                    let case = if single {
+                        doc.clone()
+                    } else {
+                        Y::root(&case_value, &file)
+                    };
+                    run_inner(&doc, &case, true).await
+                }),
+                Err(e) => Err(format!("cannot start a runtime: {e}")),
+            };
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("cannot start the case thread: {e}"))?;
+    rx.await
+        .map_err(|_| "the observability case thread panicked".to_owned())?
+}
+
+fn flag(case: &Y<'_>, key: &str) -> Result<Option<bool>, String> {
+    case.get(key).map(|f| f.bool()).transpose().map_err(err)
+}
+
+/// Runs one case (on the current runtime).
+async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(), String> {
+    if case.value == doc.value {
+        let mut keys = CASE_KEYS.to_vec();
+        keys.push("conformance_version");
+        case.check_keys(&keys).map_err(err)?;
+    } else {
+        doc.check_keys(FILE_KEYS).map_err(err)?;
+        case.check_keys(CASE_KEYS).map_err(err)?;
+    }
+
+    attempts::check_observers(case).map_err(err)?;
+    let global = match flag(case, "caller_global_otel_active")? {
+        Some(true) => Some(GlobalOtel::install()),
+        _ => None,
+    };
+    let span_exporter = InMemorySpanExporter::default();
+    let tracer_provider = SdkTracerProvider::builder()
+        .with_simple_exporter(span_exporter.clone())
+        .build();
+    let log_exporter = InMemoryLogExporter::default();
+    let logger_provider = SdkLoggerProvider::builder()
+        .with_simple_exporter(log_exporter.clone())
+        .build();
+
+    let defs = graph_defs(doc, case);
+    let sub_nodes = subgraph_nodes(&defs);
+    let mut ob = OtelObserver::builder(&tracer_provider).logger_provider(&logger_provider);
+    for (node, identity) in &sub_nodes {
+        ob = ob.subgraph_name(node, identity);
+    }
+    if let Some(list) = case.get("detached_subgraphs") {
+        for identity in list.strings().map_err(err)? {
+            let nodes: Vec<&String> = sub_nodes
+                .iter()
+                .filter(|(_, id)| *id == identity)
+                .map(|(n, _)| n)
+                .collect();
+            if nodes.is_empty() {
+                return Err(err(
+                    list.invalid(format!("no node runs subgraph `{identity}`"))
+                ));
+            }
+            for n in nodes {
+                ob = ob.detach_subgraph(n);
+            }
+        }
+    }
+    if let Some(list) = case.get("detached_fan_outs") {
+        for node in list.strings().map_err(err)? {
+            ob = ob.detach_fan_out(node);
+        }
+    }
+    if let Some(b) = flag(case, "disable_llm_spans")? {
+        ob = ob.disable_llm_spans(b);
+    }
+    if let Some(b) = flag(case, "disable_provider_payload")? {
+        ob = ob.disable_provider_payload(b);
+    }
+    if let Some(b) = flag(case, "disable_genai_semconv")? {
+        ob = ob.disable_genai_semconv(b);
+    }
+    // §6.9: the observer's meter comes from a private provider read in memory.
+    let meters = metrics::Capture::new();
+    ob = ob
+        .meter_provider(&meters.provider)
+        .enable_metrics(flag(case, "enable_metrics")?.unwrap_or(false));
+    let observer = ob.build();
+
+    let llm = if needs_llm {
+        Some(Arc::new(LlmHarness::start(case).await?))
+    } else {
+        None
+    };
+    let collectors: Vec<Arc<Collector>> = match case.get("typed_observers") {
+        Some(list) => list
+            .seq()
+            .map_err(err)?
+            .iter()
+            .map(|o| Collector::parse(o).map(Arc::new))
+            .collect::<Result<_, _>>()
+            .map_err(err)?,
+        None => Vec::new(),
+    };
+    let recorded: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
+    let sink = Arc::clone(&recorded);
+    let recorder = Registration::new(
+        "__implicit_recorder",
+        observer_fn(move |e: Arc<ObserverEvent>| {
+            let sink = Arc::clone(&sink);
+            async move {
+                lock(&sink).push(e);
+                Ok(())
+            }
+        }),
+    );
+
+    let meta = Arc::new(meta::MetaHarness::from_case(doc, case).map_err(err)?);
+    let harness = Arc::new(Harness::default());
+    let emitted = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = Builder::new(Arc::clone(&harness));
+    builder.extension = Some(Arc::new(ObsExtension {
+        observer: observer.clone(),
+        logs: Arc::clone(&emitted),
+        llm: llm.clone(),
+        prompts: PromptHarness::from_case(case).map_err(err)?.map(Arc::new),
+        meta: Arc::clone(&meta),
+    }));
+    builder.collect_defs(doc).map_err(err)?;
+    if case.value != doc.value {
+        builder.collect_defs(case).map_err(err)?;
+    }
+    let initial = match case.get("initial_state") {
+        None => Value::Null,
+        Some(y) if y.is_null() || y.value.is_mapping() => y.json().map_err(err)?,
+        Some(y) => return Err(err(y.invalid("initial_state must be a mapping"))),
+    };
+    let extra: Vec<String> = initial
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let graph = builder
+        .graph(case, true, &extra)
+        .map_err(err)?
+        .map_err(|e| format!("unexpected compile error: {e}"))?;
+
+    let count = match case.get("invocations") {
+        Some(n) => usize::try_from(n.i64().map_err(err)?)
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| err(n.invalid("invocations must be a positive integer")))?,
+        None => 1,
+    };
+    // 049 `sequential_invocations`: one invocation per entry, with its id.
+    let count = if meta.sequence.is_empty() {
+        count
+    } else {
+        meta.sequence.len()
+    };
+    let caller_invocation_id = case
+        .get("caller_invocation_id")
+        .map(|c| c.str().map(str::to_owned))
+        .transpose()
+        .map_err(err)?;
+    let correlation_id = case
+        .get("caller_correlation_id")
+        .map(|c| c.str().map(str::to_owned))
+        .transpose()
+        .map_err(err)?;
+    let metadata = match case.get("caller_metadata") {
+        Some(m) => match m.json().map_err(err)? {
+            Value::Object(map) => map,
+            _ => return Err(err(m.invalid("caller_metadata must be a mapping"))),
+        },
+        None => serde_json::Map::new(),
+    };
+
+    let mut outcomes = Vec::new();
+    let mut invocation_ids = Vec::new();
+    for i in 0..count {
+        let state: DynState = graph
+            .defaults()
+            .schema()
+            .state_from_json(&initial)
+            .map_err(|e| format!("initial_state: {e}"))?;
+        let mut options = InvokeOptions {
+            correlation_id: correlation_id.clone(),
+            metadata: metadata.clone(),
+            ..InvokeOptions::default()
+        };
+        options = options.observer(recorder.clone());
+        options.invocation_id = meta
+            .sequence
+            .get(i)
+            .map(|(_, id)| id.clone())
+            .or_else(|| caller_invocation_id.clone());
+        for q in &meta.observers {
+            options = options.observer(q.registration());
+        }
+        for c in &collectors {
+            options = options.observer(c.registration());
+        }
+        outcomes.push(match observer.invoke(&graph, state, options).await {
+            Ok(done) => {
+                invocation_ids.push(done.invocation_id);
+                Outcome::Completed(State::to_json(&done.state))
+            }
+            Err(InvokeError::Graph(e)) => {
+                invocation_ids.push(e.invocation_id().to_owned());
+                Outcome::Failed {
+                    category: e.category_name().to_owned(),
+                    node: e.node().to_owned(),
+                    llm: LlmError::find_in(e.cause()).map(|l| l.category().as_str().to_owned()),
+                }
+            }
+            Err(_) => Outcome::Rejected,
+        });
+    }
+    graph.drain(None).await;
+    *lock(&meta.finals) = outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Completed(v) => Some(v.clone()),
+            _ => None,
+        })
+        .collect();
+    observer.close_all();
+    let metric_points = meters.finish()?;
+    let spans = span_exporter
+        .get_finished_spans()
+        .map_err(|e| format!("in-memory exporter: {e}"))?;
+    let global_spans = match &global {
+        Some(g) => Some(
+            g.exporter
+                .get_finished_spans()
+                .map_err(|e| format!("global in-memory exporter: {e}"))?,
+        ),
+        None => None,
+    };
+    drop(global);
+    if let Some(h) = &llm {
+        let overruns = h.overruns();
+        if !overruns.is_empty() {
+            return Err(format!("mock provider exhausted: {}", overruns.join("; ")));
+        }
+    }
+    let forest = Forest::new(spans);
+    let global_forest = global_spans.map(Forest::new);
+    let logs = log_views(&log_exporter)?;
+    let events = lock(&recorded).clone();
+    let mut opts = MatchOpts::default();
+    if let Some(h) = &llm {
+        opts.blobs = lock(&h.blobs).clone();
+    }
+    for e in &events {
+        if let ObserverEvent::LlmAttempt(a) = &**e {
+            opts.full_serializations.push(canonical_json(&Value::Array(
+                a.request.input_messages.to_vec(),
+            )));
+        }
+    }
+    let run = Run {
+        forest: &forest,
+        logs,
+        emitted: lock(&emitted).clone(),
+        case,
+        invocation_ids,
+        events,
+        collectors,
+        calls: llm
+            .as_ref()
+            .map(|h| lock(&h.calls).clone())
+            .unwrap_or_default(),
+        meta: Arc::clone(&meta),
+        failures: outcomes
+            .iter()
+            .map(|o| match o {
+                Outcome::Failed { llm, .. } => Some(llm.clone()),
+                _ => None,
+            })
+            .collect(),
+        metrics: metric_points,
+    };
+
+    if let Some(e) = case.get("expected_error") {
+        expected_error(&e, &outcomes).map_err(|m| format!("expected_error: {m}"))?;
+    }
+    let expected = case.req("expected").map_err(err)?;
+    assert_expected(
+        &expected,
+        &run,
+        &outcomes,
+        &harness,
+        &opts,
+        global_forest.as_ref(),
+    )?;
+    meta::expect::check_expected(&expected, &run, &outcomes)?;
+    attempts::check_expected(&expected, &run)
+}

@@ -1,0 +1,222 @@
+//! Spec: conformance-adapter §5.9 — the LLM-span invariants of the observability
+//! suite's LLM fixtures: caller metadata on every span (026), cache attributes
+//! (040–042), the attempt index (057), §5.5.10 tool-call identity projections
+//! (085–087) and the error span's response side (124).
+
+use openarmature_observability::attributes as a;
+use opentelemetry_sdk::trace::SpanData;
+use serde_json::Value;
+
+use super::{ensure, fail, field, one_span};
+use crate::matchers::json_eq;
+use crate::obs::spans::attr;
+use crate::obs::typed::usage_json;
+use crate::obs::Run;
+
+/// Checks `name`, or `None` when it is not an LLM-span invariant.
+#[allow(clippy::too_many_lines)]
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+    let cache_read = a::LLM_CACHE_READ_INPUT_TOKENS;
+    let cache_creation = a::LLM_CACHE_CREATION_INPUT_TOKENS;
+    Some(match name {
+        // 026
+        "caller_metadata_cross_cutting" => caller_metadata_everywhere(run),
+        // 040–042: cache attributes against the response's usage record.
+        "cache_read_attribute_equals_usage_field" => one_span(run).and_then(|s| {
+            let usage = one_usage(run)?;
+            let want = field(&usage, "cached_tokens");
+            let got = cache_attr(s, cache_read).unwrap_or(Value::Null);
+            ensure(!want.is_null() && json_eq(&got, want), || {
+                format!("cache_read attribute {got}, usage.cached_tokens {want}")
+            })
+        }),
+        "cache_creation_attribute_absent_for_openai_compatible" => one_span(run).and_then(|s| {
+            let usage = one_usage(run)?;
+            ensure(
+                cache_attr(s, cache_creation).is_none()
+                    && field(&usage, "cache_creation_tokens").is_null(),
+                || "cache_creation is populated".into(),
+            )
+        }),
+        "cache_attribute_absent_when_field_unpopulated" | "absent_distinct_from_zero" => {
+            one_span(run).and_then(|s| {
+                let usage = one_usage(run)?;
+                ensure(
+                    field(&usage, "cached_tokens").is_null()
+                        && cache_attr(s, cache_read).is_none()
+                        && cache_attr(s, cache_creation).is_none(),
+                    || format!("usage {usage}; cache_read {:?}", cache_attr(s, cache_read)),
+                )
+            })
+        }
+        "cache_read_attribute_emits_zero_when_reported" | "reported_zero_distinct_from_absent" => {
+            one_span(run).and_then(|s| {
+                let usage = one_usage(run)?;
+                let got = cache_attr(s, cache_read);
+                ensure(
+                    field(&usage, "cached_tokens") == &Value::from(0)
+                        && got.as_ref().is_some_and(|g| json_eq(g, &Value::from(0))),
+                    || format!("usage {usage}; cache_read {got:?}"),
+                )
+            })
+        }
+        // 057
+        "exactly_one_llm_span_when_retry_absent" => one_span(run).map(|_| ()),
+        "attempt_index_defaults_to_zero" => one_span(run).and_then(|s| {
+            let got = attr(s, a::LLM_ATTEMPT_INDEX);
+            ensure(got == Some(Value::from(0)), || {
+                format!("attempt_index {got:?}")
+            })
+        }),
+        "baseline_attributes_still_emit_alongside_attempt_index" => one_span(run).and_then(|s| {
+            [
+                a::LLM_MODEL,
+                a::LLM_FINISH_REASON,
+                a::LLM_USAGE_PROMPT_TOKENS,
+                a::LLM_USAGE_COMPLETION_TOKENS,
+                a::LLM_USAGE_TOTAL_TOKENS,
+                a::LLM_ATTEMPT_INDEX,
+            ]
+            .iter()
+            .try_for_each(|k| ensure(attr(s, k).is_some(), || format!("`{k}` is missing")))
+        }),
+        // 085–087: §5.5.10 tool-call identity projections.
+        "tool_call_names_and_ids_index_aligned"
+        | "tool_call_arrays_in_request_order"
+        | "count_equals_names_length"
+        | "identity_projections_survive_payload_off"
+        | "identity_projections_present_regardless_of_flag" => tool_call_identity(run),
+        "tool_call_attributes_omitted_when_none_requested" => one_span(run).and_then(|s| {
+            ensure(tool_calls_of(run)?.is_empty(), || {
+                "the reply requested tools".into()
+            })?;
+            [
+                a::LLM_OUTPUT_TOOL_CALLS_COUNT,
+                a::LLM_OUTPUT_TOOL_CALLS_NAMES,
+                a::LLM_OUTPUT_TOOL_CALLS_IDS,
+            ]
+            .iter()
+            .try_for_each(|k| ensure(attr(s, k).is_none(), || format!("`{k}` is present")))
+        }),
+        "gated_output_tool_calls_suppressed_when_payload_off" => one_span(run).and_then(|s| {
+            ensure(attr(s, a::LLM_OUTPUT_TOOL_CALLS).is_none(), || {
+                "the gated output.tool_calls is present".into()
+            })
+        }),
+        // 124: the error span keeps the response side (proposal 0082).
+        "error_span_carries_output_usage_finish_reason" => error_span(run, true, true),
+        "error_status_and_exception_event_unchanged"
+        | "finish_reason_usage_and_error_status_unchanged_under_payload_disabled" => {
+            error_span(run, false, true)
+        }
+        "output_content_redacted_under_payload_disabled" => one_span(run).and_then(|s| {
+            ensure(attr(s, a::LLM_OUTPUT_CONTENT).is_none(), || {
+                "output.content is present with payload off".into()
+            })
+        }),
+        _ => return None,
+    })
+}
+
+/// Every span attribute from the case's caller metadata is present with its value.
+fn caller_metadata_everywhere(run: &Run<'_>) -> Result<(), String> {
+    let metadata = run.caller_metadata();
+    ensure(!metadata.is_empty(), || {
+        "the case has no caller metadata".into()
+    })?;
+    ensure(!run.llm_spans().is_empty(), || "no LLM span".into())?;
+    for span in &run.forest.spans {
+        for (k, v) in &metadata {
+            let key = format!("{}{k}", a::USER_PREFIX);
+            let got =
+                attr(span, &key).ok_or_else(|| format!("span `{}` lacks `{key}`", span.name))?;
+            ensure(json_eq(&got, v), || {
+                format!("span `{}`: `{key}` is {got}, expected {v}", span.name)
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn cache_attr(span: &SpanData, key: &str) -> Option<Value> {
+    attr(span, key)
+}
+
+/// The usage of the one successful call.
+fn one_usage(run: &Run<'_>) -> Result<Value, String> {
+    match run.calls.as_slice() {
+        [call] => call
+            .result
+            .as_ref()
+            .map(|r| usage_json(&r.usage))
+            .map_err(|e| format!("the call raised {e}")),
+        other => fail(format!("{} calls, expected one", other.len())),
+    }
+}
+
+/// The `(id, name)` pairs of the one call's reply.
+fn tool_calls_of(run: &Run<'_>) -> Result<Vec<(String, String)>, String> {
+    match run.calls.as_slice() {
+        [call] => call
+            .result
+            .as_ref()
+            .map(|r| {
+                r.message
+                    .tool_calls
+                    .iter()
+                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .collect()
+            })
+            .map_err(|e| format!("the call raised {e}")),
+        other => fail(format!("{} calls, expected one", other.len())),
+    }
+}
+
+/// §5.5.10: count / names / ids equal the reply's tool calls, in order.
+fn tool_call_identity(run: &Run<'_>) -> Result<(), String> {
+    let s = one_span(run)?;
+    let calls = tool_calls_of(run)?;
+    ensure(!calls.is_empty(), || "the reply requested no tools".into())?;
+    let ids: Vec<Value> = calls.iter().map(|(i, _)| Value::from(i.as_str())).collect();
+    let names: Vec<Value> = calls.iter().map(|(_, n)| Value::from(n.as_str())).collect();
+    let got = |k: &str| attr(s, k).unwrap_or(Value::Null);
+    ensure(
+        got(a::LLM_OUTPUT_TOOL_CALLS_COUNT) == calls.len()
+            && got(a::LLM_OUTPUT_TOOL_CALLS_IDS) == Value::Array(ids)
+            && got(a::LLM_OUTPUT_TOOL_CALLS_NAMES) == Value::Array(names),
+        || {
+            format!(
+                "count {}, names {}, ids {} for {calls:?}",
+                got(a::LLM_OUTPUT_TOOL_CALLS_COUNT),
+                got(a::LLM_OUTPUT_TOOL_CALLS_NAMES),
+                got(a::LLM_OUTPUT_TOOL_CALLS_IDS)
+            )
+        },
+    )
+}
+
+/// The one LLM span is ERROR (description = its category, exception recorded) and
+/// keeps the response side: finish reason and usage, plus the output content when
+/// `with_content`.
+fn error_span(run: &Run<'_>, with_content: bool, with_usage: bool) -> Result<(), String> {
+    let s = one_span(run)?;
+    let category = attr(s, a::ERROR_CATEGORY).unwrap_or(Value::Null);
+    let status_ok = matches!(&s.status, opentelemetry::trace::Status::Error { description }
+        if category.as_str() == Some(description.as_ref()));
+    ensure(status_ok && crate::obs::spans::has_exception(s), || {
+        format!("status {:?}, category {category}", s.status)
+    })?;
+    let mut keys = vec![a::LLM_FINISH_REASON];
+    if with_usage {
+        keys.extend([
+            a::LLM_USAGE_PROMPT_TOKENS,
+            a::LLM_USAGE_COMPLETION_TOKENS,
+            a::LLM_USAGE_TOTAL_TOKENS,
+        ]);
+    }
+    if with_content {
+        keys.push(a::LLM_OUTPUT_CONTENT);
+    }
+    keys.iter()
+        .try_for_each(|k| ensure(attr(s, k).is_some(), || format!("`{k}` is missing")))
+}

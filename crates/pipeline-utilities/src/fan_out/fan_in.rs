@@ -1,0 +1,57 @@
+//! Spec: pipeline-utilities §9.3 / §9.4 — fan-in: every instance's contribution merged
+//! into the parent in instance order.
+
+use openarmature_graph::{BoxError, State};
+use serde_json::{json, Map, Value};
+
+use super::FanOutNode;
+
+impl<P: State, C: State> FanOutNode<P, C> {
+    pub(super) fn fan_in(
+        &self,
+        parent: &P,
+        count: usize,
+        results: Vec<(usize, Done)>,
+    ) -> Result<P::Update, BoxError> {
+        let mut collected = Vec::new();
+        // One list per extra parent field: the per-instance values in instance
+        // order, merged once through the parent's reducer (like `target_field`).
+        let mut extra: Vec<Vec<Value>> = vec![Vec::new(); self.extra_outputs.len()];
+        let mut errors = Vec::new();
+        for (_, result) in results {
+            match result {
+                Done::Ok(contribution) => {
+                    let read =
+                        |field: &str| contribution.get(field).cloned().unwrap_or(Value::Null);
+                    collected.push(read(&self.collect_field));
+                    for (slot, (_, sub)) in extra.iter_mut().zip(&self.extra_outputs) {
+                        slot.push(read(sub));
+                    }
+                }
+                Done::Collected(record) => errors.push(record),
+            }
+        }
+        let mut fields = vec![(self.target_field.clone(), Value::Array(collected))];
+        fields.extend(
+            self.extra_outputs
+                .iter()
+                .zip(extra)
+                .map(|((par, _), values)| (par.clone(), Value::Array(values))),
+        );
+        if let Some(errors_field) = &self.errors_field {
+            fields.push((errors_field.clone(), Value::Array(errors)));
+        }
+        if let Some(count_field) = &self.count_field {
+            fields.push((count_field.clone(), json!(count)));
+        }
+        Ok(parent.update_from_json(fields)?)
+    }
+}
+
+/// One instance's contribution to the fan-in, in subgraph space.
+pub(super) enum Done {
+    /// `collect_field` and the `extra_outputs` subgraph fields.
+    Ok(Map<String, Value>),
+    /// A collected failure's error record (`errors_field` entry).
+    Collected(Value),
+}

@@ -1,0 +1,182 @@
+//! Spec: pipeline-utilities §9 / §9.2 / §9.8 — the fan-out's `Node` impl: entry
+//! resolution, bounded-concurrency scheduling, the event config and the compile
+//! check (including the degrade slot coverage).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use openarmature_graph::{
+    BoxError, CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, State,
+};
+use serde_json::Value;
+
+use super::fan_in::Done;
+use super::{fail, FanOutNode, OnEmpty};
+use crate::isolation::FailureIsolationMiddleware;
+
+impl<P: State, C: State> FanOutNode<P, C> {
+    /// Resolves the instance inputs: the items (or `count` nulls) at entry.
+    fn resolve_items(&self, state: &P) -> Result<Vec<Option<Value>>, BoxError> {
+        if let Some((items_field, _)) = &self.items {
+            return match state.field_json(items_field) {
+                Some(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
+                other => Err(fail(
+                    "fan_out_field_not_list",
+                    format!("items_field `{items_field}` is not a list: {other:?}"),
+                )),
+            };
+        }
+        let count = match &self.count {
+            Some(count) => count.resolve(state)?,
+            None => 0,
+        };
+        let count = usize::try_from(count).map_err(|_| {
+            fail(
+                "fan_out_invalid_count",
+                format!("fan-out count must be ≥ 0, got {count}"),
+            )
+        })?;
+        Ok(vec![None; count])
+    }
+
+    fn resolve_concurrency(&self, state: &P) -> Result<Option<usize>, BoxError> {
+        match self.concurrency.resolve(state)? {
+            None => Ok(None),
+            Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            Some(n) => Err(fail(
+                "fan_out_invalid_concurrency",
+                format!("fan-out concurrency must be a positive integer, got {n}"),
+            )),
+        }
+    }
+}
+
+impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
+        Box::pin(async move {
+            // Reuse what the engine resolved at entry (callables run once, §9.2).
+            let resolved = match ctx.node_config() {
+                Some(NodeConfig::FanOut(c)) => Some((c.item_count, c.concurrency)),
+                _ => None,
+            };
+            let items = match (&self.items, resolved) {
+                (None, Some((count, _))) => vec![None; count],
+                _ => self.resolve_items(&state)?,
+            };
+            let bound = match resolved {
+                Some((_, bound)) => bound,
+                None => self.resolve_concurrency(&state)?,
+            };
+            let count = items.len();
+            if count == 0 {
+                if self.on_empty == OnEmpty::Raise {
+                    return Err(fail(
+                        "fan_out_empty",
+                        format!("fan-out `{}` resolved zero instances", ctx.node_name()),
+                    ));
+                }
+                return self.fan_in(&state, 0, Vec::new());
+            }
+            // Per-instance checkpoint progress (§10.11): `None` without a Checkpointer.
+            let tracker = ctx.fan_out_tracker(&*state, count)?;
+            let tracker = tracker.as_ref();
+            let limit = bound.unwrap_or(count).max(1);
+            let (parent, node_ctx) = (&state, &ctx);
+            let launch = move |next: (usize, Option<Value>)| async move {
+                (
+                    next.0,
+                    self.run_tracked(parent, node_ctx, tracker, next).await,
+                )
+            };
+            let mut results = Vec::with_capacity(count);
+            // A resumed run skips the instances the record marks completed: their
+            // contributions roll forward unchanged.
+            let mut items = items.into_iter().enumerate();
+            let mut pending = |results: &mut Vec<(usize, Done)>| loop {
+                let next = items.next()?;
+                match tracker.and_then(|t| t.completed(next.0)) {
+                    Some(saved) => results.push((next.0, self.rolled_forward(saved))),
+                    None => return Some(next),
+                }
+            };
+            let mut running = FuturesUnordered::new();
+            // Start in index order, keep up to `limit` in flight.
+            while running.len() < limit {
+                match pending(&mut results) {
+                    Some(next) => running.push(launch(next)),
+                    None => break,
+                }
+            }
+            while let Some((index, result)) = running.next().await {
+                match result {
+                    Ok(done) => results.push((index, done)),
+                    // Dropping the set cancels every sibling still running.
+                    Err(error) => {
+                        drop(running);
+                        return Err(error);
+                    }
+                }
+                if let Some(next) = pending(&mut results) {
+                    running.push(launch(next));
+                }
+            }
+            results.sort_by_key(|(index, _)| *index);
+            self.fan_in(&state, count, results)
+        })
+    }
+
+    fn event_config(&self, name: &str, state: &P) -> Option<NodeConfig> {
+        let item_count = match &self.items {
+            Some((items_field, _)) => match state.field_json(items_field) {
+                Some(Value::Array(items)) => items.len(),
+                _ => return None,
+            },
+            None => self.resolve_items(state).ok()?.len(),
+        };
+        let concurrency = self.resolve_concurrency(state).ok()?;
+        Some(NodeConfig::FanOut(FanOutConfig {
+            item_count,
+            concurrency,
+            error_policy: self.error_policy.as_str().to_owned(),
+            parent_node_name: name.to_owned(),
+        }))
+    }
+
+    fn check(&self, name: &str, parent: &P) -> Result<Vec<CompileWarning>, CompileError> {
+        let ambiguous = |message: &str| CompileError::Node {
+            node: name.to_owned(),
+            category: "fan_out_count_mode_ambiguous",
+            message: message.to_owned(),
+        };
+        match (&self.items, &self.count) {
+            (Some(_), Some(_)) => return Err(ambiguous("both items_field and count are set")),
+            (None, None) => return Err(ambiguous("neither items_field nor count is set")),
+            (None, Some(_)) if self.item_field.is_some() => {
+                return Err(ambiguous("item_field must be absent in count mode"))
+            }
+            _ => {}
+        }
+        self.check_fields(name, parent)?;
+        for middleware in &self.instance_middleware {
+            let isolation = middleware
+                .as_any()
+                .and_then(|m| m.downcast_ref::<FailureIsolationMiddleware<C>>());
+            if let Some(fields) =
+                isolation.and_then(FailureIsolationMiddleware::static_update_fields)
+            {
+                if !fields.contains(&self.collect_field) {
+                    return Err(CompileError::Node {
+                        node: name.to_owned(),
+                        category: "fan_out_degraded_update_missing_collect_field",
+                        message: format!(
+                            "the static degraded_update of instance failure isolation does not set collect_field `{}`",
+                            self.collect_field
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(self.round_trip_warnings(name, parent))
+    }
+}

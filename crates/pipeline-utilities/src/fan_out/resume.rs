@@ -1,0 +1,76 @@
+//! Spec: pipeline-utilities §9.5, §10.7 and §10.11 — per-instance checkpoint
+//! progress: each instance's outcome is recorded with the fan-out tracker, and a
+//! resumed run rolls completed instances' saved contributions forward.
+
+use std::sync::Arc;
+
+use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
+use openarmature_graph::{category_of, BoxError, NodeCtx, State};
+use serde_json::{json, Map, Value};
+
+use super::fan_in::Done;
+use super::instance::carrier;
+use super::{ErrorPolicy, FanOutNode};
+
+impl<P: State, C: State> FanOutNode<P, C> {
+    /// A rolled-forward contribution (§10.11.2: `result_is_error` routes it), in the
+    /// shape a fresh instance produces.
+    pub(super) fn rolled_forward(&self, saved: &SavedContribution) -> Done {
+        if saved.result_is_error {
+            return Done::Collected(saved.result.clone());
+        }
+        let mut fields = Map::new();
+        fields.insert(self.collect_field.clone(), saved.result.clone());
+        for (par, sub) in &self.extra_outputs {
+            let value = saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null);
+            fields.insert(sub.clone(), value);
+        }
+        Done::Ok(fields)
+    }
+
+    /// Runs instance `index` and records its outcome with `tracker`: a success, or
+    /// (collect policy) its error record. A fail-fast failure or a failed save is
+    /// returned as `Err`.
+    pub(super) async fn run_tracked(
+        &self,
+        parent: &Arc<P>,
+        ctx: &NodeCtx,
+        tracker: Option<&FanOutTracker>,
+        (index, item): (usize, Option<Value>),
+    ) -> Result<Done, BoxError> {
+        if let Some(t) = tracker {
+            t.start(index);
+        }
+        match self.run_instance(parent, ctx, index, item).await {
+            Ok(update) => {
+                let fields = match C::update_json(&update) {
+                    Value::Object(fields) => fields,
+                    _ => Map::new(),
+                };
+                if let Some(t) = tracker {
+                    let read = |f: &str| fields.get(f).cloned().unwrap_or(Value::Null);
+                    let extras = self
+                        .extra_outputs
+                        .iter()
+                        .map(|(par, sub)| (par.clone(), read(sub)))
+                        .collect();
+                    t.record_success(index, read(&self.collect_field), extras)
+                        .await?;
+                }
+                Ok(Done::Ok(fields))
+            }
+            Err(error) if self.error_policy == ErrorPolicy::FailFast => Err(carrier(error)),
+            Err(error) => {
+                let record = json!({
+                    "fan_out_index": index.to_string(),
+                    "category": category_of(&*error).unwrap_or("node_exception"),
+                    "message": error.to_string(),
+                });
+                if let Some(t) = tracker {
+                    t.record_error(index, record.clone()).await?;
+                }
+                Ok(Done::Collected(record))
+            }
+        }
+    }
+}
