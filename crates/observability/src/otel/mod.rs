@@ -6,6 +6,7 @@
 //! tracer the caller hands in (and, with metrics enabled, into measurements on a meter
 //! the caller hands in). It never touches the global providers.
 
+mod budget_log;
 mod builder;
 mod keys;
 mod llm;
@@ -480,8 +481,37 @@ impl OtelObserver {
                 );
                 state.on_metadata(e);
             }
-            // Terminal LLM events, failure-isolation events and kinds added later do
-            // not drive spans (LLM spans come from the per-attempt signal).
+            // §5.5.15: an exceeded token budget also makes a WARNING log record.
+            ObserverEvent::LlmCompletion(e) if shared.config.logger.is_some() => {
+                let user = lenient_user(&e.site.metadata);
+                if let Some(log) =
+                    budget_log::budget_warning(&e.site, &e.request, Some(&e.response), &user)
+                {
+                    let state = self.state_for(
+                        &mut inner,
+                        &e.site.invocation_id,
+                        e.site.correlation_id.as_deref(),
+                        SystemTime::now(),
+                    );
+                    state.pending_logs.push(log);
+                }
+            }
+            ObserverEvent::LlmFailed(e) if shared.config.logger.is_some() => {
+                let user = lenient_user(&e.site.metadata);
+                if let Some(log) =
+                    budget_log::budget_warning(&e.site, &e.request, e.response.as_ref(), &user)
+                {
+                    let state = self.state_for(
+                        &mut inner,
+                        &e.site.invocation_id,
+                        e.site.correlation_id.as_deref(),
+                        SystemTime::now(),
+                    );
+                    state.pending_logs.push(log);
+                }
+            }
+            // Other terminal LLM events, failure-isolation events and kinds added later
+            // do not drive spans (LLM spans come from the per-attempt signal).
             _ => {}
         }
     }

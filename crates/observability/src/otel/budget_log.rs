@@ -1,0 +1,61 @@
+//! Spec: observability §5.5.15 / §7 — the WARNING log record of an exceeded token
+//! budget (SHOULD): one per call, from the terminal LLM event, naming the prompt, in the
+//! calling node's span context. Emitted only when a logger is configured.
+
+use openarmature_graph::{LlmCallSite, LlmRequestSummary, LlmResponseSummary};
+use opentelemetry::logs::Severity;
+use opentelemetry::KeyValue;
+
+use super::keys::Key;
+use super::logs::LogLine;
+use super::state::{cross_cutting, PendingLog};
+use crate::attributes as attr;
+
+/// The warning for a call whose reported usage crossed its prompt's declared budget,
+/// or `None` (no budget, nothing evaluable, or within budget).
+pub(crate) fn budget_warning(
+    site: &LlmCallSite,
+    request: &LlmRequestSummary,
+    response: Option<&LlmResponseSummary>,
+    user: &[KeyValue],
+) -> Option<PendingLog> {
+    let budget = request.token_budget()?;
+    let usage = &response?.usage;
+    let verdict = budget.evaluate(usage)?;
+    let mut crossed = Vec::new();
+    if verdict.input_exceeded == Some(true) {
+        if let (Some(actual), Some(max)) = (usage.prompt_tokens, budget.input_max_tokens) {
+            crossed.push(format!("input {actual} > {max}"));
+        }
+    }
+    if verdict.total_exceeded == Some(true) {
+        let total = usage.total_tokens.or_else(|| {
+            usage
+                .prompt_tokens
+                .zip(usage.completion_tokens)
+                .map(|(p, c)| p + c)
+        });
+        if let (Some(actual), Some(max)) = (total, budget.total_max_tokens) {
+            crossed.push(format!("total {actual} > {max}"));
+        }
+    }
+    if crossed.is_empty() {
+        return None;
+    }
+    let mut attributes = cross_cutting(site.correlation_id.as_deref().unwrap_or_default(), user);
+    if let Some(p) = request.active_prompt() {
+        attributes.push(KeyValue::new(attr::PROMPT_NAME, p.name.clone()));
+        attributes.push(KeyValue::new(attr::PROMPT_VERSION, p.version.clone()));
+        attributes.push(KeyValue::new(attr::PROMPT_LABEL, p.label.clone()));
+    }
+    Some(PendingLog {
+        unit: Key::of_lineage(&site.lineage),
+        attempt: site.lineage.attempt_index,
+        record: LogLine {
+            time: std::time::SystemTime::now(),
+            severity: Severity::Warn,
+            body: format!("token budget exceeded: {}", crossed.join(", ")),
+            attributes,
+        },
+    })
+}
