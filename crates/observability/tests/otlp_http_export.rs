@@ -11,6 +11,7 @@
 //!   span, sharing one logical call id.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod otlp_support;
 use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -31,9 +32,8 @@ use openarmature_pipeline::RetryMiddleware;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 state! {
@@ -42,59 +42,6 @@ state! {
     pub struct Doc => DocUpdate {
         /// Set by the node.
         pub done: bool,
-    }
-}
-
-/// Reads one HTTP/1.1 request; returns its path and body.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        if let Ok(httparse::Status::Complete(head)) = req.parse(&buf) {
-            let path = req.path?.to_owned();
-            let len: usize = req
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head + len {
-                let n = stream.read(&mut chunk).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            return Some((path, buf[head..head + len].to_vec()));
-        }
-    }
-}
-
-/// A minimal OTLP/HTTP trace receiver: decodes every request and forwards it.
-async fn collector(
-    listener: TcpListener,
-    tx: mpsc::UnboundedSender<(String, ExportTraceServiceRequest)>,
-) {
-    while let Ok((mut stream, _)) = listener.accept().await {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Some((path, body)) = read_request(&mut stream).await {
-                if let Ok(req) = ExportTraceServiceRequest::decode(body.as_slice()) {
-                    let _ = tx.send((path, req));
-                }
-                let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                if stream.write_all(reply.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        });
     }
 }
 
@@ -125,7 +72,9 @@ async fn a_retried_invocation_arrives_over_otlp_http() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(collector(listener, tx));
+    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
+        listener, tx,
+    ));
 
     let provider = OtlpExport::from_env()
         .protocol(Protocol::HttpProtobuf)
@@ -262,7 +211,7 @@ async fn llm_mock(listener: TcpListener, script: Vec<(u16, String)>, hits: Arc<A
     while let Ok((mut stream, _)) = listener.accept().await {
         let (script, hits) = (Arc::clone(&script), Arc::clone(&hits));
         tokio::spawn(async move {
-            while let Some((path, _body)) = read_request(&mut stream).await {
+            while let Some((path, _body)) = otlp_support::read_request(&mut stream).await {
                 if path == "/v1/chat/completions" {
                     hits.fetch_add(1, Ordering::SeqCst);
                 }
@@ -324,7 +273,9 @@ async fn a_retried_llm_call_arrives_over_otlp_http() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let collector_addr = listener.local_addr().expect("addr");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(collector(listener, tx));
+    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
+        listener, tx,
+    ));
 
     // The LLM provider: 503 first, then a completion.
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");

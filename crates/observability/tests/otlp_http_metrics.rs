@@ -5,6 +5,7 @@
 //! histograms, with their §11.3 dimensions.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod otlp_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,9 +21,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use prost::Message as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 state! {
@@ -31,59 +30,6 @@ state! {
     pub struct Doc => DocUpdate {
         /// Unused.
         pub done: bool,
-    }
-}
-
-/// Reads one HTTP/1.1 request; returns its path and body.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut req = httparse::Request::new(&mut headers);
-        if let Ok(httparse::Status::Complete(head)) = req.parse(&buf) {
-            let path = req.path?.to_owned();
-            let len: usize = req
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < head + len {
-                let n = stream.read(&mut chunk).await.ok()?;
-                if n == 0 {
-                    return None;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-            return Some((path, buf[head..head + len].to_vec()));
-        }
-    }
-}
-
-/// A minimal OTLP/HTTP metrics receiver: decodes every request and forwards it.
-async fn collector(
-    listener: TcpListener,
-    tx: mpsc::UnboundedSender<(String, ExportMetricsServiceRequest)>,
-) {
-    while let Ok((mut stream, _)) = listener.accept().await {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Some((path, body)) = read_request(&mut stream).await {
-                if let Ok(req) = ExportMetricsServiceRequest::decode(body.as_slice()) {
-                    let _ = tx.send((path, req));
-                }
-                let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                if stream.write_all(reply.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        });
     }
 }
 
@@ -121,7 +67,9 @@ async fn llm_metrics_arrive_over_otlp_http() {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(collector(listener, tx));
+    tokio::spawn(otlp_support::collector::<ExportMetricsServiceRequest>(
+        listener, tx,
+    ));
 
     let meters = OtlpExport::from_env()
         .protocol(Protocol::HttpProtobuf)
