@@ -91,34 +91,88 @@ impl TokenBudget {
         }
     }
 
-    /// Which declared bounds the reported usage crossed (observability §5.5.15).
-    ///
-    /// A bound is evaluated only when its counter was reported: `total` uses
-    /// `total_tokens`, else `prompt_tokens + completion_tokens` when both are reported.
-    /// Returns `None` when no bound could be evaluated (so no
-    /// `openarmature.llm.token_budget.exceeded` attribute is emitted).
-    pub fn evaluate(&self, usage: &crate::LlmUsage) -> Option<BudgetEvaluation> {
-        let input = self
-            .input_max_tokens
-            .zip(usage.prompt_tokens)
-            .map(|(max, actual)| actual > max);
-        let total_actual = usage.total_tokens.or_else(|| {
+    /// The declared bounds `usage` lets us evaluate (observability §5.5.15), input
+    /// first: `input` against `prompt_tokens`; `total` against `total_tokens`, else
+    /// `prompt_tokens + completion_tokens` when both are reported. A bound whose actual
+    /// count is not reported is left out (never treated as zero).
+    pub fn bounds(&self, usage: &crate::LlmUsage) -> Vec<BudgetBound> {
+        let total = usage.total_tokens.or_else(|| {
             usage
                 .prompt_tokens
                 .zip(usage.completion_tokens)
-                .map(|(p, c)| p + c)
+                .map(|(p, c)| p.saturating_add(c))
         });
-        let total = self
-            .total_max_tokens
-            .zip(total_actual)
-            .map(|(max, actual)| actual > max);
-        if input.is_none() && total.is_none() {
+        [
+            (BoundKind::Input, self.input_max_tokens, usage.prompt_tokens),
+            (BoundKind::Total, self.total_max_tokens, total),
+        ]
+        .into_iter()
+        .filter_map(|(kind, max, actual)| {
+            Some(BudgetBound {
+                kind,
+                actual: actual?,
+                max: max?,
+            })
+        })
+        .collect()
+    }
+
+    /// Which declared bounds the reported usage crossed (observability §5.5.15), from
+    /// [`TokenBudget::bounds`]. Returns `None` when no bound could be evaluated (so no
+    /// `openarmature.llm.token_budget.exceeded` attribute is emitted).
+    pub fn evaluate(&self, usage: &crate::LlmUsage) -> Option<BudgetEvaluation> {
+        let bounds = self.bounds(usage);
+        if bounds.is_empty() {
             return None;
         }
+        let verdict = |kind| {
+            bounds
+                .iter()
+                .find(|b| b.kind == kind)
+                .map(BudgetBound::exceeded)
+        };
         Some(BudgetEvaluation {
-            input_exceeded: input,
-            total_exceeded: total,
+            input_exceeded: verdict(BoundKind::Input),
+            total_exceeded: verdict(BoundKind::Total),
         })
+    }
+}
+
+/// Which budget bound a [`BudgetBound`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BoundKind {
+    /// `input_max_tokens` against the input tokens.
+    Input,
+    /// `total_max_tokens` against input + output tokens.
+    Total,
+}
+
+impl BoundKind {
+    /// `"input"` / `"total"` (the `openarmature.gen_ai.token_budget.kind` value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoundKind::Input => "input",
+            BoundKind::Total => "total",
+        }
+    }
+}
+
+/// One declared bound with the actual count it is evaluated against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetBound {
+    /// Which bound.
+    pub kind: BoundKind,
+    /// The reported (or derived) token count.
+    pub actual: u64,
+    /// The declared ceiling.
+    pub max: u64,
+}
+
+impl BudgetBound {
+    /// Whether the actual count is strictly over the ceiling.
+    pub fn exceeded(&self) -> bool {
+        self.actual > self.max
     }
 }
 
@@ -292,5 +346,34 @@ mod tests {
             .evaluate(&usage(Some(10), None, None))
             .unwrap()
             .exceeded());
+    }
+
+    fn kinds(b: &[BudgetBound]) -> Vec<(&str, u64, u64)> {
+        b.iter()
+            .map(|s| (s.kind.as_str(), s.actual, s.max))
+            .collect()
+    }
+
+    #[test]
+    fn bounds_list_only_reported_counters() {
+        let both = TokenBudget::new(Some(10), Some(8));
+        assert_eq!(
+            kinds(&both.bounds(&usage(Some(20), Some(1), Some(21)))),
+            [("input", 20, 10), ("total", 21, 8)]
+        );
+        // Null prompt_tokens: the input bound drops out, the total one stays.
+        assert_eq!(
+            kinds(&both.bounds(&usage(None, Some(5), Some(12)))),
+            [("total", 12, 8)]
+        );
+        // A total derived from both addends; no total when an addend is missing.
+        assert_eq!(
+            kinds(&both.bounds(&usage(Some(3), Some(4), None))),
+            [("input", 3, 10), ("total", 7, 8)]
+        );
+        assert!(both.bounds(&usage(None, Some(4), None)).is_empty());
+        // Undeclared bounds are never evaluated.
+        let none = TokenBudget::new(None, None);
+        assert!(none.bounds(&usage(Some(1), Some(1), Some(2))).is_empty());
     }
 }

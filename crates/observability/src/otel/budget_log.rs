@@ -20,25 +20,12 @@ pub(crate) fn budget_warning(
     user: &[KeyValue],
 ) -> Option<PendingLog> {
     let budget = request.token_budget()?;
-    let usage = &response?.usage;
-    let verdict = budget.evaluate(usage)?;
-    let mut crossed = Vec::new();
-    if verdict.input_exceeded == Some(true) {
-        if let (Some(actual), Some(max)) = (usage.prompt_tokens, budget.input_max_tokens) {
-            crossed.push(format!("input {actual} > {max}"));
-        }
-    }
-    if verdict.total_exceeded == Some(true) {
-        let total = usage.total_tokens.or_else(|| {
-            usage
-                .prompt_tokens
-                .zip(usage.completion_tokens)
-                .map(|(p, c)| p + c)
-        });
-        if let (Some(actual), Some(max)) = (total, budget.total_max_tokens) {
-            crossed.push(format!("total {actual} > {max}"));
-        }
-    }
+    let crossed: Vec<String> = budget
+        .bounds(&response?.usage)
+        .into_iter()
+        .filter(|b| b.exceeded())
+        .map(|b| format!("{} {} > {}", b.kind.as_str(), b.actual, b.max))
+        .collect();
     if crossed.is_empty() {
         return None;
     }

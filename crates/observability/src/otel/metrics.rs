@@ -18,7 +18,6 @@
 //! identifier, plus the per-instrument split; never the attempt index or the response
 //! model.
 
-use openarmature_graph::prompt_context::TokenBudget;
 use openarmature_graph::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmRequestSummary,
     LlmResponseSummary, LlmUsage, ObserverEvent,
@@ -40,46 +39,6 @@ impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics").finish_non_exhaustive()
     }
-}
-
-/// One declared budget bound with its evaluable actual usage.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct BoundSample {
-    /// `input` or `total`.
-    pub(crate) kind: &'static str,
-    /// The reported (or derived) token count.
-    pub(crate) actual: u64,
-    /// The declared ceiling.
-    pub(crate) max: u64,
-}
-
-/// The declared bounds of `budget` that `usage` lets us evaluate (§5.5.15): `input`
-/// against `prompt_tokens`; `total` against `total_tokens`, else the sum of
-/// `prompt_tokens` and `completion_tokens` when both were reported. A bound whose
-/// actual count is unknown is left out.
-pub(crate) fn evaluable_bounds(budget: &TokenBudget, usage: &LlmUsage) -> Vec<BoundSample> {
-    let mut out = Vec::with_capacity(2);
-    if let (Some(max), Some(actual)) = (budget.input_max_tokens, usage.prompt_tokens) {
-        out.push(BoundSample {
-            kind: "input",
-            actual,
-            max,
-        });
-    }
-    let total = usage.total_tokens.or_else(|| {
-        usage
-            .prompt_tokens
-            .zip(usage.completion_tokens)
-            .map(|(p, c)| p.saturating_add(c))
-    });
-    if let (Some(max), Some(actual)) = (budget.total_max_tokens, total) {
-        out.push(BoundSample {
-            kind: "total",
-            actual,
-            max,
-        });
-    }
-    out
 }
 
 /// The dimensions every observation of an LLM call carries (§11.3).
@@ -191,64 +150,21 @@ impl Metrics {
         let Some(budget) = request.token_budget() else {
             return;
         };
-        let bounds = evaluable_bounds(&budget, usage);
+        let bounds = budget.bounds(usage);
         if bounds.is_empty() {
             return;
         }
         let base = base_dimensions(request);
         for b in bounds {
-            let dims = with(&base, KeyValue::new(attr::METRIC_TOKEN_BUDGET_KIND, b.kind));
+            let kind = b.kind.as_str();
+            let dims = with(&base, KeyValue::new(attr::METRIC_TOKEN_BUDGET_KIND, kind));
             if b.max > 0 {
                 self.budget_utilization
                     .record(b.actual as f64 / b.max as f64, &dims);
             }
-            if b.actual > b.max {
+            if b.exceeded() {
                 self.budget_exceeded.add(1, &dims);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn usage(p: Option<u64>, c: Option<u64>, t: Option<u64>) -> LlmUsage {
-        LlmUsage {
-            prompt_tokens: p,
-            completion_tokens: c,
-            total_tokens: t,
-            ..LlmUsage::default()
-        }
-    }
-
-    fn kinds(b: &[BoundSample]) -> Vec<(&str, u64, u64)> {
-        b.iter().map(|s| (s.kind, s.actual, s.max)).collect()
-    }
-
-    #[test]
-    fn only_reported_counters_are_evaluated() {
-        let both = TokenBudget::new(Some(10), Some(8));
-        assert_eq!(
-            kinds(&evaluable_bounds(
-                &both,
-                &usage(Some(20), Some(1), Some(21))
-            )),
-            [("input", 20, 10), ("total", 21, 8)]
-        );
-        // Null prompt_tokens: the input bound drops out, the total one stays.
-        assert_eq!(
-            kinds(&evaluable_bounds(&both, &usage(None, Some(5), Some(12)))),
-            [("total", 12, 8)]
-        );
-        // A total derived from both addends; no total when an addend is missing.
-        assert_eq!(
-            kinds(&evaluable_bounds(&both, &usage(Some(3), Some(4), None))),
-            [("input", 3, 10), ("total", 7, 8)]
-        );
-        assert!(evaluable_bounds(&both, &usage(None, Some(4), None)).is_empty());
-        // Undeclared bounds are never evaluated.
-        let none = TokenBudget::new(None, None);
-        assert!(evaluable_bounds(&none, &usage(Some(1), Some(1), Some(2))).is_empty());
     }
 }
