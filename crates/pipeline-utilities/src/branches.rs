@@ -64,10 +64,7 @@ impl<P: State, C: State> SubgraphBranch<P, C> {
         mut self,
         pairs: I,
     ) -> Self {
-        self.inputs = pairs
-            .into_iter()
-            .map(|(a, b)| (a.into(), b.into()))
-            .collect();
+        self.inputs = crate::field_pairs(pairs);
         self
     }
 
@@ -76,10 +73,7 @@ impl<P: State, C: State> SubgraphBranch<P, C> {
         mut self,
         pairs: I,
     ) -> Self {
-        self.outputs = pairs
-            .into_iter()
-            .map(|(a, b)| (a.into(), b.into()))
-            .collect();
+        self.outputs = crate::field_pairs(pairs);
         self
     }
 

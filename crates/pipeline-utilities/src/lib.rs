@@ -93,3 +93,16 @@ pub const SPEC_CAPABILITY: &str = "pipeline-utilities";
 
 /// The OpenArmature specification release this crate targets.
 pub const SPEC_VERSION: &str = "0.109.0";
+
+/// `(a, b)` field-name pairs as owned strings (the projection builders' argument form).
+pub(crate) fn field_pairs<I, A, B>(pairs: I) -> Vec<(String, String)>
+where
+    I: IntoIterator<Item = (A, B)>,
+    A: Into<String>,
+    B: Into<String>,
+{
+    pairs
+        .into_iter()
+        .map(|(a, b)| (a.into(), b.into()))
+        .collect()
+}

@@ -245,10 +245,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         mut self,
         pairs: I,
     ) -> Self {
-        self.inputs = pairs
-            .into_iter()
-            .map(|(a, b)| (a.into(), b.into()))
-            .collect();
+        self.inputs = crate::field_pairs(pairs);
         self
     }
 
@@ -259,10 +256,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         mut self,
         pairs: I,
     ) -> Self {
-        self.extra_outputs = pairs
-            .into_iter()
-            .map(|(a, b)| (a.into(), b.into()))
-            .collect();
+        self.extra_outputs = crate::field_pairs(pairs);
         self
     }
 
