@@ -521,7 +521,8 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             implementation_attribution(name, &all)
         }
-        other => match super::llm_invariants::check(other, v, run)
+        other => match super::tool_invariants::check(other, v, run)
+            .or_else(|| super::llm_invariants::check(other, v, run))
             .or_else(|| super::prompts::check(other, v, run))
             .or_else(|| super::meta::checks::check(other, v, run))
             .or_else(|| super::metric_invariants::check(other, v, run))

@@ -107,6 +107,8 @@ mod orphan_invariants;
 mod prompts;
 mod setup;
 mod spans;
+mod tool_invariants;
+mod tools;
 mod traces;
 mod typed;
 mod usage_invariants;

@@ -481,6 +481,27 @@ impl OtelObserver {
                 );
                 state.on_metadata(e);
             }
+            // §5.5.11: one tool span per instrumented execution, from its terminal event.
+            ObserverEvent::ToolCall(e) => {
+                let (call, outcome) = state::ToolOutcome::of_success(e);
+                let state = self.state_for(
+                    &mut inner,
+                    &call.site.invocation_id,
+                    call.site.correlation_id.as_deref(),
+                    SystemTime::now(),
+                );
+                state.on_tool(&shared.tracer, &shared.config, call, outcome);
+            }
+            ObserverEvent::ToolCallFailed(e) => {
+                let (call, outcome) = state::ToolOutcome::of_failure(e);
+                let state = self.state_for(
+                    &mut inner,
+                    &call.site.invocation_id,
+                    call.site.correlation_id.as_deref(),
+                    SystemTime::now(),
+                );
+                state.on_tool(&shared.tracer, &shared.config, call, outcome);
+            }
             // §5.5.15: an exceeded token budget also makes a WARNING log record.
             ObserverEvent::LlmCompletion(e) if shared.config.logger.is_some() => {
                 let user = lenient_user(&e.site.metadata);
