@@ -33,6 +33,7 @@
 
 pub mod attributes;
 pub mod export;
+pub mod langfuse;
 pub mod metadata;
 mod otel;
 pub mod payload;
