@@ -299,6 +299,18 @@ impl OtelObserver {
         .with_invocation_events()
     }
 
+    /// Closes what is left of `invocation_id`: with `outcome` (`Some(None)` a success,
+    /// `Some(Some((category, message)))` a failure) as the run's outcome, or with the
+    /// last completed node's (`None`, a dropped run). Shared with the Langfuse observer.
+    pub(crate) fn end_invocation(
+        &self,
+        invocation_id: &str,
+        outcome: Option<Option<(String, String)>>,
+    ) {
+        let outcome = outcome.map(|o| o.map(|(category, message)| Failure { category, message }));
+        self.end(invocation_id, outcome);
+    }
+
     fn end(&self, invocation_id: &str, outcome: Option<Option<Failure>>) {
         let state = {
             let mut inner = lock(&self.shared.inner);
