@@ -16,7 +16,10 @@
 //!   [`openarmature_pipeline::RetryConfig`] plus `per_attempt_override` and `reask`);
 //! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
 //!   bodies, structured output (native `response_format` or the prompt fallback,
-//!   validated with a JSON Schema library), capped response bodies.
+//!   validated with a JSON Schema library), capped response bodies;
+//! - [`AnthropicProvider`] (§8.2): the Anthropic Messages API over the same
+//!   transport, with native `output_config` structured output or the tool-call
+//!   coercion fallback, thinking-block round-trips and the §8.2.3 error table.
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
@@ -78,9 +81,11 @@
 //! # }
 //! ```
 
+pub mod anthropic;
 mod call;
 mod config;
 mod error;
+mod http;
 mod message;
 pub mod openai;
 mod provider;
@@ -91,6 +96,7 @@ pub mod schema;
 mod tool;
 mod validate;
 
+pub use anthropic::{AnthropicBuilder, AnthropicProvider};
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};

@@ -14,9 +14,6 @@ fn err(e: AdapterError) -> String {
     e.to_string()
 }
 
-/// Where the §8.1 mapping posts completions (under the mock's `/v1` base URL).
-const CHAT_PATH: &str = "/v1/chat/completions";
-
 const EXPECTED_KEYS: &[&str] = &[
     "response",
     "raises",
@@ -36,9 +33,10 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
         e.check_keys(EXPECTED_KEYS).map_err(err)?;
     }
     let get = |k: &str| expected.as_ref().and_then(|e| e.get(k));
-    if let Some(stray) = run.requests.iter().find(|r| r.path != CHAT_PATH) {
+    let path = run.mapping.wire_path();
+    if let Some(stray) = run.requests.iter().find(|r| r.path != path) {
         return Err(format!(
-            "a request went to {} instead of {CHAT_PATH}",
+            "a request went to {} instead of {path}",
             stray.path
         ));
     }

@@ -40,20 +40,21 @@
 //! # }
 //! ```
 
-mod errors;
+pub(crate) mod errors;
 mod request;
 mod response;
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
 pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
 use crate::error::{ErrorCategory, LlmError};
+use crate::http::{self, ClientOptions, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::validate;
@@ -71,15 +72,11 @@ pub struct OpenAiBuilder {
     base_url: String,
     model: String,
     api_key: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
+    http: ClientOptions,
     max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-    no_proxy: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl OpenAiBuilder {
@@ -91,19 +88,19 @@ impl OpenAiBuilder {
 
     /// The whole-request deadline, body included (default 300 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http.timeout = timeout;
         self
     }
 
     /// The connection deadline (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.http.connect_timeout = timeout;
         self
     }
 
     /// The longest silence between body reads (default: none beyond `timeout`).
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.read_timeout = Some(timeout);
+        self.http.read_timeout = Some(timeout);
         self
     }
 
@@ -134,14 +131,14 @@ impl OpenAiBuilder {
 
     /// Ignores proxy environment variables (e.g. for a server on loopback).
     pub fn no_proxy(mut self) -> Self {
-        self.no_proxy = true;
+        self.http.no_proxy = true;
         self
     }
 
     /// Uses a caller-configured HTTP client (its own TLS, proxy and timeout
     /// settings); the timeout and proxy options of this builder are then ignored.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
+        self.http.client = Some(client);
         self
     }
 
@@ -152,34 +149,8 @@ impl OpenAiBuilder {
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         crate::error::register_category_probe();
-        let base = self.base_url.trim_end_matches('/').to_owned();
-        let url = reqwest::Url::parse(&base).map_err(|e| {
-            LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(LlmError::invalid_request(format!(
-                "base URL `{base}` must be http or https"
-            )));
-        }
-        let client = match self.client {
-            Some(client) => client,
-            None => {
-                let mut builder = reqwest::Client::builder()
-                    .timeout(self.timeout)
-                    .connect_timeout(self.connect_timeout)
-                    .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
-                if let Some(read) = self.read_timeout {
-                    builder = builder.read_timeout(read);
-                }
-                if self.no_proxy {
-                    builder = builder.no_proxy();
-                }
-                builder.build().map_err(|e| {
-                    LlmError::invalid_request(format!("cannot build the HTTP client: {e}"))
-                        .with_source(e)
-                })?
-            }
-        };
+        let base = http::base_url(&self.base_url)?;
+        let client = self.http.build()?;
         Ok(OpenAiProvider {
             client,
             chat_url: format!("{base}/chat/completions"),
@@ -216,7 +187,7 @@ impl std::fmt::Debug for OpenAiBuilder {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.http.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
@@ -235,13 +206,6 @@ impl std::fmt::Debug for OpenAiProvider {
     }
 }
 
-/// A status line, headers and a (capped) body.
-struct Reply {
-    status: u16,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
 impl OpenAiProvider {
     /// A builder for a provider bound to `model` at `base_url`.
     pub fn builder(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiBuilder {
@@ -249,15 +213,11 @@ impl OpenAiProvider {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
-            timeout: Duration::from_secs(300),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
+            http: ClientOptions::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             capabilities: ModelCapabilities::default(),
             provider_name: "openai".into(),
             fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
-            no_proxy: false,
-            client: None,
         }
     }
 
@@ -313,49 +273,7 @@ impl OpenAiProvider {
 
     /// Sends and reads the answer, capping the body.
     async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        let mut response = self
-            .with_auth(builder)
-            .send()
-            .await
-            .map_err(transport_error)?;
-        let status = response.status().as_u16();
-        let success = (200..300).contains(&status);
-        // Moved out, not cloned: reading the body does not need them.
-        let headers = std::mem::take(response.headers_mut());
-        let cap = self.max_response_bytes;
-        let declared = response.content_length();
-        if success && declared.is_some_and(|n| n > cap as u64) {
-            return Err(too_large(cap));
-        }
-        // Sized from the declared length, bounded so a lying header costs nothing.
-        let hint = declared.map_or(0, |n| {
-            usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
-        });
-        let mut body = Vec::with_capacity(hint);
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > cap {
-                        if success {
-                            return Err(too_large(cap));
-                        }
-                        let room = cap - body.len();
-                        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                // An error status is classified by its status even if its body broke.
-                Err(_) if !success => break,
-                Err(e) => return Err(transport_error(e)),
-            }
-        }
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
+        http::execute(self.with_auth(builder), self.max_response_bytes).await
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
@@ -368,7 +286,7 @@ impl OpenAiProvider {
                     .body(body),
             )
             .await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -380,7 +298,7 @@ impl OpenAiProvider {
 
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.client.get(&self.models_url)).await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -419,21 +337,6 @@ impl OpenAiProvider {
             )),
         }
     }
-}
-
-fn too_large(cap: usize) -> LlmError {
-    LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
-}
-
-fn transport_error(e: reqwest::Error) -> LlmError {
-    let what = if e.is_timeout() {
-        "request timed out"
-    } else if e.is_connect() {
-        "cannot connect to the provider"
-    } else {
-        "transport error"
-    };
-    LlmError::unavailable(format!("{what}: {e}")).with_source(e)
 }
 
 impl Provider for OpenAiProvider {

@@ -274,6 +274,7 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
         scripted: ctx.scripted,
         bound_model: ctx.model.to_owned(),
         response_schema,
+        mapping: crate::llm::Mapping::OpenAi,
     };
     Ok(Outcome {
         run,

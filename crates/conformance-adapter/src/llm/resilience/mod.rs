@@ -165,7 +165,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             .check_keys(&keys(super::CALL_KEYS, CALL_EXTRA))
             .map_err(err)?;
     }
-    let model = bound_model(&calls, &mock);
+    let model = bound_model(&calls, &mock, super::Mapping::OpenAi);
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
