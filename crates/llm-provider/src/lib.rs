@@ -16,7 +16,9 @@
 //!   [`openarmature_pipeline::RetryConfig`] plus `per_attempt_override` and `reask`);
 //! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
 //!   bodies, structured output (native `response_format` or the prompt fallback,
-//!   validated with a JSON Schema library), capped response bodies.
+//!   validated with a JSON Schema library), capped response bodies;
+//! - [`GeminiProvider`] (§8.3): the Gemini `generateContent` mapping over the same
+//!   transport, retry loop and error categories.
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
@@ -81,6 +83,8 @@
 mod call;
 mod config;
 mod error;
+pub mod gemini;
+mod http;
 mod message;
 pub mod openai;
 mod provider;
@@ -94,6 +98,7 @@ mod validate;
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
+pub use gemini::{GeminiBuilder, GeminiProvider};
 pub use message::{
     AssistantMessage, Content, ContentBlock, ImageBlock, ImageDetail, ImageSource, Message,
     RedactedThinkingBlock, SystemMessage, TextBlock, ThinkingBlock, ToolCall, ToolMessage,

@@ -47,13 +47,14 @@ mod response;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
 pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
 use crate::error::{ErrorCategory, LlmError};
+use crate::http::{self, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::validate;
@@ -153,32 +154,15 @@ impl OpenAiBuilder {
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         crate::error::register_category_probe();
         let base = self.base_url.trim_end_matches('/').to_owned();
-        let url = reqwest::Url::parse(&base).map_err(|e| {
-            LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(LlmError::invalid_request(format!(
-                "base URL `{base}` must be http or https"
-            )));
-        }
+        http::base_url(&base)?;
         let client = match self.client {
             Some(client) => client,
-            None => {
-                let mut builder = reqwest::Client::builder()
-                    .timeout(self.timeout)
-                    .connect_timeout(self.connect_timeout)
-                    .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
-                if let Some(read) = self.read_timeout {
-                    builder = builder.read_timeout(read);
-                }
-                if self.no_proxy {
-                    builder = builder.no_proxy();
-                }
-                builder.build().map_err(|e| {
-                    LlmError::invalid_request(format!("cannot build the HTTP client: {e}"))
-                        .with_source(e)
-                })?
-            }
+            None => http::client(&http::ClientOptions {
+                timeout: self.timeout,
+                connect_timeout: self.connect_timeout,
+                read_timeout: self.read_timeout,
+                no_proxy: self.no_proxy,
+            })?,
         };
         Ok(OpenAiProvider {
             client,
@@ -233,13 +217,6 @@ impl std::fmt::Debug for OpenAiProvider {
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
-}
-
-/// A status line, headers and a (capped) body.
-struct Reply {
-    status: u16,
-    headers: HeaderMap,
-    body: Vec<u8>,
 }
 
 impl OpenAiProvider {
@@ -313,49 +290,7 @@ impl OpenAiProvider {
 
     /// Sends and reads the answer, capping the body.
     async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        let mut response = self
-            .with_auth(builder)
-            .send()
-            .await
-            .map_err(transport_error)?;
-        let status = response.status().as_u16();
-        let success = (200..300).contains(&status);
-        // Moved out, not cloned: reading the body does not need them.
-        let headers = std::mem::take(response.headers_mut());
-        let cap = self.max_response_bytes;
-        let declared = response.content_length();
-        if success && declared.is_some_and(|n| n > cap as u64) {
-            return Err(too_large(cap));
-        }
-        // Sized from the declared length, bounded so a lying header costs nothing.
-        let hint = declared.map_or(0, |n| {
-            usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
-        });
-        let mut body = Vec::with_capacity(hint);
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > cap {
-                        if success {
-                            return Err(too_large(cap));
-                        }
-                        let room = cap - body.len();
-                        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                // An error status is classified by its status even if its body broke.
-                Err(_) if !success => break,
-                Err(e) => return Err(transport_error(e)),
-            }
-        }
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
+        http::execute(self.with_auth(builder), self.max_response_bytes).await
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
@@ -368,7 +303,7 @@ impl OpenAiProvider {
                     .body(body),
             )
             .await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -380,7 +315,7 @@ impl OpenAiProvider {
 
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.client.get(&self.models_url)).await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -419,21 +354,6 @@ impl OpenAiProvider {
             )),
         }
     }
-}
-
-fn too_large(cap: usize) -> LlmError {
-    LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
-}
-
-fn transport_error(e: reqwest::Error) -> LlmError {
-    let what = if e.is_timeout() {
-        "request timed out"
-    } else if e.is_connect() {
-        "cannot connect to the provider"
-    } else {
-        "transport error"
-    };
-    LlmError::unavailable(format!("{what}: {e}")).with_source(e)
 }
 
 impl Provider for OpenAiProvider {

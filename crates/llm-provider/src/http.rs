@@ -1,0 +1,135 @@
+//! Spec: llm-provider §7 (transport failures are `provider_unavailable`) and §8.X.4
+//! (no serialization layer) — the HTTP transport every wire mapping shares.
+//!
+//! One reqwest client (rustls) per provider, and one capped body reader: a
+//! successful body larger than the cap is `provider_invalid_response`, so a hostile
+//! server cannot exhaust memory; an error body is truncated at the cap and still
+//! classified by its status.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+use crate::error::LlmError;
+
+/// A status line, headers and a (capped) body.
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Reply {
+    /// A 2xx status.
+    pub(crate) fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// The client options every builder exposes.
+pub(crate) struct ClientOptions {
+    pub(crate) timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) no_proxy: bool,
+}
+
+/// Builds the reqwest client (rustls, the crate's user agent).
+///
+/// # Errors
+/// `provider_invalid_request` when the client cannot be built.
+pub(crate) fn client(options: &ClientOptions) -> Result<reqwest::Client, LlmError> {
+    let mut builder = reqwest::Client::builder()
+        .timeout(options.timeout)
+        .connect_timeout(options.connect_timeout)
+        .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
+    if let Some(read) = options.read_timeout {
+        builder = builder.read_timeout(read);
+    }
+    if options.no_proxy {
+        builder = builder.no_proxy();
+    }
+    builder.build().map_err(|e| {
+        LlmError::invalid_request(format!("cannot build the HTTP client: {e}")).with_source(e)
+    })
+}
+
+/// Checks that `base` (trailing slashes trimmed) is an `http(s)` URL.
+///
+/// # Errors
+/// `provider_invalid_request` otherwise.
+pub(crate) fn base_url(base: &str) -> Result<reqwest::Url, LlmError> {
+    let url = reqwest::Url::parse(base).map_err(|e| {
+        LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(LlmError::invalid_request(format!(
+            "base URL `{base}` must be http or https"
+        )));
+    }
+    Ok(url)
+}
+
+/// Sends `builder` and reads the answer, capping the body at `cap` bytes.
+///
+/// # Errors
+/// `provider_unavailable` for a transport failure; `provider_invalid_response` for a
+/// successful body over the cap.
+pub(crate) async fn execute(
+    builder: reqwest::RequestBuilder,
+    cap: usize,
+) -> Result<Reply, LlmError> {
+    let mut response = builder.send().await.map_err(transport_error)?;
+    let status = response.status().as_u16();
+    let success = (200..300).contains(&status);
+    // Moved out, not cloned: reading the body does not need them.
+    let headers = std::mem::take(response.headers_mut());
+    let declared = response.content_length();
+    if success && declared.is_some_and(|n| n > cap as u64) {
+        return Err(too_large(cap));
+    }
+    // Sized from the declared length, bounded so a lying header costs nothing.
+    let hint = declared.map_or(0, |n| {
+        usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
+    });
+    let mut body = Vec::with_capacity(hint);
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > cap {
+                    if success {
+                        return Err(too_large(cap));
+                    }
+                    let room = cap - body.len();
+                    body.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            // An error status is classified by its status even if its body broke.
+            Err(_) if !success => break,
+            Err(e) => return Err(transport_error(e)),
+        }
+    }
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn too_large(cap: usize) -> LlmError {
+    LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
+}
+
+fn transport_error(e: reqwest::Error) -> LlmError {
+    let what = if e.is_timeout() {
+        "request timed out"
+    } else if e.is_connect() {
+        "cannot connect to the provider"
+    } else {
+        "transport error"
+    };
+    LlmError::unavailable(format!("{what}: {e}")).with_source(e)
+}
