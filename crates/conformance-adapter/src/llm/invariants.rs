@@ -11,7 +11,7 @@
 use openarmature_llm::{RetryReason, RuntimeConfig};
 use serde_json::Value;
 
-use super::{AttemptInfo, CallRun, CallSpec};
+use super::{AttemptInfo, CallRun, CallSpec, Mapping};
 use crate::matchers::json_eq;
 use crate::yaml::Y;
 
@@ -580,19 +580,36 @@ fn declared_stop(ctx: &Ctx<'_>) -> Vec<Value> {
         .collect()
 }
 
+/// The wire key realizing `stop_sequences` (also the colliding extras key).
+fn stop_key(ctx: &Ctx<'_>) -> &'static str {
+    match ctx.run.mapping {
+        Mapping::OpenAi => "stop",
+        Mapping::Gemini => "stopSequences",
+    }
+}
+
+/// The realized stop list: at the body root (§8.1), under `generationConfig` (§8.3).
 fn wire_stop(ctx: &Ctx<'_>) -> Result<Vec<Value>, String> {
     ctx.ok()?;
-    ctx.last_body()?
-        .get("stop")
+    let body = ctx.last_body()?;
+    let holder = match ctx.run.mapping {
+        Mapping::OpenAi => Some(body),
+        Mapping::Gemini => body.get("generationConfig"),
+    };
+    holder
+        .and_then(|h| h.get(stop_key(ctx)))
         .and_then(Value::as_array)
         .cloned()
-        .ok_or_else(|| "no stop list on the wire".to_owned())
+        .ok_or_else(|| format!("no {} list on the wire", stop_key(ctx)))
 }
 
 fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
     let mut want = declared_stop(ctx);
-    let extra: Vec<Value> = match ctx.extras("stop") {
-        Some(Value::String(s)) => vec![Value::from(s.as_str())],
+    let extra: Vec<Value> = match ctx.extras(stop_key(ctx)) {
+        // Only §8.1 coerces a scalar string; §8.3's field is array-only.
+        Some(Value::String(s)) if ctx.run.mapping == Mapping::OpenAi => {
+            vec![Value::from(s.as_str())]
+        }
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
@@ -710,9 +727,14 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "matching_extras_temperature_no_op" | "wire_temperature_is_declared_value_once" => {
             wire_temperature_declared_once
         }
-        "wire_stop_is_merged_union" => stop_merged_union,
-        "declared_stop_first_in_merge_order" => stop_declared_first,
-        "matching_stop_collapses_to_single_element" => stop_single,
+        "wire_stop_is_merged_union" | "wire_stopSequences_merged_under_generationConfig" => {
+            stop_merged_union
+        }
+        "declared_stop_first_in_merge_order" | "declared_first_in_merge_order" => {
+            stop_declared_first
+        }
+        "matching_stop_collapses_to_single_element"
+        | "matching_stopSequences_collapses_to_single_element" => stop_single,
         "scalar_string_extras_stop_coerced_to_list" => stop_scalar_coerced,
         "malformed_extras_stop_treated_as_absent" | "wire_stop_is_declared_value_only" => {
             stop_declared_only

@@ -25,11 +25,16 @@
 //!   span. `error_category: <c>` means status ERROR with description `<c>` plus the
 //!   attribute `openarmature.error.category: <c>`; `error_category: null` means status
 //!   OK and no such attribute.
-//! - L4 `stream: true` calls, `stream_body` mocks and non-OpenAI `mapping`s are
-//!   refused as not implemented (so those fixtures stay honestly deferred).
+//! - L4 `stream: true` calls, `stream_body` mocks and `mapping`s without a provider
+//!   here are refused as not implemented (so those fixtures stay honestly deferred).
+//! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
+//!   (base URL `/v1beta`); the bound model (L1, else `gemini-test`) travels in the URL
+//!   path, so an `expected_wire_request.model` is compared with the request path
+//!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
 
 mod expect;
 mod invariants;
+mod mapping;
 pub(crate) mod mock;
 mod resilience;
 
@@ -43,8 +48,7 @@ use openarmature_graph::{
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, LlmError, LlmRetryConfig, Message, ModelCapabilities,
-    OpenAiProvider, Provider, Response, RetryReason, RuntimeConfig, StructuredOutputInvalid, Tool,
-    ToolChoice,
+    Provider, Response, RetryReason, RuntimeConfig, StructuredOutputInvalid, Tool, ToolChoice,
 };
 use openarmature_observability::{attributes as attr, OtelObserver};
 use openarmature_pipeline::retry::{Constant, DefaultClassifier, RetryConfig, Sleeper};
@@ -52,6 +56,7 @@ use opentelemetry::trace::Status;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Map, Value};
 
+pub(crate) use self::mapping::Mapping;
 use self::mock::{Captured, MockServer, Reply};
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -216,6 +221,8 @@ pub(crate) struct CallRun {
     pub(crate) scripted: usize,
     pub(crate) bound_model: String,
     pub(crate) response_schema: Option<Value>,
+    /// The wire mapping the case selected.
+    pub(crate) mapping: Mapping,
 }
 
 impl CallRun {
@@ -247,14 +254,10 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         root.check_keys(FILE_KEYS).map_err(err)?;
     }
     case.check_keys(CASE_KEYS).map_err(err)?;
-    if let Some(mapping) = case.get("mapping").or_else(|| root.get("mapping")) {
-        let name = mapping.str().map_err(err)?;
-        if name != "openai" {
-            return Err(format!(
-                "harness_primitive_missing: mapping `{name}` is not implemented (only the §8.1 OpenAI-compatible mapping is)"
-            ));
-        }
-    }
+    let mapping = match case.get("mapping").or_else(|| root.get("mapping")) {
+        Some(m) => Mapping::parse(m.str().map_err(err)?)?,
+        None => Mapping::OpenAi,
+    };
     let mock_y = case
         .get("mock_provider")
         .or_else(|| root.get("mock_provider"));
@@ -283,18 +286,13 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     for spec in &calls {
         spec.call.check_keys(CALL_KEYS).map_err(err)?;
     }
-    let model = bound_model(&calls, &mock);
+    let model = bound_model(&calls, &mock, mapping);
 
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
-    let provider = OpenAiProvider::builder(server.base_url(), &model)
-        .api_key("test-key")
-        .no_proxy()
-        .timeout(Duration::from_secs(20))
-        .connect_timeout(Duration::from_secs(5))
-        .capabilities(mock.capabilities)
-        .build()
+    let provider = mapping
+        .provider(&server, &model, mock.capabilities)
         .map_err(|e| format!("cannot build the provider: {e}"))?;
 
     let mut last_bodies: Vec<Option<Vec<u8>>> = Vec::new();
@@ -304,9 +302,16 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         } else {
             String::new()
         };
-        let run = execute(spec, &provider, &server, &model, mock.responses.len())
-            .await
-            .map_err(|m| format!("{label}{m}"))?;
+        let run = execute(
+            spec,
+            &provider,
+            &server,
+            &model,
+            mock.responses.len(),
+            mapping,
+        )
+        .await
+        .map_err(|m| format!("{label}{m}"))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
             return Err(format!(
@@ -467,7 +472,7 @@ fn parse_mock(y: Option<&Y<'_>>) -> Result<Mock, AdapterError> {
 }
 
 /// Register L1 (FIXTURE-QUIRKS Q3).
-fn bound_model(calls: &[CallSpec<'_>], mock: &Mock) -> String {
+fn bound_model(calls: &[CallSpec<'_>], mock: &Mock, mapping: Mapping) -> String {
     let from_wire = calls.iter().find_map(|c| {
         c.get("expected_wire_request")?
             .get("model")?
@@ -490,7 +495,7 @@ fn bound_model(calls: &[CallSpec<'_>], mock: &Mock) -> String {
     from_wire
         .or_else(from_spans)
         .or_else(|| mock.first_ok_model.clone())
-        .unwrap_or_else(|| "test-model".to_owned())
+        .unwrap_or_else(|| mapping.default_model().to_owned())
 }
 
 /// A sleeper that records the requested delays and returns at once.
@@ -623,10 +628,11 @@ fn build_request(spec: &CallSpec<'_>) -> Result<Result<CompletionRequest, LlmErr
 
 async fn execute(
     spec: &CallSpec<'_>,
-    provider: &OpenAiProvider,
+    provider: &Arc<dyn Provider>,
     server: &MockServer,
     model: &str,
     scripted: usize,
+    mapping: Mapping,
 ) -> Result<CallRun, String> {
     let operation = match spec.get("operation") {
         Some(o) => o.str().map_err(err)?.to_owned(),
@@ -661,6 +667,7 @@ async fn execute(
         scripted,
         bound_model: model.to_owned(),
         response_schema: None,
+        mapping,
     };
     match operation.as_str() {
         "ready" => {
@@ -824,7 +831,7 @@ const NODE: &str = "__llm_call__";
 /// Register L3: runs the call inside a one-node graph observed by the OTel observer,
 /// and returns its result and its LLM spans (by attempt index).
 async fn in_synthetic_node(
-    provider: &OpenAiProvider,
+    provider: &Arc<dyn Provider>,
     request: &CompletionRequest,
     middleware: Option<RetryConfig>,
 ) -> Result<(Result<Option<Response>, LlmError>, Vec<SpanView>), String> {
@@ -835,12 +842,12 @@ async fn in_synthetic_node(
         .build();
     let otel = OtelObserver::builder(&tracing).build();
     let slot: Slot = Arc::default();
-    let (p, r, out) = (provider.clone(), request.clone(), Arc::clone(&slot));
+    let (p, r, out) = (Arc::clone(provider), request.clone(), Arc::clone(&slot));
     let schema = DynSchema::builder().build();
     let graph = GraphBuilder::new(schema.defaults())
         .add_node(NODE, move |_s: Arc<DynState>, ctx: NodeCtx| {
             let (provider, request, middleware, out) = (
-                p.clone(),
+                Arc::clone(&p),
                 r.clone().in_node(&ctx),
                 middleware.clone(),
                 Arc::clone(&out),
