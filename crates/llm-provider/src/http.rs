@@ -1,9 +1,10 @@
-//! Spec: llm-provider §7 (transport failures are `provider_unavailable`) and §8.X.4
-//! (no serialization layer) — the HTTP transport every wire mapping shares.
+//! Spec: llm-provider §8 (transport shared by the wire mappings), §8.X.4 (no
+//! serialization layer) and §7 (transport failures are `provider_unavailable`).
 //!
-//! One reqwest client (rustls) per provider, and one capped body reader: a
-//! successful body larger than the cap is `provider_invalid_response`, so a hostile
-//! server cannot exhaust memory; an error body is truncated at the cap and still
+//! The HTTP plumbing every §8.x mapping (OpenAI, Anthropic, Gemini) uses: building
+//! the reqwest (rustls) client from the builder options, sending one request and
+//! reading its body under a size cap. A successful body over the cap is `provider_invalid_response` (a hostile
+//! server cannot exhaust memory); an error body is truncated at the cap and still
 //! classified by its status.
 
 use std::time::Duration;
@@ -11,6 +12,80 @@ use std::time::Duration;
 use reqwest::header::HeaderMap;
 
 use crate::error::LlmError;
+
+/// The client options the provider builders share.
+#[derive(Clone)]
+pub(crate) struct ClientOptions {
+    pub(crate) timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) no_proxy: bool,
+    pub(crate) client: Option<reqwest::Client>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: None,
+            no_proxy: false,
+            client: None,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// The caller's client, or one built from these options.
+    ///
+    /// # Errors
+    /// `provider_invalid_request` when the client cannot be built.
+    pub(crate) fn build(self) -> Result<reqwest::Client, LlmError> {
+        if let Some(client) = self.client {
+            return Ok(client);
+        }
+        let mut builder = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
+        if let Some(read) = self.read_timeout {
+            builder = builder.read_timeout(read);
+        }
+        if self.no_proxy {
+            builder = builder.no_proxy();
+        }
+        builder.build().map_err(|e| {
+            LlmError::invalid_request(format!("cannot build the HTTP client: {e}")).with_source(e)
+        })
+    }
+}
+
+/// Checks that `base` (trailing slashes removed) is an `http(s)` URL and returns it
+/// as text, ready for `format!("{base}/path")`.
+///
+/// # Errors
+/// `provider_invalid_request` otherwise.
+pub(crate) fn base_url(base: &str) -> Result<String, LlmError> {
+    parse_base_url(base).map(|_| base.trim_end_matches('/').to_owned())
+}
+
+/// Checks that `base` (trailing slashes removed) is an `http(s)` URL and returns it
+/// parsed, for a mapping that appends path segments.
+///
+/// # Errors
+/// `provider_invalid_request` otherwise.
+pub(crate) fn parse_base_url(base: &str) -> Result<reqwest::Url, LlmError> {
+    let base = base.trim_end_matches('/');
+    let url = reqwest::Url::parse(base).map_err(|e| {
+        LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(LlmError::invalid_request(format!(
+            "base URL `{base}` must be http or https"
+        )));
+    }
+    Ok(url)
+}
 
 /// A status line, headers and a (capped) body.
 pub(crate) struct Reply {
@@ -26,55 +101,11 @@ impl Reply {
     }
 }
 
-/// The client options every builder exposes.
-pub(crate) struct ClientOptions {
-    pub(crate) timeout: Duration,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) read_timeout: Option<Duration>,
-    pub(crate) no_proxy: bool,
-}
-
-/// Builds the reqwest client (rustls, the crate's user agent).
+/// Sends the request and reads the answer, capping the body at `cap` bytes.
 ///
 /// # Errors
-/// `provider_invalid_request` when the client cannot be built.
-pub(crate) fn client(options: &ClientOptions) -> Result<reqwest::Client, LlmError> {
-    let mut builder = reqwest::Client::builder()
-        .timeout(options.timeout)
-        .connect_timeout(options.connect_timeout)
-        .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
-    if let Some(read) = options.read_timeout {
-        builder = builder.read_timeout(read);
-    }
-    if options.no_proxy {
-        builder = builder.no_proxy();
-    }
-    builder.build().map_err(|e| {
-        LlmError::invalid_request(format!("cannot build the HTTP client: {e}")).with_source(e)
-    })
-}
-
-/// Checks that `base` (trailing slashes trimmed) is an `http(s)` URL.
-///
-/// # Errors
-/// `provider_invalid_request` otherwise.
-pub(crate) fn base_url(base: &str) -> Result<reqwest::Url, LlmError> {
-    let url = reqwest::Url::parse(base).map_err(|e| {
-        LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
-    })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(LlmError::invalid_request(format!(
-            "base URL `{base}` must be http or https"
-        )));
-    }
-    Ok(url)
-}
-
-/// Sends `builder` and reads the answer, capping the body at `cap` bytes.
-///
-/// # Errors
-/// `provider_unavailable` for a transport failure; `provider_invalid_response` for a
-/// successful body over the cap.
+/// `provider_unavailable` for a transport failure; `provider_invalid_response` for
+/// a successful body over the cap.
 pub(crate) async fn execute(
     builder: reqwest::RequestBuilder,
     cap: usize,
@@ -123,6 +154,7 @@ fn too_large(cap: usize) -> LlmError {
     LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
 }
 
+/// A transport failure (connect, timeout, broken body): `provider_unavailable`.
 fn transport_error(e: reqwest::Error) -> LlmError {
     let what = if e.is_timeout() {
         "request timed out"

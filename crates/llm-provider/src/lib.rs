@@ -17,6 +17,9 @@
 //! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
 //!   bodies, structured output (native `response_format` or the prompt fallback,
 //!   validated with a JSON Schema library), capped response bodies;
+//! - [`AnthropicProvider`] (§8.2): the Anthropic Messages API over the same
+//!   transport, with native `output_config` structured output or the tool-call
+//!   coercion fallback, thinking-block round-trips and the §8.2.3 error table;
 //! - [`GeminiProvider`] (§8.3): the Gemini `generateContent` mapping over the same
 //!   transport, retry loop and error categories.
 //!
@@ -80,6 +83,7 @@
 //! # }
 //! ```
 
+pub mod anthropic;
 mod call;
 mod config;
 mod error;
@@ -95,6 +99,7 @@ pub mod schema;
 mod tool;
 mod validate;
 
+pub use anthropic::{AnthropicBuilder, AnthropicProvider};
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};

@@ -96,6 +96,7 @@ mod desugar;
 mod expected;
 mod ext;
 mod invariants;
+mod langfuse;
 mod lineage_invariants;
 mod llm;
 mod llm_invariants;
@@ -107,6 +108,8 @@ mod orphan_invariants;
 mod prompts;
 mod setup;
 mod spans;
+mod tool_invariants;
+mod tools;
 mod traces;
 mod typed;
 mod usage_invariants;
@@ -167,6 +170,10 @@ const CASE_KEYS: &[&str] = &[
     "observers",
     SYNTHESIZED,
     "enable_metrics",
+    "langfuse_observer",
+    "langfuse_observer_config",
+    "langfuse_client",
+    "caller_invocation_label",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -211,7 +218,7 @@ pub(crate) struct Run<'a> {
     pub(crate) logs: Vec<LogView>,
     pub(crate) emitted: Vec<EmittedLog>,
     case: &'a Y<'a>,
-    invocation_ids: Vec<String>,
+    pub(crate) invocation_ids: Vec<String>,
     /// Every event of every invocation, in delivery order (the implicit recorder).
     pub(crate) events: Vec<Arc<ObserverEvent>>,
     /// The fixture's typed observers.
@@ -224,6 +231,8 @@ pub(crate) struct Run<'a> {
     pub(crate) meta: Arc<meta::MetaHarness>,
     /// The §6.9 metric capture's points.
     pub(crate) metrics: Vec<metrics::Point>,
+    /// The recorded Langfuse traces, when the case ran a Langfuse observer.
+    pub(crate) langfuse: Option<Vec<openarmature_observability::langfuse::LangfuseTrace>>,
 }
 
 impl Run<'_> {

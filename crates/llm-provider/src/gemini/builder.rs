@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::GeminiProvider;
 use crate::error::LlmError;
-use crate::http;
+use crate::http::{self, ClientOptions};
 use crate::openai::{DEFAULT_FALLBACK_DIRECTIVE, DEFAULT_MAX_RESPONSE_BYTES};
 use crate::provider::ModelCapabilities;
 
@@ -18,15 +18,11 @@ pub struct GeminiBuilder {
     base_url: String,
     model: String,
     api_key: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
+    http: ClientOptions,
     max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-    no_proxy: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl GeminiBuilder {
@@ -44,19 +40,19 @@ impl GeminiBuilder {
 
     /// The whole-request deadline, body included (default 300 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http.timeout = timeout;
         self
     }
 
     /// The connection deadline (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.http.connect_timeout = timeout;
         self
     }
 
     /// The longest silence between body reads (default: none beyond `timeout`).
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.read_timeout = Some(timeout);
+        self.http.read_timeout = Some(timeout);
         self
     }
 
@@ -88,14 +84,14 @@ impl GeminiBuilder {
 
     /// Ignores proxy environment variables (e.g. for a server on loopback).
     pub fn no_proxy(mut self) -> Self {
-        self.no_proxy = true;
+        self.http.no_proxy = true;
         self
     }
 
     /// Uses a caller-configured HTTP client; the timeout and proxy options of this
     /// builder are then ignored.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
+        self.http.client = Some(client);
         self
     }
 
@@ -106,8 +102,7 @@ impl GeminiBuilder {
     /// model is empty, or the HTTP client cannot be built.
     pub fn build(self) -> Result<GeminiProvider, LlmError> {
         crate::error::register_category_probe();
-        let base = self.base_url.trim_end_matches('/');
-        let mut url = http::base_url(base)?;
+        let mut url = http::parse_base_url(&self.base_url)?;
         // `models/gemini-x` (the API's resource name) and `gemini-x` both work.
         let model = self
             .model
@@ -121,20 +116,15 @@ impl GeminiBuilder {
         }
         {
             let mut segments = url.path_segments_mut().map_err(|()| {
-                LlmError::invalid_request(format!("base URL `{base}` cannot take a path"))
+                LlmError::invalid_request(format!(
+                    "base URL `{}` cannot take a path",
+                    self.base_url
+                ))
             })?;
             segments.pop_if_empty().extend(["models", model.as_str()]);
         }
         let model_url = url.to_string();
-        let client = match self.client {
-            Some(client) => client,
-            None => http::client(&http::ClientOptions {
-                timeout: self.timeout,
-                connect_timeout: self.connect_timeout,
-                read_timeout: self.read_timeout,
-                no_proxy: self.no_proxy,
-            })?,
-        };
+        let client = self.http.build()?;
         Ok(GeminiProvider {
             client,
             generate_url: format!("{model_url}:generateContent"),
@@ -155,6 +145,8 @@ impl std::fmt::Debug for GeminiBuilder {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.http.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
@@ -167,15 +159,11 @@ impl GeminiProvider {
             base_url: DEFAULT_BASE_URL.into(),
             model: model.into(),
             api_key: None,
-            timeout: Duration::from_secs(300),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
+            http: ClientOptions::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             capabilities: ModelCapabilities::default(),
             provider_name: "gemini".into(),
             fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
-            no_proxy: false,
-            client: None,
         }
     }
 }

@@ -40,7 +40,7 @@
 //! # }
 //! ```
 
-mod errors;
+pub(crate) mod errors;
 mod request;
 mod response;
 
@@ -54,7 +54,7 @@ pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
 use crate::error::{ErrorCategory, LlmError};
-use crate::http::{self, Reply};
+use crate::http::{self, ClientOptions, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::validate;
@@ -72,15 +72,11 @@ pub struct OpenAiBuilder {
     base_url: String,
     model: String,
     api_key: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
+    http: ClientOptions,
     max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-    no_proxy: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl OpenAiBuilder {
@@ -92,19 +88,19 @@ impl OpenAiBuilder {
 
     /// The whole-request deadline, body included (default 300 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http.timeout = timeout;
         self
     }
 
     /// The connection deadline (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.http.connect_timeout = timeout;
         self
     }
 
     /// The longest silence between body reads (default: none beyond `timeout`).
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.read_timeout = Some(timeout);
+        self.http.read_timeout = Some(timeout);
         self
     }
 
@@ -135,14 +131,14 @@ impl OpenAiBuilder {
 
     /// Ignores proxy environment variables (e.g. for a server on loopback).
     pub fn no_proxy(mut self) -> Self {
-        self.no_proxy = true;
+        self.http.no_proxy = true;
         self
     }
 
     /// Uses a caller-configured HTTP client (its own TLS, proxy and timeout
     /// settings); the timeout and proxy options of this builder are then ignored.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
+        self.http.client = Some(client);
         self
     }
 
@@ -153,17 +149,8 @@ impl OpenAiBuilder {
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         crate::error::register_category_probe();
-        let base = self.base_url.trim_end_matches('/').to_owned();
-        http::base_url(&base)?;
-        let client = match self.client {
-            Some(client) => client,
-            None => http::client(&http::ClientOptions {
-                timeout: self.timeout,
-                connect_timeout: self.connect_timeout,
-                read_timeout: self.read_timeout,
-                no_proxy: self.no_proxy,
-            })?,
-        };
+        let base = http::base_url(&self.base_url)?;
+        let client = self.http.build()?;
         Ok(OpenAiProvider {
             client,
             chat_url: format!("{base}/chat/completions"),
@@ -200,7 +187,7 @@ impl std::fmt::Debug for OpenAiBuilder {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.http.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
@@ -226,15 +213,11 @@ impl OpenAiProvider {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
-            timeout: Duration::from_secs(300),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
+            http: ClientOptions::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             capabilities: ModelCapabilities::default(),
             provider_name: "openai".into(),
             fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
-            no_proxy: false,
-            client: None,
         }
     }
 

@@ -57,7 +57,8 @@ impl Step {
 pub struct Server {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Vec<u8>>>>,
-    /// Each request's head (request line and headers), in arrival order.
+    /// Each request's head (request line and headers) as sent, in arrival order;
+    /// lowercase it to match header names.
     pub heads: Arc<Mutex<Vec<String>>>,
 }
 
