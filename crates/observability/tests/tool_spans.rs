@@ -218,3 +218,53 @@ async fn one_typed_event_per_execution_with_entry_identity() {
     ids.dedup();
     assert_eq!(ids.len(), 3);
 }
+
+#[tokio::test]
+async fn langfuse_renders_each_execution_as_a_tool_observation() {
+    use openarmature_observability::langfuse::{LangfuseObserver, Level, ObservationType};
+    let events: Events = Arc::default();
+    let graph = graph(&events);
+    let langfuse = LangfuseObserver::builder()
+        .disable_provider_payload(false)
+        .build();
+    langfuse
+        .invoke(&graph, Doc::default(), InvokeOptions::default())
+        .await
+        .unwrap();
+    let traces = langfuse.traces();
+    assert_eq!(traces.len(), 1);
+    let all = traces[0].all_observations();
+    let node = all.iter().find(|o| o.name == "agent").unwrap();
+    assert_eq!(
+        node.children.len(),
+        3,
+        "the three tool observations nest under the node"
+    );
+    let by_tool = |name: &str| {
+        node.children
+            .iter()
+            .find(|o| o.metadata.get("openarmature_tool_name") == Some(&json!(name)))
+            .unwrap_or_else(|| panic!("no observation for {name}"))
+    };
+    let ok = by_tool("get_weather");
+    assert_eq!(ok.kind, ObservationType::Tool);
+    assert_eq!(ok.level, Level::Default);
+    assert_eq!(
+        ok.metadata.get("openarmature_tool_call_id"),
+        Some(&json!("call_1"))
+    );
+    assert_eq!(ok.input, Some(json!({"city": "Paris"})));
+    assert_eq!(ok.output, Some(json!({"c": 21})));
+    let failed = by_tool("lookup");
+    assert_eq!(failed.level, Level::Error);
+    assert_eq!(
+        failed.metadata.get("error_type"),
+        Some(&json!("TimeoutError"))
+    );
+    assert_eq!(
+        failed.metadata.get("error_message"),
+        Some(&json!("upstream timed out"))
+    );
+    assert_eq!(failed.status_message.as_deref(), Some("upstream timed out"));
+    assert_eq!(failed.output, None);
+}

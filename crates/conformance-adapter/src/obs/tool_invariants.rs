@@ -1,9 +1,10 @@
 //! Spec: conformance-adapter §5.9 — the named invariants of the tool-execution
-//! fixtures (observability 092–097, §5.5.11 / §5.5.12), checked against the typed
-//! tool events every invocation delivered and the exported `openarmature.tool.call`
-//! spans.
+//! fixtures (observability 092–098, §5.5.11 / §5.5.12 / §8.4.6), checked against the
+//! typed tool events every invocation delivered, the exported `openarmature.tool.call`
+//! spans and the Langfuse `Tool` observations.
 
 use openarmature_observability::attributes as a;
+use openarmature_observability::langfuse::{Level, Observation, ObservationType};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
@@ -184,6 +185,39 @@ fn no_execute_tool_names(run: &Run<'_>) -> Result<(), String> {
     }
 }
 
+/// Every Langfuse observation named like a tool span (at least one).
+fn langfuse_tools<'r>(run: &'r Run<'_>) -> Result<Vec<&'r Observation>, String> {
+    let traces = run
+        .langfuse
+        .as_deref()
+        .ok_or("no Langfuse observer in this case")?;
+    let tools: Vec<&Observation> = traces
+        .iter()
+        .flat_map(|t| t.all_observations())
+        .filter(|o| o.name == a::TOOL_SPAN)
+        .collect();
+    if tools.is_empty() {
+        return Err("no Langfuse tool observation".into());
+    }
+    Ok(tools)
+}
+
+/// Every Langfuse tool observation satisfies `ok` (`what` names the rule).
+fn each_langfuse_tool(
+    run: &Run<'_>,
+    what: &str,
+    ok: impl Fn(&Observation) -> bool,
+) -> Result<(), String> {
+    match langfuse_tools(run)?.into_iter().find(|o| !ok(o)) {
+        Some(o) => Err(format!("tool observation {} breaks: {what}", o.id)),
+        None => Ok(()),
+    }
+}
+
+fn has_meta(o: &Observation, key: &str) -> bool {
+    o.metadata.get(key).is_some_and(|v| !v.is_null())
+}
+
 fn no_gen_ai_tool_attrs(run: &Run<'_>) -> Result<(), String> {
     for span in &run.forest.spans {
         if let Some(kv) = span
@@ -212,46 +246,70 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
     {
         return None;
     }
-    let verdict: fn(&Run<'_>) -> Result<(), String> =
-        match name {
-            "exactly_one_tool_call_event_observed" => |run| {
-                let n = records(run, SUCCESS).len();
-                (n == 1).then_some(()).ok_or(format!("{n} {SUCCESS}"))
-            },
-            "exactly_one_tool_call_failed_event_observed" => |run| {
-                let n = records(run, FAILURE).len();
-                (n == 1).then_some(()).ok_or(format!("{n} {FAILURE}"))
-            },
-            "zero_tool_call_failed_events_on_success"
-            | "success_one_tool_call_event_zero_failed" => |run| counts(run, 1, 0),
-            "zero_tool_call_events_on_failure"
-            | "failure_one_tool_call_failed_event_zero_success" => |run| counts(run, 0, 1),
-            "tool_call_event_carries_full_field_set" => full_field_set,
-            "latency_ms_present" => latency_present,
-            "no_error_category_field_on_tool_failure_event" => no_error_category,
-            "exception_propagates_alongside_typed_event" => propagates,
-            "tool_call_id_matches_requesting_llm_output_tool_calls_id" => ids_link_to_llm_request,
-            "standalone_tool_call_id_is_null" => standalone_null,
-            "tool_span_name_is_openarmature_tool_call" => |run| {
-                tool_spans(run)?;
-                no_execute_tool_names(run)
-            },
-            "execute_tool_span_name_not_used" => no_execute_tool_names,
-            "oa_namespace_tool_attributes_emitted"
-            | "payload_on_populates_tool_arguments_and_result" => |run| {
-                tool_span_attrs(run, IDENTITY, true)?;
-                tool_span_attrs(run, PAYLOAD, true)
-            },
-            "payload_off_suppresses_tool_arguments_and_result" => {
-                |run| tool_span_attrs(run, PAYLOAD, false)
-            }
-            "identity_attributes_present_with_payload_off" => |run| {
-                tool_span_attrs(run, IDENTITY, true)?;
-                tool_span_attrs(run, PAYLOAD, false)
-            },
-            "gen_ai_tool_attributes_not_emitted_in_v1" => no_gen_ai_tool_attrs,
-            _ => return None,
-        };
+    let verdict: fn(&Run<'_>) -> Result<(), String> = match name {
+        "exactly_one_tool_call_event_observed" => |run| {
+            let n = records(run, SUCCESS).len();
+            (n == 1).then_some(()).ok_or(format!("{n} {SUCCESS}"))
+        },
+        "exactly_one_tool_call_failed_event_observed" => |run| {
+            let n = records(run, FAILURE).len();
+            (n == 1).then_some(()).ok_or(format!("{n} {FAILURE}"))
+        },
+        "zero_tool_call_failed_events_on_success" | "success_one_tool_call_event_zero_failed" => {
+            |run| counts(run, 1, 0)
+        }
+        "zero_tool_call_events_on_failure" | "failure_one_tool_call_failed_event_zero_success" => {
+            |run| counts(run, 0, 1)
+        }
+        "tool_call_event_carries_full_field_set" => full_field_set,
+        "latency_ms_present" => latency_present,
+        "no_error_category_field_on_tool_failure_event" => no_error_category,
+        "exception_propagates_alongside_typed_event" => propagates,
+        "tool_call_id_matches_requesting_llm_output_tool_calls_id" => ids_link_to_llm_request,
+        "standalone_tool_call_id_is_null" => standalone_null,
+        "tool_span_name_is_openarmature_tool_call" => |run| {
+            tool_spans(run)?;
+            no_execute_tool_names(run)
+        },
+        "execute_tool_span_name_not_used" => no_execute_tool_names,
+        "oa_namespace_tool_attributes_emitted"
+        | "payload_on_populates_tool_arguments_and_result" => |run| {
+            tool_span_attrs(run, IDENTITY, true)?;
+            tool_span_attrs(run, PAYLOAD, true)
+        },
+        "payload_off_suppresses_tool_arguments_and_result" => {
+            |run| tool_span_attrs(run, PAYLOAD, false)
+        }
+        "identity_attributes_present_with_payload_off" => |run| {
+            tool_span_attrs(run, IDENTITY, true)?;
+            tool_span_attrs(run, PAYLOAD, false)
+        },
+        "gen_ai_tool_attributes_not_emitted_in_v1" => no_gen_ai_tool_attrs,
+        "renders_as_dedicated_tool_observation_not_generation" => {
+            |run| each_langfuse_tool(run, "type tool", |o| o.kind == ObservationType::Tool)
+        }
+        "tool_name_and_call_id_in_metadata" => |run| {
+            each_langfuse_tool(run, "tool name and call id in metadata", |o| {
+                has_meta(o, "openarmature_tool_name") && has_meta(o, "openarmature_tool_call_id")
+            })
+        },
+        "input_output_populated_with_payload_on" => |run| {
+            each_langfuse_tool(run, "input and output", |o| {
+                o.input.is_some() && o.output.is_some()
+            })
+        },
+        "failed_tool_renders_error_level" => |run| {
+            each_langfuse_tool(run, "ERROR level with a status message", |o| {
+                o.level == Level::Error && o.status_message.is_some()
+            })
+        },
+        "error_type_and_message_in_metadata" => |run| {
+            each_langfuse_tool(run, "error_type and error_message in metadata", |o| {
+                has_meta(o, "error_type") && has_meta(o, "error_message")
+            })
+        },
+        _ => return None,
+    };
     Some(match v {
         Value::Bool(true) => verdict(run),
         other => Err(format!(

@@ -89,6 +89,11 @@ fn observation_event(trace: &str, parent: Option<&str>, o: &Observation) -> Valu
             "generation-create"
         }
         ObservationType::Event => "event-create",
+        // The ingestion API's typed observation event: `observation-create`, type TOOL.
+        ObservationType::Tool => {
+            body.insert("type".into(), json!("TOOL"));
+            "observation-create"
+        }
         ObservationType::Span => "span-create",
     };
     envelope(kind, o.start_time, body)

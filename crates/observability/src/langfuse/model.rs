@@ -58,15 +58,18 @@ pub enum ObservationType {
     Generation,
     /// A point-in-time signal (reserved by §8.2; not emitted by this mapping).
     Event,
+    /// One instrumented tool execution (§8.4.6), Langfuse's dedicated `Tool` type.
+    Tool,
 }
 
 impl ObservationType {
-    /// `"span"` / `"generation"` / `"event"`.
+    /// `"span"` / `"generation"` / `"event"` / `"tool"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ObservationType::Span => "span",
             ObservationType::Generation => "generation",
             ObservationType::Event => "event",
+            ObservationType::Tool => "tool",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Spec: observability §8.4.2 (observation-level mapping), §8.4.3 (Generation fields,
 //! failed Generation, token-budget WARNING), §8.4.4 (prompt identity metadata), §8.7
-//! (payload rendering and truncation fallthrough) — one OA span as one Langfuse
-//! observation (without its children).
+//! (payload rendering and truncation fallthrough), §8.4.6 (Tool observations) — one
+//! OA span as one Langfuse observation (without its children).
 
 use std::collections::HashMap;
 
@@ -53,6 +53,12 @@ const GENERATION_KEYS: &[(&str, &str)] = &[
     (a::LLM_TOKEN_BUDGET_EXCEEDED, "token_budget_exceeded"),
 ];
 
+/// §8.4.6: tool span attribute → top-level `tool.metadata` key.
+const TOOL_KEYS: &[(&str, &str)] = &[
+    (a::TOOL_NAME, "openarmature_tool_name"),
+    (a::TOOL_CALL_ID, "openarmature_tool_call_id"),
+];
+
 /// §8.4.4: prompt-management §11 attribute → `generation.metadata.prompt.<key>`.
 const PROMPT_KEYS: &[(&str, &str)] = &[
     (a::PROMPT_NAME, "name"),
@@ -71,10 +77,10 @@ const BUDGET_KEYS: &[(&str, &str)] = &[
 /// Maps one span. `trace_ids` gives the Langfuse id of every trace a link can point
 /// at (the detached children, §8.5).
 pub(crate) fn observation_of(span: &SpanData, trace_ids: &HashMap<TraceId, String>) -> Observation {
-    let kind = if span.name == a::LLM_SPAN {
-        ObservationType::Generation
-    } else {
-        ObservationType::Span
+    let kind = match &*span.name {
+        a::LLM_SPAN => ObservationType::Generation,
+        a::TOOL_SPAN => ObservationType::Tool,
+        _ => ObservationType::Span,
     };
     let mut o = Observation::new(
         kind,
@@ -102,10 +108,37 @@ pub(crate) fn observation_of(span: &SpanData, trace_ids: &HashMap<TraceId, Strin
         o.level = Level::Error;
         o.status_message = Some(category);
     }
-    if kind == ObservationType::Generation {
-        generation(span, &mut o);
+    match kind {
+        ObservationType::Generation => generation(span, &mut o),
+        ObservationType::Tool => tool(span, &mut o),
+        _ => {}
     }
     o
+}
+
+/// §8.4.6: the tool's identity in metadata; arguments / result as input / output
+/// (present on the span only with provider payload on); a failure at ERROR with its
+/// type and message in metadata and the message as the status message.
+fn tool(span: &SpanData, o: &mut Observation) {
+    copy_keys(span, TOOL_KEYS, &mut o.metadata);
+    if let Some(text) = string(span, a::TOOL_CALL_ARGUMENTS) {
+        o.input = Some(parse_or_raw(text));
+    }
+    if let Some(text) = string(span, a::TOOL_CALL_RESULT) {
+        o.output = Some(parse_or_raw(text));
+    }
+    if let opentelemetry::trace::Status::Error { description } = &span.status {
+        o.level = Level::Error;
+        o.metadata.insert(
+            "error_type".into(),
+            get(span, a::ERROR_TYPE).unwrap_or(Value::Null),
+        );
+        o.metadata.insert(
+            "error_message".into(),
+            Value::String(description.to_string()),
+        );
+        o.status_message = Some(description.to_string());
+    }
 }
 
 fn copy_keys(span: &SpanData, keys: &[(&str, &str)], into: &mut Map<String, Value>) {

@@ -31,6 +31,7 @@ const OBSERVATION_KEYS: &[&str] = &[
     "model",
     "modelParameters",
     "usage",
+    "input",
     "input_parses_as_messages",
     "input_is_raw_string_with_marker",
     "output",
@@ -269,6 +270,9 @@ fn match_observation(
     let usage = o.usage.map(|u| u.to_json());
     if let Some(u) = want.get("usage") {
         optional(&u, usage.as_ref(), &mut b, &format!("{path}.usage"))?;
+    }
+    if let Some(v) = want.get("input") {
+        optional(&v, o.input.as_ref(), &mut b, &format!("{path}.input"))?;
     }
     if let Some(m) = want.get("input_parses_as_messages") {
         let input = o.input.as_ref().filter(|v| v.is_array());

@@ -114,6 +114,11 @@ pub(crate) fn observer(
     for n in detached_fan_outs {
         b = b.detach_fan_out(n);
     }
+    // A case-level payload flag configures every observer of the case (098); a
+    // Langfuse-specific block below overrides it.
+    if let Some(flag) = case.get("disable_provider_payload") {
+        b = b.disable_provider_payload(flag.bool().map_err(err)?);
+    }
     for key in ["langfuse_observer", "langfuse_observer_config"] {
         let Some(block) = case.get(key) else {
             continue;
