@@ -1,9 +1,9 @@
-//! Spec: llm-provider §8 (transport shared by the wire mappings) and §7 (transport
-//! failures are `provider_unavailable`).
+//! Spec: llm-provider §8 (transport shared by the wire mappings), §8.X.4 (no
+//! serialization layer) and §7 (transport failures are `provider_unavailable`).
 //!
-//! The HTTP plumbing every §8.x mapping uses: building the reqwest (rustls) client
-//! from the builder options, sending one request and reading its body under a size
-//! cap. A successful body over the cap is `provider_invalid_response` (a hostile
+//! The HTTP plumbing every §8.x mapping (OpenAI, Anthropic, Gemini) uses: building
+//! the reqwest (rustls) client from the builder options, sending one request and
+//! reading its body under a size cap. A successful body over the cap is `provider_invalid_response` (a hostile
 //! server cannot exhaust memory); an error body is truncated at the cap and still
 //! classified by its status.
 
@@ -60,13 +60,23 @@ impl ClientOptions {
     }
 }
 
-/// Checks that `base` (trailing slashes removed) is an `http(s)` URL.
+/// Checks that `base` (trailing slashes removed) is an `http(s)` URL and returns it
+/// as text, ready for `format!("{base}/path")`.
 ///
 /// # Errors
 /// `provider_invalid_request` otherwise.
 pub(crate) fn base_url(base: &str) -> Result<String, LlmError> {
-    let base = base.trim_end_matches('/').to_owned();
-    let url = reqwest::Url::parse(&base).map_err(|e| {
+    parse_base_url(base).map(|_| base.trim_end_matches('/').to_owned())
+}
+
+/// Checks that `base` (trailing slashes removed) is an `http(s)` URL and returns it
+/// parsed, for a mapping that appends path segments.
+///
+/// # Errors
+/// `provider_invalid_request` otherwise.
+pub(crate) fn parse_base_url(base: &str) -> Result<reqwest::Url, LlmError> {
+    let base = base.trim_end_matches('/');
+    let url = reqwest::Url::parse(base).map_err(|e| {
         LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
     })?;
     if !matches!(url.scheme(), "http" | "https") {
@@ -74,7 +84,7 @@ pub(crate) fn base_url(base: &str) -> Result<String, LlmError> {
             "base URL `{base}` must be http or https"
         )));
     }
-    Ok(base)
+    Ok(url)
 }
 
 /// A status line, headers and a (capped) body.
@@ -86,7 +96,7 @@ pub(crate) struct Reply {
 
 impl Reply {
     /// A 2xx status.
-    pub(crate) fn success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
 }
@@ -145,7 +155,7 @@ fn too_large(cap: usize) -> LlmError {
 }
 
 /// A transport failure (connect, timeout, broken body): `provider_unavailable`.
-pub(crate) fn transport_error(e: reqwest::Error) -> LlmError {
+fn transport_error(e: reqwest::Error) -> LlmError {
     let what = if e.is_timeout() {
         "request timed out"
     } else if e.is_connect() {

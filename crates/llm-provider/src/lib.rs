@@ -19,7 +19,9 @@
 //!   validated with a JSON Schema library), capped response bodies;
 //! - [`AnthropicProvider`] (§8.2): the Anthropic Messages API over the same
 //!   transport, with native `output_config` structured output or the tool-call
-//!   coercion fallback, thinking-block round-trips and the §8.2.3 error table.
+//!   coercion fallback, thinking-block round-trips and the §8.2.3 error table;
+//! - [`GeminiProvider`] (§8.3): the Gemini `generateContent` mapping over the same
+//!   transport, retry loop and error categories.
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
@@ -85,6 +87,7 @@ pub mod anthropic;
 mod call;
 mod config;
 mod error;
+pub mod gemini;
 mod http;
 mod message;
 pub mod openai;
@@ -100,6 +103,7 @@ pub use anthropic::{AnthropicBuilder, AnthropicProvider};
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
+pub use gemini::{GeminiBuilder, GeminiProvider};
 pub use message::{
     AssistantMessage, Content, ContentBlock, ImageBlock, ImageDetail, ImageSource, Message,
     RedactedThinkingBlock, SystemMessage, TextBlock, ThinkingBlock, ToolCall, ToolMessage,

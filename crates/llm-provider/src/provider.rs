@@ -29,8 +29,9 @@ pub struct ModelCapabilities {
     /// `provider_unsupported_content_block`). Default `true`.
     pub supports_image_input: bool,
     /// The model honours the mapping's native structured output (OpenAI
-    /// `response_format`, Anthropic `output_config.format`); otherwise structured
-    /// output uses the mapping's fallback. Default `true`.
+    /// `response_format`, Anthropic `output_config.format`, Gemini
+    /// `responseJsonSchema`); otherwise structured output uses the mapping's
+    /// fallback. Default `true`.
     pub supports_native_response_format: bool,
 }
 

@@ -33,10 +33,10 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
         e.check_keys(EXPECTED_KEYS).map_err(err)?;
     }
     let get = |k: &str| expected.as_ref().and_then(|e| e.get(k));
-    let path = run.mapping.wire_path();
-    if let Some(stray) = run.requests.iter().find(|r| r.path != path) {
+    let wire_path = run.mapping.wire_path(&run.bound_model);
+    if let Some(stray) = run.requests.iter().find(|r| r.path != wire_path) {
         return Err(format!(
-            "a request went to {} instead of {path}",
+            "a request went to {} instead of {wire_path}",
             stray.path
         ));
     }
@@ -109,8 +109,18 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
             .copied()
             .ok_or("expected_wire_request: no request was sent")?;
         if let Some(w) = wire {
-            wire_match(&w.json().map_err(err)?, body, "$")
-                .map_err(|m| format!("expected_wire_request: {m}"))?;
+            let mut want = w.json().map_err(err)?;
+            if run.mapping.model_in_path() {
+                // Register L5: the model is the URL path segment, checked above.
+                let model = want.as_object_mut().and_then(|o| o.remove("model"));
+                if let Some(m) = model.filter(|m| m.as_str() != Some(run.bound_model.as_str())) {
+                    return Err(format!(
+                        "expected_wire_request.model: expected {m}, the path names {}",
+                        run.bound_model
+                    ));
+                }
+            }
+            wire_match(&want, body, "$").map_err(|m| format!("expected_wire_request: {m}"))?;
         }
         if let Some(c) = checks {
             wire_checks(&c, body, run.response_schema.as_ref())
@@ -144,7 +154,13 @@ pub(crate) fn message_json(response: &Response) -> Value {
                 .message
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .map(|c| {
+                    let mut call = json!({"id": c.id, "name": c.name, "arguments": c.arguments});
+                    if let (Some(sig), Value::Object(map)) = (&c.signature, &mut call) {
+                        map.insert("signature".into(), Value::from(sig.as_str()));
+                    }
+                    call
+                })
                 .collect(),
         )
     };

@@ -580,12 +580,15 @@ fn declared_stop(ctx: &Ctx<'_>) -> Vec<Value> {
         .collect()
 }
 
-/// The wire list realizing `stop_sequences` (`stop` or `stop_sequences`, by mapping).
+/// The realized stop list under the mapping's key (`stop`, `stop_sequences`,
+/// `stopSequences`), at the body root or under §8.3's `generationConfig`.
 fn wire_stop(ctx: &Ctx<'_>) -> Result<Vec<Value>, String> {
     ctx.ok()?;
-    let key = ctx.run.mapping.stop_key();
-    ctx.last_body()?
-        .get(key)
+    let mapping = ctx.run.mapping;
+    let key = mapping.stop_key();
+    mapping
+        .stop_holder(ctx.last_body()?)
+        .and_then(|h| h.get(key))
         .and_then(Value::as_array)
         .cloned()
         .ok_or_else(|| format!("no {key} list on the wire"))
@@ -599,7 +602,10 @@ fn extras_stop<'a>(ctx: &'a Ctx<'_>) -> Option<&'a Value> {
 fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
     let mut want = declared_stop(ctx);
     let extra: Vec<Value> = match extras_stop(ctx) {
-        Some(Value::String(s)) => vec![Value::from(s.as_str())],
+        // Only §8.1 coerces a scalar string; the other stop fields are array-only.
+        Some(Value::String(s)) if ctx.run.mapping.coerces_scalar_stop() => {
+            vec![Value::from(s.as_str())]
+        }
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
@@ -734,12 +740,15 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "matching_extras_temperature_no_op" | "wire_temperature_is_declared_value_once" => {
             wire_temperature_declared_once
         }
-        "wire_stop_is_merged_union" | "wire_stop_sequences_is_merged_union" => stop_merged_union,
+        "wire_stop_is_merged_union"
+        | "wire_stop_sequences_is_merged_union"
+        | "wire_stopSequences_merged_under_generationConfig" => stop_merged_union,
         "declared_stop_first_in_merge_order" | "declared_first_in_merge_order" => {
             stop_declared_first
         }
         "matching_stop_collapses_to_single_element"
-        | "matching_stop_sequences_collapses_to_single_element" => stop_single,
+        | "matching_stop_sequences_collapses_to_single_element"
+        | "matching_stopSequences_collapses_to_single_element" => stop_single,
         "no_scalar_string_coercion_on_anthropic" => stop_not_coerced,
         "scalar_string_extras_stop_coerced_to_list" => stop_scalar_coerced,
         "malformed_extras_stop_treated_as_absent" | "wire_stop_is_declared_value_only" => {

@@ -3,12 +3,18 @@
 //!
 //! Everything mapping-specific the runner needs lives here: the provider it builds
 //! against the mock, the path its requests must hit, the default bound model
-//! (FIXTURE-QUIRKS Q3) and the wire name of the declared `stop_sequences`.
+//! (FIXTURE-QUIRKS Q3), whether the model travels in the path (register L5) and
+//! where the declared `stop_sequences` land on the wire.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_llm::{AnthropicProvider, ModelCapabilities, OpenAiProvider, Provider};
+use openarmature_llm::{
+    AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider,
+};
+use serde_json::Value;
+
+use super::mock::MockServer;
 
 /// A §8.x wire mapping the adapter can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,14 +23,18 @@ pub(crate) enum Mapping {
     OpenAi,
     /// §8.2 Anthropic Messages.
     Anthropic,
+    /// §8.3 Google Gemini `generateContent` (register L5).
+    Gemini,
 }
 
 impl Mapping {
-    /// The mapping a `mapping:` value names.
+    /// The mapping a `mapping:` value names; one without a provider here is refused
+    /// (register L4).
     pub(crate) fn from_name(name: &str) -> Result<Mapping, String> {
         match name {
             "openai" => Ok(Mapping::OpenAi),
             "anthropic" => Ok(Mapping::Anthropic),
+            "gemini" => Ok(Mapping::Gemini),
             other => Err(format!(
                 "harness_primitive_missing: mapping `{other}` is not implemented"
             )),
@@ -36,47 +46,81 @@ impl Mapping {
         match self {
             Mapping::OpenAi => "test-model",
             Mapping::Anthropic => "claude-test",
+            Mapping::Gemini => "gemini-test",
         }
     }
 
-    /// Where completions are posted, under the mock's `/v1` base URL.
-    pub(crate) fn wire_path(self) -> &'static str {
+    /// Where completions are posted (Gemini names the bound model in the path).
+    pub(crate) fn wire_path(self, model: &str) -> String {
         match self {
-            Mapping::OpenAi => "/v1/chat/completions",
-            Mapping::Anthropic => "/v1/messages",
+            Mapping::OpenAi => "/v1/chat/completions".to_owned(),
+            Mapping::Anthropic => "/v1/messages".to_owned(),
+            Mapping::Gemini => format!("/v1beta/models/{model}:generateContent"),
         }
     }
 
-    /// The wire key realizing the declared `stop_sequences`.
+    /// The bound model travels in the URL path, not the body (register L5).
+    pub(crate) fn model_in_path(self) -> bool {
+        self == Mapping::Gemini
+    }
+
+    /// The wire key realizing the declared `stop_sequences` (also the colliding
+    /// `extras` key).
     pub(crate) fn stop_key(self) -> &'static str {
         match self {
             Mapping::OpenAi => "stop",
             Mapping::Anthropic => "stop_sequences",
+            Mapping::Gemini => "stopSequences",
         }
+    }
+
+    /// The object holding the stop list: the body root, or §8.3's
+    /// `generationConfig`.
+    pub(crate) fn stop_holder(self, body: &Value) -> Option<&Value> {
+        match self {
+            Mapping::OpenAi | Mapping::Anthropic => Some(body),
+            Mapping::Gemini => body.get("generationConfig"),
+        }
+    }
+
+    /// Only §8.1's `stop` takes a scalar string (coerced to a one-element list);
+    /// the other mappings' stop fields are array-only.
+    pub(crate) fn coerces_scalar_stop(self) -> bool {
+        self == Mapping::OpenAi
     }
 
     /// The real provider for this mapping, pointed at the mock.
     pub(crate) fn provider(
         self,
-        base_url: &str,
+        server: &MockServer,
         model: &str,
         capabilities: ModelCapabilities,
     ) -> Result<Arc<dyn Provider>, String> {
+        let (timeout, connect) = (Duration::from_secs(20), Duration::from_secs(5));
         let built: Result<Arc<dyn Provider>, _> = match self {
-            Mapping::OpenAi => OpenAiProvider::builder(base_url, model)
+            Mapping::OpenAi => OpenAiProvider::builder(server.base_url(), model)
                 .api_key("test-key")
                 .no_proxy()
-                .timeout(Duration::from_secs(20))
-                .connect_timeout(Duration::from_secs(5))
+                .timeout(timeout)
+                .connect_timeout(connect)
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
             Mapping::Anthropic => AnthropicProvider::builder(model)
-                .base_url(base_url)
+                .base_url(server.base_url())
                 .api_key("test-key")
                 .no_proxy()
-                .timeout(Duration::from_secs(20))
-                .connect_timeout(Duration::from_secs(5))
+                .timeout(timeout)
+                .connect_timeout(connect)
+                .capabilities(capabilities)
+                .build()
+                .map(|p| Arc::new(p) as Arc<dyn Provider>),
+            Mapping::Gemini => GeminiProvider::builder(model)
+                .base_url(format!("{}/v1beta", server.origin()))
+                .api_key("test-key")
+                .no_proxy()
+                .timeout(timeout)
+                .connect_timeout(connect)
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),

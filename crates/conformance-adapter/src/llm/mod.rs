@@ -2,7 +2,7 @@
 //! conventions (001 / 005 / 059 / 074 headers) — the llm-provider runner.
 //!
 //! Each case runs the real provider of its `mapping` ([`mapping`]: §8.1 OpenAI by
-//! default, §8.2 Anthropic) against a mock provider that is a real
+//! default, §8.2 Anthropic, §8.3 Gemini) against a mock provider that is a real
 //! HTTP server on 127.0.0.1 ([`mock`]), on its own **unpaused** current-thread
 //! runtime in a dedicated thread (the graph runner's paused clock does not mix with
 //! real sockets). Retry backoffs go through a recording sleeper that never sleeps.
@@ -12,8 +12,8 @@
 //!
 //! - L1 `bound_model`: the first `expected_wire_request.model`, else the first
 //!   asserted `llm_spans` `openarmature.llm.model`, else the first 2xx body's
-//!   `model`, else the mapping's default (`test-model`, `claude-test`;
-//!   FIXTURE-QUIRKS Q3).
+//!   `model`, else the mapping's default (`test-model`, `claude-test`,
+//!   `gemini-test`; FIXTURE-QUIRKS Q3).
 //! - L2 a fixture input that cannot be built into typed messages / tools /
 //!   `tool_choice` / config is the pre-send `provider_invalid_request` the call
 //!   raises (the spec lets construction-time checks stand in for the boundary).
@@ -29,6 +29,10 @@
 //!   OK and no such attribute.
 //! - L4 `stream: true` calls, `stream_body` mocks and `mapping`s [`mapping`] does not
 //!   know are refused as not implemented (so those fixtures stay honestly deferred).
+//! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
+//!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
+//!   `expected_wire_request.model` is compared with the request path
+//!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
 
 mod expect;
 mod invariants;
@@ -289,7 +293,7 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
-    let provider = mapping.provider(&server.base_url(), &model, mock.capabilities)?;
+    let provider = mapping.provider(&server, &model, mock.capabilities)?;
 
     let mut last_bodies: Vec<Option<Vec<u8>>> = Vec::new();
     for (i, spec) in calls.iter().enumerate() {

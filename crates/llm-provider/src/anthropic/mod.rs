@@ -193,7 +193,7 @@ impl AnthropicProvider {
                     .body(body),
             )
             .await?;
-        if !reply.success() {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -211,7 +211,7 @@ impl AnthropicProvider {
     /// `ready()`: the model's entry in the models API answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.client.get(&self.model_url)).await?;
-        if reply.success() {
+        if reply.is_success() {
             Ok(())
         } else {
             Err(errors::from_status(

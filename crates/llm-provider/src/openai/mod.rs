@@ -286,7 +286,7 @@ impl OpenAiProvider {
                     .body(body),
             )
             .await?;
-        if !reply.success() {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -298,7 +298,7 @@ impl OpenAiProvider {
 
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.client.get(&self.models_url)).await?;
-        if !reply.success() {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,

@@ -57,7 +57,8 @@ impl Step {
 pub struct Server {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Vec<u8>>>>,
-    /// Each request's line and headers, lowercased.
+    /// Each request's head (request line and headers) as sent, in arrival order;
+    /// lowercase it to match header names.
     pub heads: Arc<Mutex<Vec<String>>>,
 }
 
@@ -69,13 +70,11 @@ impl Server {
         let steps = Arc::new(Mutex::new(VecDeque::from(steps)));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let heads = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&requests);
-        let head_log = Arc::clone(&heads);
+        let (log, head_log) = (Arc::clone(&requests), Arc::clone(&heads));
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let step = steps.lock().unwrap().pop_front();
-                let log = Arc::clone(&log);
-                let head_log = Arc::clone(&head_log);
+                let (log, head_log) = (Arc::clone(&log), Arc::clone(&head_log));
                 tokio::spawn(async move {
                     let _ = handle(stream, step, log, head_log).await;
                 });
@@ -114,7 +113,8 @@ async fn read_request(stream: &mut TcpStream) -> std::io::Result<(String, Vec<u8
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let raw_head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let head = raw_head.to_ascii_lowercase();
             let length = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
@@ -128,7 +128,7 @@ async fn read_request(stream: &mut TcpStream) -> std::io::Result<(String, Vec<u8
                 }
                 body.extend_from_slice(&chunk[..n]);
             }
-            return Ok((head, body));
+            return Ok((raw_head, body));
         }
     }
 }
