@@ -324,8 +324,24 @@ fn carries(expected: &Y<'_>, error: &LlmError) -> Result<(), String> {
 }
 
 /// Literal key-by-key comparison (key order irrelevant, extra keys fail); `"*"` in
-/// the expectation matches any non-empty string.
+/// the expectation matches any non-empty string. Register L6: a tool call's
+/// `function.arguments` string (§8.1.1: "a JSON-encoded string", separators
+/// unspecified; 005 pins compact, 053 spaced) is compared as the JSON it encodes.
 pub(crate) fn wire_match(expected: &Value, actual: &Value, path: &str) -> Result<(), String> {
+    if path.ends_with(".function.arguments") {
+        if let (Value::String(e), Value::String(a)) = (expected, actual) {
+            if let (Ok(ev), Ok(av)) = (
+                serde_json::from_str::<Value>(e),
+                serde_json::from_str::<Value>(a),
+            ) {
+                return if json_eq(&av, &ev) {
+                    Ok(())
+                } else {
+                    Err(format!("{path}: expected the JSON {e}, got {a}"))
+                };
+            }
+        }
+    }
     match (expected, actual) {
         (Value::String(w), _) if w == "*" => match actual {
             Value::String(s) if !s.is_empty() => Ok(()),
