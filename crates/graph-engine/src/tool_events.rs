@@ -9,6 +9,39 @@
 //! [`ToolCallFailedEvent`] for a failure, never both. A failure is passed back to
 //! the caller unchanged. The events carry the identity captured when the scope was
 //! entered, whatever context the outcome is reported from.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeCtx, ToolExecution, END};
+//! use serde_json::json;
+//!
+//! state! {
+//!     #[derive(Default)]
+//!     pub struct Turn => TurnUpdate { pub weather: String }
+//! }
+//!
+//! async fn get_weather(city: &str) -> Result<serde_json::Value, std::io::Error> {
+//!     Ok(json!({"city": city, "temperature_c": 21}))
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let graph = GraphBuilder::new(Turn::default())
+//!     .add_node("act", |_s: Arc<Turn>, ctx: NodeCtx| async move {
+//!         // The model asked for get_weather(city = "Paris") with tool-call id call_1.
+//!         let call = ToolExecution::new("get_weather")
+//!             .tool_call_id("call_1")
+//!             .arguments(json!({"city": "Paris"}));
+//!         let result = ctx.instrument_tool(call, get_weather("Paris")).await?;
+//!         Ok::<_, BoxError>(TurnUpdate::default().weather(result.to_string()))
+//!     })
+//!     .add_edge("act", END)
+//!     .entry("act")
+//!     .compile()?;
+//! let out = graph.invoke(Turn::default()).await?;
+//! assert!(out.weather.contains("21"));
+//! # Ok::<_, BoxError>(())
+//! # }).unwrap();
+//! ```
 
 use std::any::Any;
 use std::fmt::Display;
