@@ -34,6 +34,11 @@ mod observer;
 mod time;
 
 pub use body::ingestion_events;
+
+/// The private LLM-span attribute carrying a prompt's Langfuse reference (JSON text)
+/// from the engine's prompt context to the Generation's prompt link (§8.4.4). Only
+/// the Langfuse observer's own tracer sees it.
+pub(crate) const PROMPT_REFERENCE_ATTR: &str = "openarmature.internal.langfuse_prompt";
 pub use builder::LangfuseObserverBuilder;
 pub use client::{LangfuseClient, LangfuseError};
 pub use ids::{is_uuid, trace_id_for};

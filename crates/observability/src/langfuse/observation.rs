@@ -188,6 +188,10 @@ fn generation(span: &SpanData, o: &mut Observation) {
     if let Some(text) = string(span, a::LLM_OUTPUT_CONTENT) {
         o.output = Some(Value::String(text));
     }
+    // §8.4.4 case 1: the prompt's source exposed a Langfuse Prompt reference.
+    if let Some(text) = string(span, super::PROMPT_REFERENCE_ATTR) {
+        o.prompt_link = Some(parse_or_raw(text));
+    }
     if let Some(text) = string(span, a::LLM_REQUEST_EXTRAS) {
         o.metadata
             .insert("request_extras".into(), parse_or_raw(text));

@@ -57,6 +57,10 @@ pub(crate) struct Config {
     pub(crate) implementation_version: String,
     pub(crate) close_timeout: Duration,
     pub(crate) logger: Option<SdkLogger>,
+    /// Set only on the Langfuse observer's private OTel observer: LLM spans carry the
+    /// prompt's Langfuse reference under [`crate::langfuse::PROMPT_REFERENCE_ATTR`]
+    /// (never on a caller's spans).
+    pub(crate) langfuse_prompt_reference: bool,
 }
 
 struct Shared {
