@@ -49,7 +49,7 @@ impl LangfuseObserverBuilder {
     pub fn new() -> Self {
         let (provider, captured) = private_provider();
         LangfuseObserverBuilder {
-            otel: OtelObserver::builder(&provider),
+            otel: OtelObserver::builder(&provider).langfuse_outputs(),
             provider,
             captured,
             io: IoConfig {

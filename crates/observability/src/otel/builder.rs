@@ -56,6 +56,7 @@ impl OtelObserverBuilder {
                 implementation_version: env!("CARGO_PKG_VERSION").to_owned(),
                 close_timeout: Duration::from_secs(5),
                 logger: None,
+                langfuse_outputs: false,
             },
             enable_metrics: false,
             meter: None,
@@ -172,6 +173,13 @@ impl OtelObserverBuilder {
             .with_version(env!("CARGO_PKG_VERSION"))
             .build();
         self.meter = Some(provider.meter_with_scope(scope));
+        self
+    }
+
+    /// The Langfuse capture's private renderer: embedding spans also carry the output
+    /// vectors (payload permitting), which §8.4.5 maps to the observation's `output`.
+    pub(crate) fn langfuse_outputs(mut self) -> Self {
+        self.config.langfuse_outputs = true;
         self
     }
 
