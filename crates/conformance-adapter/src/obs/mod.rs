@@ -106,6 +106,9 @@ mod metric_invariants;
 mod metrics;
 mod orphan_invariants;
 mod prompts;
+mod retrieval;
+mod retrieval_invariants;
+mod retrieval_records;
 mod setup;
 mod spans;
 mod tool_invariants;
@@ -156,6 +159,8 @@ const CASE_KEYS: &[&str] = &[
     "detached_fan_outs",
     "invocations",
     "mock_llm",
+    "mock_embedding",
+    "mock_rerank",
     "provider",
     "typed_observers",
     "disable_llm_spans",

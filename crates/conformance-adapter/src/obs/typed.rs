@@ -38,13 +38,13 @@ const EVENT_TYPES: &[&str] = &[
     "FailureIsolationEvent",
     "ToolCallEvent",
     "ToolCallFailedEvent",
-    // Spec types this implementation never emits (streaming, embeddings, rerank):
-    // valid names, so a count of zero can be asserted.
-    "LlmTokenEvent",
     "EmbeddingEvent",
     "EmbeddingFailedEvent",
     "RerankEvent",
     "RerankFailedEvent",
+    // Spec types this implementation never emits (streaming): valid names, so a
+    // count of zero can be asserted.
+    "LlmTokenEvent",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -158,7 +158,7 @@ impl Observer for Collector {
     }
 }
 
-fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
+pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
     let l = &site.lineage;
     m.insert("invocation_id".into(), json!(&*site.invocation_id));
     m.insert(
@@ -332,6 +332,12 @@ pub(crate) fn record(
             m.insert("error_type".into(), json!(e.error_type));
             m.insert("error_message".into(), json!(e.error_message));
             m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::Embedding(_)
+        | ObserverEvent::EmbeddingFailed(_)
+        | ObserverEvent::Rerank(_)
+        | ObserverEvent::RerankFailed(_) => {
+            return super::retrieval_records::record(event, meta());
         }
         ObserverEvent::FailureIsolation(e) => {
             m.insert("event_type".into(), json!("FailureIsolationEvent"));
