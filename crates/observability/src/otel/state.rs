@@ -18,6 +18,7 @@
 //!   linked from the parent trace.
 
 mod augment;
+mod call_span;
 mod retrieval;
 mod tool;
 
@@ -25,7 +26,7 @@ pub(crate) use retrieval::LANGFUSE_EMBEDDING_OUTPUT;
 pub(crate) use tool::ToolOutcome;
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use openarmature_graph::{
     EventError, ExtensionEvent, FanOutConfig, InvocationMetadata, LlmAttemptEvent, NodeEvent,
@@ -640,35 +641,19 @@ impl InvState {
         config: &Config,
         e: &LlmAttemptEvent,
     ) {
-        // The span ends when the attempt ended (the event's `at`, never after delivery)
-        // and starts the attempt's latency earlier, never before the calling span.
         let now = SystemTime::now();
-        let end = e.at.min(now);
-        self.use_metadata(Some(&e.site.metadata));
-        let unit = Key::of_lineage(&e.site.lineage);
-        self.enter(tracer, config, &unit, now);
+        let unit = self.enter_call(tracer, config, &e.site, now);
         if config.disable_llm_spans {
             return;
         }
-        let (parent, parent_start) = self.parent_of_call(&unit, e.site.lineage.attempt_index);
-        let (mut attrs, failure) = super::llm::attempt_attributes(e, config);
-        attrs.extend(self.cross_cutting());
-        let mut start = e
-            .latency_ms
-            .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-            .and_then(|d| end.checked_sub(d))
-            .unwrap_or(end);
-        if let Some(floor) = parent_start.filter(|p| *p > start) {
-            start = floor.min(now);
-        }
-        let end = end.max(start);
-        let mut open = Open::start(
-            tracer,
-            SpanBuilder::from_name(attr::LLM_SPAN)
-                .with_start_time(start)
-                .with_attributes(attrs),
-            Some(&parent),
-        );
+        let (attrs, failure) = super::llm::attempt_attributes(e, config);
+        let call = call_span::FinishedCall {
+            site: &e.site,
+            latency_ms: e.latency_ms,
+            at: e.at,
+        };
+        let (mut open, end) =
+            self.start_call_span(tracer, attr::LLM_SPAN, &unit, &call, attrs, now);
         apply_outcome(&mut open.span, failure.as_ref());
         open.span.end_with_timestamp(end);
     }

@@ -10,17 +10,18 @@
 //! `exception` event (the vendor error type, else the category, and the message) and
 //! an ERROR status. `disable_llm_spans` does not apply.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use openarmature_graph::{
     EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, LlmCallSite, LlmFailure,
     RerankEvent, RerankFailedEvent, RerankRequestSummary,
 };
-use opentelemetry::trace::{Span, SpanBuilder, Status};
+use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;
 use serde_json::Value;
 
-use super::{InvState, Key, Open, TracerDyn};
+use super::call_span::{fail_span, FinishedCall};
+use super::{InvState, TracerDyn};
 use crate::attributes as attr;
 use crate::otel::Config;
 use crate::payload::{canonical_json, truncate};
@@ -248,11 +249,7 @@ impl InvState {
 
     fn retrieval_span(&mut self, tracer: &dyn TracerDyn, config: &Config, call: CallSpan<'_>) {
         let now = SystemTime::now();
-        let end = call.at.min(now);
-        self.use_metadata(Some(&call.site.metadata));
-        let unit = Key::of_lineage(&call.site.lineage);
-        self.enter(tracer, config, &unit, now);
-        let (parent, parent_start) = self.parent_of_call(&unit, call.site.lineage.attempt_index);
+        let unit = self.enter_call(tracer, config, call.site, now);
         let mut attrs = call.attrs;
         if let Some(f) = call.failure {
             attrs.push(KeyValue::new(
@@ -261,23 +258,12 @@ impl InvState {
             ));
             attrs.push(KeyValue::new(attr::ERROR_TYPE, f.error_category.clone()));
         }
-        attrs.extend(self.cross_cutting());
-        let mut start = call
-            .latency_ms
-            .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-            .and_then(|d| end.checked_sub(d))
-            .unwrap_or(end);
-        if let Some(floor) = parent_start.filter(|p| *p > start) {
-            start = floor.min(now);
-        }
-        let end = end.max(start);
-        let mut open = Open::start(
-            tracer,
-            SpanBuilder::from_name(call.name)
-                .with_start_time(start)
-                .with_attributes(attrs),
-            Some(&parent),
-        );
+        let finished = FinishedCall {
+            site: call.site,
+            latency_ms: call.latency_ms,
+            at: call.at,
+        };
+        let (mut open, end) = self.start_call_span(tracer, call.name, &unit, &finished, attrs, now);
         match call.failure {
             None => open.span.set_status(Status::Ok),
             Some(f) => {
@@ -285,15 +271,7 @@ impl InvState {
                     .error_type
                     .clone()
                     .unwrap_or_else(|| f.error_category.clone());
-                open.span.add_event_with_timestamp(
-                    attr::EXCEPTION_EVENT,
-                    end,
-                    vec![
-                        KeyValue::new(attr::EXCEPTION_TYPE, error_type),
-                        KeyValue::new(attr::EXCEPTION_MESSAGE, f.error_message.clone()),
-                    ],
-                );
-                open.span.set_status(Status::error(f.error_message.clone()));
+                fail_span(&mut open, error_type, &f.error_message, end);
             }
         }
         open.span.end_with_timestamp(end);

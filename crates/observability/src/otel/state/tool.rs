@@ -7,14 +7,15 @@
 //! result only with provider payload enabled, truncated to the payload cap. A failure
 //! sets the standard `error.type`, an `exception` event and an ERROR status.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use openarmature_graph::{ToolCallEvent, ToolCallFailedEvent, ToolCallRecord};
-use opentelemetry::trace::{Span, SpanBuilder, Status};
+use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;
 use serde_json::Value;
 
-use super::{InvState, Key, Open, TracerDyn};
+use super::call_span::{fail_span, FinishedCall};
+use super::{InvState, TracerDyn};
 use crate::attributes as attr;
 use crate::otel::Config;
 use crate::payload::{canonical_json, truncate};
@@ -59,29 +60,15 @@ impl InvState {
         outcome: ToolOutcome<'_>,
     ) {
         let now = SystemTime::now();
-        let end = call.at.min(now);
-        self.use_metadata(Some(&call.site.metadata));
-        let unit = Key::of_lineage(&call.site.lineage);
-        self.enter(tracer, config, &unit, now);
-        let (parent, parent_start) = self.parent_of_call(&unit, call.site.lineage.attempt_index);
-        let mut attrs = tool_attributes(call, &outcome, config);
-        attrs.extend(self.cross_cutting());
-        let mut start = call
-            .latency_ms
-            .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok())
-            .and_then(|d| end.checked_sub(d))
-            .unwrap_or(end);
-        if let Some(floor) = parent_start.filter(|p| *p > start) {
-            start = floor.min(now);
-        }
-        let end = end.max(start);
-        let mut open = Open::start(
-            tracer,
-            SpanBuilder::from_name(attr::TOOL_SPAN)
-                .with_start_time(start)
-                .with_attributes(attrs),
-            Some(&parent),
-        );
+        let unit = self.enter_call(tracer, config, &call.site, now);
+        let attrs = tool_attributes(call, &outcome, config);
+        let finished = FinishedCall {
+            site: &call.site,
+            latency_ms: call.latency_ms,
+            at: call.at,
+        };
+        let (mut open, end) =
+            self.start_call_span(tracer, attr::TOOL_SPAN, &unit, &finished, attrs, now);
         match outcome {
             ToolOutcome::Returned(_) => open.span.set_status(Status::Ok),
             ToolOutcome::Failed {
@@ -89,15 +76,7 @@ impl InvState {
                 message,
             } => {
                 let error_type = error_type.unwrap_or(UNKNOWN_ERROR_TYPE).to_owned();
-                open.span.add_event_with_timestamp(
-                    attr::EXCEPTION_EVENT,
-                    end,
-                    vec![
-                        KeyValue::new(attr::EXCEPTION_TYPE, error_type),
-                        KeyValue::new(attr::EXCEPTION_MESSAGE, message.to_owned()),
-                    ],
-                );
-                open.span.set_status(Status::error(message.to_owned()));
+                fail_span(&mut open, error_type, message, end);
             }
         }
         open.span.end_with_timestamp(end);
