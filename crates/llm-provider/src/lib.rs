@@ -88,6 +88,7 @@ pub mod resilience;
 mod response;
 mod retry;
 pub mod schema;
+mod stream;
 mod tool;
 mod validate;
 
@@ -105,6 +106,9 @@ pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
 pub use retry::{LlmRetryConfig, ReaskBuilder};
+pub use stream::{
+    streaming_unsupported, DeltaKind, DeltaSink, ResponseStream, StreamEvent, TokenDelta,
+};
 pub use tool::{Tool, ToolChoice};
 
 /// The OpenArmature capability this crate implements.

@@ -20,8 +20,12 @@
 //!   `stop_sequences` is set (merged, declared first, de-duplicated; a malformed
 //!   extras value is ignored); `response_format` on the native structured path;
 //!   `stream_options` while streaming. Other extras ride at the body root untouched.
-//! - Streaming (§8.1.6) is not implemented yet: a `stream` call is rejected pre-send
-//!   with `provider_invalid_request`, as §5 requires of a mapping without streaming.
+//! - Streaming (§8.1.6): `stream: true` plus `stream_options: {include_usage: true}`
+//!   on the wire; the Server-Sent Events answer is decoded incrementally, content and
+//!   reasoning (`reasoning_content` / `reasoning`) deltas reported as they arrive, and
+//!   the response assembled like an atomic one (see `stream.rs`). The size cap applies
+//!   to the whole stream; the builder's `timeout` bounds the whole call, stream
+//!   included (use `read_timeout` to bound silences instead for long generations).
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -43,11 +47,14 @@
 mod errors;
 mod request;
 mod response;
+mod sse;
+mod stream;
+mod transport;
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::CONTENT_TYPE;
 use serde_json::Value;
 
 pub use errors::retry_after;
@@ -56,7 +63,9 @@ pub use request::StructuredOutputPath;
 use crate::error::{ErrorCategory, LlmError};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
+use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
+use transport::transport_error;
 
 /// The default response size cap (8 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -235,13 +244,6 @@ impl std::fmt::Debug for OpenAiProvider {
     }
 }
 
-/// A status line, headers and a (capped) body.
-struct Reply {
-    status: u16,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
 impl OpenAiProvider {
     /// A builder for a provider bound to `model` at `base_url`.
     pub fn builder(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiBuilder {
@@ -288,11 +290,6 @@ impl OpenAiProvider {
         &self,
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
-        if request.stream {
-            return Err(LlmError::invalid_request(
-                "streaming (llm-provider §8.1.6) is not implemented by this OpenAI-compatible mapping yet",
-            ));
-        }
         let prepared = validate::request(request, &self.capabilities)?;
         let body = request::body(
             &self.model,
@@ -303,62 +300,46 @@ impl OpenAiProvider {
         Ok((prepared, body))
     }
 
-    fn with_auth(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let builder = builder.header(ACCEPT, "application/json");
-        match &self.api_key {
-            Some(key) => builder.header(AUTHORIZATION, format!("Bearer {key}")),
-            None => builder,
+    /// One streamed attempt (§8.1.6): `stream: true` on the wire, the SSE answer
+    /// consumed as it arrives.
+    async fn send_stream_once(
+        &self,
+        mut request: WireRequest<'_>,
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        request.stream = true;
+        let (prepared, body) = self.prepare(&request)?;
+        let builder = self
+            .client
+            .post(&self.chat_url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        let response = self.start(builder, "text/event-stream").await?;
+        if !response.status().is_success() {
+            let reply = self.read(response).await?;
+            return Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ));
         }
-    }
-
-    /// Sends and reads the answer, capping the body.
-    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        let mut response = self
-            .with_auth(builder)
-            .send()
-            .await
-            .map_err(transport_error)?;
-        let status = response.status().as_u16();
-        let success = (200..300).contains(&status);
-        // Moved out, not cloned: reading the body does not need them.
-        let headers = std::mem::take(response.headers_mut());
-        let cap = self.max_response_bytes;
-        let declared = response.content_length();
-        if success && declared.is_some_and(|n| n > cap as u64) {
-            return Err(too_large(cap));
-        }
-        // Sized from the declared length, bounded so a lying header costs nothing.
-        let hint = declared.map_or(0, |n| {
-            usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
-        });
-        let mut body = Vec::with_capacity(hint);
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > cap {
-                        if success {
-                            return Err(too_large(cap));
-                        }
-                        let room = cap - body.len();
-                        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                // An error status is classified by its status even if its body broke.
-                Err(_) if !success => break,
-                Err(e) => return Err(transport_error(e)),
-            }
-        }
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
+        stream::consume(
+            response,
+            self.max_response_bytes,
+            &prepared,
+            request.response_schema,
+            sink,
+        )
+        .await
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        if request.stream {
+            // A streamed request sent as one attempt: consumed, deltas unobserved.
+            return self
+                .send_stream_once(request, &|_: DeltaKind, _: &str| {})
+                .await;
+        }
         let (prepared, body) = self.prepare(&request)?;
         let reply = self
             .execute(
@@ -421,21 +402,6 @@ impl OpenAiProvider {
     }
 }
 
-fn too_large(cap: usize) -> LlmError {
-    LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
-}
-
-fn transport_error(e: reqwest::Error) -> LlmError {
-    let what = if e.is_timeout() {
-        "request timed out"
-    } else if e.is_connect() {
-        "cannot connect to the provider"
-    } else {
-        "transport error"
-    };
-    LlmError::unavailable(format!("{what}: {e}")).with_source(e)
-}
-
 impl Provider for OpenAiProvider {
     fn model(&self) -> &str {
         &self.model
@@ -451,5 +417,17 @@ impl Provider for OpenAiProvider {
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(self.send_once(request))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        true
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_stream_once(request, sink))
     }
 }
