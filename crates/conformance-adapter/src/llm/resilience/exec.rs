@@ -274,6 +274,8 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
         scripted: ctx.scripted,
         bound_model: ctx.model.to_owned(),
         response_schema,
+        streamed: false,
+        tokens: Vec::new(),
     };
     Ok(Outcome {
         run,
