@@ -604,7 +604,10 @@ pub(crate) fn render_template(template: &str, failure: &StructuredOutputInvalid)
 }
 
 /// The §6.1 record a `retry` / `retry_middleware` block describes.
-fn base_retry(y: &Y<'_>, sleeps: &Arc<Mutex<Vec<Duration>>>) -> Result<RetryConfig, AdapterError> {
+pub(crate) fn base_retry(
+    y: &Y<'_>,
+    sleeps: &Arc<Mutex<Vec<Duration>>>,
+) -> Result<RetryConfig, AdapterError> {
     let mut config = RetryConfig::default().sleeper(RecordingSleeper(Arc::clone(sleeps)));
     if let Some(n) = y.get("max_attempts") {
         config = config

@@ -33,7 +33,9 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
     if case.get("direct_call").is_some() {
         return meta::expect::direct_call(case);
     }
-    let needs_llm = case.get("mock_llm").is_some() || mentions(case.value, "calls_llm");
+    let needs_llm = case.get("mock_llm").is_some()
+        || case.get("mock_llm_stream").is_some()
+        || mentions(case.value, "calls_llm");
     let desugared = llm_desugar(case).map_err(err)?;
     if !needs_llm {
         let case = desugared
