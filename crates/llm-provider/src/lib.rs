@@ -16,7 +16,14 @@
 //!   [`openarmature_pipeline::RetryConfig`] plus `per_attempt_override` and `reask`);
 //! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
 //!   bodies, structured output (native `response_format` or the prompt fallback,
-//!   validated with a JSON Schema library), capped response bodies.
+//!   validated with a JSON Schema library), capped response bodies, and Server-Sent
+//!   Events streaming (§8.1.6);
+//! - streaming (§5 / §6 *Streaming assembly*): [`CompletionRequest::stream`] keeps the
+//!   atomic [`Response`] and, inside a node, dispatches one
+//!   [`openarmature_graph::LlmTokenEvent`] per content / reasoning delta;
+//!   [`Provider::stream`] gives the caller a [`ResponseStream`] of [`StreamEvent`]s
+//!   instead. Mappings without streaming keep the trait's defaults and reject a
+//!   streamed call pre-send ([`streaming_unsupported`]).
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a

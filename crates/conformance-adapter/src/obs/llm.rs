@@ -12,7 +12,8 @@
 //!
 //! - `calls_llm: {messages, stores_response_in, config?, tools?, tool_choice?,
 //!   response_schema?, model?}` — `stores_response_in` receives the reply's text
-//!   (`""` for a tool-call-only reply).
+//!   (its text blocks joined when it carries reasoning blocks; `""` for a
+//!   tool-call-only reply).
 //! - Message harness primitives: `content_repeat: {char, bytes}` (014) expands to
 //!   that many bytes of content; an image `source: {type: inline,
 //!   base64_data_synthetic: {bytes}}` (015) to a deterministic base64 blob of that
@@ -444,7 +445,7 @@ impl LlmCall {
         if let Some(field) = &self.stores_in {
             update.fields.push((
                 field.clone(),
-                Value::from(response.content().unwrap_or_default()),
+                Value::from(response.message.text().unwrap_or_default()),
             ));
         }
         Ok(())
