@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 /// First-occurrence bindings of `<name_X>` tokens within one case.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Bindings(HashMap<String, Value>);
 
 fn is_uuid_v4(s: &str) -> bool {

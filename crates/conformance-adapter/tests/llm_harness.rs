@@ -124,9 +124,9 @@ calls:
 #[test]
 fn unimplemented_mappings_and_streaming_are_refused() {
     let m = failure(run(&format!(
-        "mapping: anthropic\n{OK_BODY}\ncalls:\n  - {{operation: complete, messages: [{{role: user, content: go}}]}}\n"
+        "mapping: bedrock\n{OK_BODY}\ncalls:\n  - {{operation: complete, messages: [{{role: user, content: go}}]}}\n"
     )));
-    assert!(m.contains("mapping `anthropic`"), "{m}");
+    assert!(m.contains("mapping `bedrock`"), "{m}");
     let m = failure(run(&format!(
         "{OK_BODY}\ncalls:\n  - {{operation: complete, stream: true, messages: [{{role: user, content: go}}]}}\n"
     )));

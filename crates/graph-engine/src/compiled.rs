@@ -120,7 +120,10 @@ impl<S: State> CompiledGraph<S> {
     /// Runs the graph with invocation-scoped observers, ids and metadata.
     ///
     /// # Errors
-    /// A [`GraphError`] with the §4 category and the recoverable state.
+    /// A [`GraphError`] with the §4 category and the recoverable state;
+    /// [`RuntimeCategory::InvocationMetadataInvalid`] (with the
+    /// [`MetadataError`](crate::metadata::MetadataError) as its source) before any
+    /// work begins when `options.metadata` breaks observability §3.4.
     pub async fn invoke_with(
         &self,
         initial: S,
@@ -132,6 +135,16 @@ impl<S: State> CompiledGraph<S> {
             Some(id) if options.resume_invocation.is_none() => id.into(),
             _ => uuid::Uuid::new_v4().to_string().into(),
         };
+        if let Err(e) = crate::metadata::validate(&options.metadata) {
+            return Err(GraphError {
+                category: RuntimeCategory::InvocationMetadataInvalid,
+                node: String::new(),
+                namespace: Vec::new(),
+                state: initial,
+                invocation_id: id.to_string(),
+                source: Box::new(e),
+            });
+        }
         let prepared = self
             .inner
             .prepare_checkpoint(options.resume_invocation.as_deref(), options.correlation_id)

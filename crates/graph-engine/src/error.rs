@@ -307,6 +307,10 @@ pub enum RuntimeCategory {
     CheckpointStateMigrationMissing,
     /// A state migration raised.
     CheckpointStateMigrationFailed,
+    /// The caller-supplied invocation metadata breaks observability §3.4 (a
+    /// reserved key or a value that is not an OTel attribute value); rejected at the
+    /// `invoke` boundary before any work begins.
+    InvocationMetadataInvalid,
 }
 
 impl RuntimeCategory {
@@ -325,6 +329,9 @@ impl RuntimeCategory {
                 "checkpoint_state_migration_missing"
             }
             RuntimeCategory::CheckpointStateMigrationFailed => "checkpoint_state_migration_failed",
+            RuntimeCategory::InvocationMetadataInvalid => {
+                crate::metadata::INVOCATION_METADATA_INVALID
+            }
         }
     }
 }

@@ -76,6 +76,7 @@ mod queue;
 pub mod reducers;
 mod state;
 mod subgraph;
+mod tool_events;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};
@@ -110,6 +111,9 @@ pub use observer::{
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};
 pub use subgraph::{SubgraphFailure, SubgraphNode};
+pub use tool_events::{
+    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution, ToolScope,
+};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "graph-engine";

@@ -223,6 +223,11 @@ pub enum ObserverEvent {
     Extension(crate::extension_event::ExtensionEvent),
     /// Invocation metadata was added mid-invocation (observability §3.4 / §6).
     MetadataAugmented(crate::metadata::MetadataAugmented),
+    /// An instrumented tool execution returned a result (graph-engine §6
+    /// `ToolCallEvent`).
+    ToolCall(crate::tool_events::ToolCallEvent),
+    /// An instrumented tool execution failed (graph-engine §6 `ToolCallFailedEvent`).
+    ToolCallFailed(crate::tool_events::ToolCallFailedEvent),
 }
 
 /// The first event of every invocation: its identity and caller inputs.
@@ -351,6 +356,8 @@ impl ObserverEvent {
             ObserverEvent::InvocationCompleted(e) => &e.invocation_id,
             ObserverEvent::Extension(e) => &e.invocation_id,
             ObserverEvent::MetadataAugmented(e) => &e.invocation_id,
+            ObserverEvent::ToolCall(e) => &e.call.site.invocation_id,
+            ObserverEvent::ToolCallFailed(e) => &e.call.site.invocation_id,
         }
     }
 

@@ -32,6 +32,11 @@ pub struct PromptIdentity {
     pub template_hash: String,
     /// `openarmature.prompt.rendered_hash`.
     pub rendered_hash: String,
+    /// The Langfuse Prompt-entity reference the prompt's source exposes
+    /// (prompt-management §3 `observability_entities["langfuse_prompt"]`), as JSON
+    /// text; `None` when it exposes none. Observability §8.4.4 links the Langfuse
+    /// Generation to it; no OTel attribute renders it.
+    pub langfuse_prompt: Option<String>,
 }
 
 impl PromptIdentity {
@@ -49,7 +54,15 @@ impl PromptIdentity {
             label: label.into(),
             template_hash: template_hash.into(),
             rendered_hash: rendered_hash.into(),
+            langfuse_prompt: None,
         }
+    }
+
+    /// Attaches the Langfuse Prompt-entity reference (any JSON value; serialized to
+    /// JSON text).
+    pub fn with_langfuse_prompt(mut self, reference: &serde_json::Value) -> Self {
+        self.langfuse_prompt = Some(reference.to_string());
+        self
     }
 }
 

@@ -252,6 +252,64 @@ async fn invalid_entries_are_rejected_at_the_call_site_all_or_nothing() {
 }
 
 #[tokio::test]
+async fn invalid_caller_metadata_is_rejected_at_invoke_before_any_work() {
+    let ran = Arc::new(Mutex::new(0_u32));
+    let events = Arc::new(Mutex::new(0_u32));
+    let (ran_in, events_in) = (Arc::clone(&ran), Arc::clone(&events));
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("only", move |_s: Arc<Doc>, _ctx: NodeCtx| {
+            let ran = Arc::clone(&ran_in);
+            async move {
+                *ran.lock().unwrap() += 1;
+                Ok(DocUpdate::default())
+            }
+        })
+        .add_edge("only", END)
+        .entry("only")
+        .observer(Registration::new(
+            "count",
+            observer_fn(move |_e: Arc<ObserverEvent>| {
+                let events = Arc::clone(&events_in);
+                async move {
+                    *events.lock().unwrap() += 1;
+                    Ok(())
+                }
+            }),
+        ))
+        .compile()
+        .unwrap();
+    for (bad, key) in [
+        (
+            json!({"tenantId": "T1", "openarmature.node": "x"}),
+            "openarmature.node",
+        ),
+        (json!({"correlation_id": "c"}), "correlation_id"),
+        (json!({"nested": {"a": 1}}), "nested"),
+        (json!({"mixed": [1, "two"]}), "mixed"),
+    ] {
+        let options = InvokeOptions::default()
+            .metadata(map(bad))
+            .invocation_id("inv-bad");
+        let err = graph
+            .invoke_with(Doc::default(), options)
+            .await
+            .unwrap_err();
+        assert_eq!(err.category_name(), "invocation_metadata_invalid");
+        assert_eq!(err.invocation_id(), "inv-bad");
+        let cause = std::error::Error::source(&err).unwrap();
+        assert_eq!(cause.downcast_ref::<MetadataError>().unwrap().key(), key);
+    }
+    graph.drain(None).await;
+    assert_eq!(*ran.lock().unwrap(), 0, "no node ran");
+    assert_eq!(*events.lock().unwrap(), 0, "no event was emitted");
+    // Valid metadata still runs.
+    run(&graph, baseline()).await;
+    graph.drain(None).await;
+    assert_eq!(*ran.lock().unwrap(), 1);
+    assert!(*events.lock().unwrap() > 0);
+}
+
+#[tokio::test]
 async fn outside_an_invocation_reads_are_empty_and_writes_are_dropped() {
     assert!(get_invocation_metadata().is_empty());
     set_invocation_metadata([("tenantId", json!("acme"))]).unwrap();

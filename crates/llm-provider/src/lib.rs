@@ -18,12 +18,18 @@
 //!   bodies, structured output (native `response_format` or the prompt fallback,
 //!   validated with a JSON Schema library), capped response bodies, and Server-Sent
 //!   Events streaming (§8.1.6);
+//! - [`AnthropicProvider`] (§8.2): the Anthropic Messages API over the same
+//!   transport, with native `output_config` structured output or the tool-call
+//!   coercion fallback, thinking-block round-trips and the §8.2.3 error table;
+//! - [`GeminiProvider`] (§8.3): the Gemini `generateContent` mapping over the same
+//!   transport, retry loop and error categories;
 //! - streaming (§5 / §6 *Streaming assembly*): [`CompletionRequest::stream`] keeps the
 //!   atomic [`Response`] and, inside a node, dispatches one
 //!   [`openarmature_graph::LlmTokenEvent`] per content / reasoning delta;
 //!   [`Provider::stream`] gives the caller a [`ResponseStream`] of [`StreamEvent`]s
-//!   instead. Mappings without streaming keep the trait's defaults and reject a
-//!   streamed call pre-send ([`streaming_unsupported`]).
+//!   instead. Mappings without streaming (the Anthropic and Gemini mappings here)
+//!   keep the trait's defaults and reject a streamed call pre-send
+//!   ([`streaming_unsupported`]).
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
@@ -85,9 +91,12 @@
 //! # }
 //! ```
 
+pub mod anthropic;
 mod call;
 mod config;
 mod error;
+pub mod gemini;
+mod http;
 mod message;
 pub mod openai;
 mod provider;
@@ -99,9 +108,11 @@ mod stream;
 mod tool;
 mod validate;
 
+pub use anthropic::{AnthropicBuilder, AnthropicProvider};
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
+pub use gemini::{GeminiBuilder, GeminiProvider};
 pub use message::{
     AssistantMessage, Content, ContentBlock, ImageBlock, ImageDetail, ImageSource, Message,
     RedactedThinkingBlock, SystemMessage, TextBlock, ThinkingBlock, ToolCall, ToolMessage,

@@ -29,8 +29,10 @@ pub struct ModelCapabilities {
     /// Image blocks are accepted (otherwise they fail pre-send with
     /// `provider_unsupported_content_block`). Default `true`.
     pub supports_image_input: bool,
-    /// The server honours OpenAI's `response_format` (otherwise structured output uses
-    /// the prompt-augmentation fallback). Default `true`.
+    /// The model honours the mapping's native structured output (OpenAI
+    /// `response_format`, Anthropic `output_config.format`, Gemini
+    /// `responseJsonSchema`); otherwise structured output uses the mapping's
+    /// fallback. Default `true`.
     pub supports_native_response_format: bool,
 }
 

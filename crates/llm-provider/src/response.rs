@@ -85,13 +85,18 @@ impl Response {
         self.message.content.as_ref().and_then(Content::as_text)
     }
 
-    /// The provider's response id (`raw.id`), if any.
+    /// The provider's response id (`raw.id`; Gemini: `raw.responseId`), if any.
     pub fn response_id(&self) -> Option<&str> {
-        self.raw.get("id").and_then(Value::as_str)
+        ["id", "responseId"]
+            .iter()
+            .find_map(|k| self.raw.get(k).and_then(Value::as_str))
     }
 
-    /// The model the provider reported (`raw.model`), if any.
+    /// The model the provider reported (`raw.model`; Gemini: `raw.modelVersion`),
+    /// if any.
     pub fn response_model(&self) -> Option<&str> {
-        self.raw.get("model").and_then(Value::as_str)
+        ["model", "modelVersion"]
+            .iter()
+            .find_map(|k| self.raw.get(k).and_then(Value::as_str))
     }
 }

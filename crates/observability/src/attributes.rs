@@ -9,6 +9,19 @@
 pub const INVOCATION_SPAN: &str = "openarmature.invocation";
 /// The LLM provider span's name (§4.5).
 pub const LLM_SPAN: &str = "openarmature.llm.complete";
+/// The tool-execution span's name (§5.5.11).
+pub const TOOL_SPAN: &str = "openarmature.tool.call";
+
+// §5.5.11 Tool-execution span (the OA-namespace mirror of `gen_ai.tool.*`).
+
+/// `openarmature.tool.name` — string, the executed tool's name.
+pub const TOOL_NAME: &str = "openarmature.tool.name";
+/// `openarmature.tool.call.id` — string, the model's `ToolCall.id`; omitted when absent.
+pub const TOOL_CALL_ID: &str = "openarmature.tool.call.id";
+/// `openarmature.tool.call.arguments` — JSON string; payload (§5.5.4), truncated (§5.5.5).
+pub const TOOL_CALL_ARGUMENTS: &str = "openarmature.tool.call.arguments";
+/// `openarmature.tool.call.result` — JSON string; payload (§5.5.4), truncated (§5.5.5).
+pub const TOOL_CALL_RESULT: &str = "openarmature.tool.call.result";
 
 /// The value of [`IMPLEMENTATION_NAME`] for this port (§5.1: `openarmature-<language>`).
 pub const IMPLEMENTATION: &str = "openarmature-rust";

@@ -1,6 +1,6 @@
 //! # openarmature-observability
 //!
-//! Spec: observability (OpenArmature specification, pinned release v0.109.0), §3–§7
+//! Spec: observability (OpenArmature specification, pinned release v0.109.0), §3–§8
 //! and §11.
 //!
 //! Renders graph invocations as OpenTelemetry traces, correlates log records with them,
@@ -16,6 +16,10 @@
 //!   [`OtelObserverBuilder::enable_metrics`] and
 //!   [`OtelObserverBuilder::meter_provider`] — the §11 token-usage, duration and
 //!   token-budget instruments.
+//! - [`langfuse`]: the §8 Langfuse mapping — [`langfuse::LangfuseObserver`] builds
+//!   Langfuse traces and observations from the same events, keeps them in memory and
+//!   hands them to a caller-owned client or an ingestion-API client built from
+//!   credentials.
 //! - [`attributes`]: every span name, attribute key, metric instrument name and
 //!   metric dimension key, as constants.
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
@@ -33,6 +37,7 @@
 
 pub mod attributes;
 pub mod export;
+pub mod langfuse;
 pub mod metadata;
 mod otel;
 pub mod payload;

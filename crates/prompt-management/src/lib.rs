@@ -70,7 +70,7 @@ pub use label::{LabelResolver, DEFAULT_LABEL};
 pub use manager::{FetchOptions, PromptManager};
 pub use openarmature_graph::prompt_context;
 pub use openarmature_graph::prompt_context::{PromptGroupIdentity, PromptIdentity, TokenBudget};
-pub use prompt::{Prompt, Template};
+pub use prompt::{Prompt, Template, LANGFUSE_PROMPT};
 pub use render::{render_prompt, Placeholders, RenderOptions};
 pub use result::PromptResult;
 

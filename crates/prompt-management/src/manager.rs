@@ -11,8 +11,9 @@
 //!   secondary store); `prompt_store_unavailable` moves on; when every backend is
 //!   unavailable the result is one `prompt_store_unavailable` whose
 //!   [`PromptError::causes`] lists each backend's error. Any other error stops the chain.
-//!   The crate has no logging dependency, so fallbacks are not logged; the causes of the
-//!   aggregate error (and [`PromptBackend::describe`]) are the operator's trail.
+//!   A fallback (a prompt served after one or more backends were unavailable) is
+//!   logged at WARN through [`tracing`] (target `openarmature::prompt`), naming the
+//!   degraded backends and the one that answered (§9 SHOULD).
 
 use std::sync::Arc;
 
@@ -162,9 +163,14 @@ impl PromptManager {
         ttl: Option<u64>,
     ) -> Result<Prompt, PromptError> {
         let mut unavailable = Vec::new();
-        for backend in &self.backends {
+        for (index, backend) in self.backends.iter().enumerate() {
             match backend.fetch(name, label, ttl).await {
-                Ok(prompt) => return Ok(prompt),
+                Ok(prompt) => {
+                    if !unavailable.is_empty() {
+                        self.warn_fallback(name, label, index, backend.as_ref(), &unavailable);
+                    }
+                    return Ok(prompt);
+                }
                 Err(e @ PromptError::StoreUnavailable { .. }) => unavailable.push(e),
                 Err(e) => return Err(e),
             }
@@ -183,6 +189,33 @@ impl PromptManager {
             *causes = unavailable;
         }
         Err(error)
+    }
+
+    /// Logs that backend `served` answered after the backends before it were unavailable.
+    fn warn_fallback(
+        &self,
+        name: &str,
+        label: &str,
+        served: usize,
+        served_by: &dyn PromptBackend,
+        unavailable: &[PromptError],
+    ) {
+        let degraded: Vec<String> = self
+            .backends
+            .iter()
+            .take(served)
+            .map(|b| b.describe())
+            .collect();
+        let reasons: Vec<String> = unavailable.iter().map(ToString::to_string).collect();
+        tracing::warn!(
+            target: "openarmature::prompt",
+            prompt_name = name,
+            prompt_label = label,
+            degraded_backends = %degraded.join(", "),
+            served_by = %served_by.describe(),
+            reasons = %reasons.join("; "),
+            "prompt served by a fallback backend: the backends before it are unavailable"
+        );
     }
 
     /// Renders `prompt` strictly with `variables` (no placeholders).

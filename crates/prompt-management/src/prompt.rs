@@ -11,6 +11,10 @@ use std::time::SystemTime;
 
 use openarmature_graph::prompt_context::TokenBudget;
 use openarmature_llm::RuntimeConfig;
+
+/// The spec-normative `observability_entities` key of the Langfuse Prompt-entity
+/// reference (prompt-management §3, observability §8.4.4).
+pub const LANGFUSE_PROMPT: &str = "langfuse_prompt";
 use serde_json::{Map, Value};
 
 use crate::chat::ChatSegment;

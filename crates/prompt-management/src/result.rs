@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::hash::rendered_hash;
 use crate::prompt::Prompt;
+use crate::prompt::LANGFUSE_PROMPT;
 
 /// A rendered prompt (§4): the non-empty message list plus the source prompt's identity,
 /// the variables applied and the content hash of the messages.
@@ -128,13 +129,21 @@ impl PromptResult {
     /// The identity record the engine snapshots on typed LLM events and renders as the
     /// `openarmature.prompt.*` span attributes.
     pub fn identity(&self) -> PromptIdentity {
-        PromptIdentity::new(
+        let identity = PromptIdentity::new(
             self.name.clone(),
             self.version.clone(),
             self.label.clone(),
             self.template_hash.clone(),
             self.rendered_hash.clone(),
-        )
+        );
+        match self
+            .observability_entities
+            .as_ref()
+            .and_then(|e| e.get(LANGFUSE_PROMPT))
+        {
+            Some(reference) => identity.with_langfuse_prompt(reference),
+            None => identity,
+        }
     }
 
     /// Runs `fut` with this prompt active (keeping any active prompt group): LLM calls

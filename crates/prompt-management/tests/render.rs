@@ -227,3 +227,23 @@ fn text_prompts_ignore_placeholders() {
     .unwrap();
     assert_eq!(result.messages(), [Message::user("Hi 1")]);
 }
+
+#[test]
+fn a_langfuse_reference_in_observability_entities_reaches_the_identity() {
+    let mut entities = serde_json::Map::new();
+    entities.insert(
+        openarmature_prompt::LANGFUSE_PROMPT.to_owned(),
+        json!({"name": "greeting", "version": 3}),
+    );
+    entities.insert("other_backend_entity".to_owned(), json!("x"));
+    let linked = Prompt::text("greeting", "v1", "production", "Hi {{ user }}")
+        .with_observability_entities(entities);
+    let identity = render(&linked, json!({"user": "Ada"})).unwrap().identity();
+    assert_eq!(
+        identity.langfuse_prompt.as_deref(),
+        Some(r#"{"name":"greeting","version":3}"#)
+    );
+    let plain = Prompt::text("greeting", "v1", "production", "Hi {{ user }}");
+    let identity = render(&plain, json!({"user": "Ada"})).unwrap().identity();
+    assert_eq!(identity.langfuse_prompt, None);
+}

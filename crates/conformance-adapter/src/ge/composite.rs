@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::{BoxError, CompileError, DynState, Node};
+use futures::future::BoxFuture;
+use openarmature_graph::{
+    BoxError, CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx,
+};
 use openarmature_pipeline::{
     Branch, CallBranch, ErrorPolicy, FanOutNode, OnEmpty, ParallelBranchesNode, SubgraphBranch,
 };
@@ -228,7 +231,12 @@ impl<'a> Builder<'a> {
                 "outputs",
                 "middleware",
                 "when",
+                "augment_metadata",
             ])?;
+            let augment = spec
+                .get("augment_metadata")
+                .map(|a| augment_middleware(&a))
+                .transpose()?;
             let mut branch = Branch::empty();
             if let Some(sub) = spec.get("subgraph") {
                 let graph = match self.subgraph(sub.str()?, &sub)? {
@@ -246,6 +254,9 @@ impl<'a> Builder<'a> {
                     for m in chain(&list, &self.harness)? {
                         work = work.middleware(m);
                     }
+                }
+                if let Some(a) = &augment {
+                    work = work.middleware(Arc::clone(a));
                 }
                 branch = branch.also(work);
             }
@@ -279,6 +290,35 @@ impl<'a> Builder<'a> {
             node = node.branch(branch_name, branch);
         }
         Ok(Ok(Arc::new(node)))
+    }
+}
+
+/// Register O18: a branch's `augment_metadata: {k: v}` (observability 030) is the
+/// innermost branch middleware writing the entries with `set_invocation_metadata` in
+/// the branch's own context, before the branch's subgraph runs (the "top of the
+/// branch body").
+fn augment_middleware(y: &Y<'_>) -> Result<Arc<dyn Middleware<DynState>>, AdapterError> {
+    let entries: Vec<(String, Value)> = y
+        .entries()?
+        .into_iter()
+        .map(|(k, v)| v.json().map(|v| (k, v)))
+        .collect::<Result<_, _>>()?;
+    Ok(Arc::new(AugmentFirst(entries)))
+}
+
+struct AugmentFirst(Vec<(String, Value)>);
+
+impl Middleware<DynState> for AugmentFirst {
+    fn call<'a>(
+        &'a self,
+        state: Arc<DynState>,
+        ctx: NodeCtx,
+        next: Next<'a, DynState>,
+    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+        Box::pin(async move {
+            ctx.set_invocation_metadata(self.0.iter().cloned())?;
+            next.run(state, ctx).await
+        })
     }
 }
 

@@ -14,9 +14,6 @@ fn err(e: AdapterError) -> String {
     e.to_string()
 }
 
-/// Where the §8.1 mapping posts completions (under the mock's `/v1` base URL).
-const CHAT_PATH: &str = "/v1/chat/completions";
-
 const EXPECTED_KEYS: &[&str] = &[
     "response",
     "raises",
@@ -36,9 +33,10 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
         e.check_keys(EXPECTED_KEYS).map_err(err)?;
     }
     let get = |k: &str| expected.as_ref().and_then(|e| e.get(k));
-    if let Some(stray) = run.requests.iter().find(|r| r.path != CHAT_PATH) {
+    let wire_path = run.mapping.wire_path(&run.bound_model);
+    if let Some(stray) = run.requests.iter().find(|r| r.path != wire_path) {
         return Err(format!(
-            "a request went to {} instead of {CHAT_PATH}",
+            "a request went to {} instead of {wire_path}",
             stray.path
         ));
     }
@@ -115,8 +113,18 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
             .copied()
             .ok_or("expected_wire_request: no request was sent")?;
         if let Some(w) = wire {
-            wire_match(&w.json().map_err(err)?, body, "$")
-                .map_err(|m| format!("expected_wire_request: {m}"))?;
+            let mut want = w.json().map_err(err)?;
+            if run.mapping.model_in_path() {
+                // Register L5: the model is the URL path segment, checked above.
+                let model = want.as_object_mut().and_then(|o| o.remove("model"));
+                if let Some(m) = model.filter(|m| m.as_str() != Some(run.bound_model.as_str())) {
+                    return Err(format!(
+                        "expected_wire_request.model: expected {m}, the path names {}",
+                        run.bound_model
+                    ));
+                }
+            }
+            wire_match(&want, body, "$").map_err(|m| format!("expected_wire_request: {m}"))?;
         }
         if let Some(c) = checks {
             wire_checks(&c, body, run.response_schema.as_ref())
@@ -150,7 +158,13 @@ pub(crate) fn message_json(response: &Response) -> Value {
                 .message
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .map(|c| {
+                    let mut call = json!({"id": c.id, "name": c.name, "arguments": c.arguments});
+                    if let (Some(sig), Value::Object(map)) = (&c.signature, &mut call) {
+                        map.insert("signature".into(), Value::from(sig.as_str()));
+                    }
+                    call
+                })
                 .collect(),
         )
     };
@@ -337,8 +351,24 @@ fn carries(expected: &Y<'_>, error: &LlmError) -> Result<(), String> {
 }
 
 /// Literal key-by-key comparison (key order irrelevant, extra keys fail); `"*"` in
-/// the expectation matches any non-empty string.
+/// the expectation matches any non-empty string. Register L6: a tool call's
+/// `function.arguments` string (§8.1.1: "a JSON-encoded string", separators
+/// unspecified; 005 pins compact, 053 spaced) is compared as the JSON it encodes.
 pub(crate) fn wire_match(expected: &Value, actual: &Value, path: &str) -> Result<(), String> {
+    if path.ends_with(".function.arguments") {
+        if let (Value::String(e), Value::String(a)) = (expected, actual) {
+            if let (Ok(ev), Ok(av)) = (
+                serde_json::from_str::<Value>(e),
+                serde_json::from_str::<Value>(a),
+            ) {
+                return if json_eq(&av, &ev) {
+                    Ok(())
+                } else {
+                    Err(format!("{path}: expected the JSON {e}, got {a}"))
+                };
+            }
+        }
+    }
     match (expected, actual) {
         (Value::String(w), _) if w == "*" => match actual {
             Value::String(s) if !s.is_empty() => Ok(()),

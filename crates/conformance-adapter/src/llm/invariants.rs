@@ -580,19 +580,32 @@ fn declared_stop(ctx: &Ctx<'_>) -> Vec<Value> {
         .collect()
 }
 
+/// The realized stop list under the mapping's key (`stop`, `stop_sequences`,
+/// `stopSequences`), at the body root or under §8.3's `generationConfig`.
 fn wire_stop(ctx: &Ctx<'_>) -> Result<Vec<Value>, String> {
     ctx.ok()?;
-    ctx.last_body()?
-        .get("stop")
+    let mapping = ctx.run.mapping;
+    let key = mapping.stop_key();
+    mapping
+        .stop_holder(ctx.last_body()?)
+        .and_then(|h| h.get(key))
         .and_then(Value::as_array)
         .cloned()
-        .ok_or_else(|| "no stop list on the wire".to_owned())
+        .ok_or_else(|| format!("no {key} list on the wire"))
+}
+
+/// The caller's extras value for the mapping's stop key.
+fn extras_stop<'a>(ctx: &'a Ctx<'_>) -> Option<&'a Value> {
+    ctx.extras(ctx.run.mapping.stop_key())
 }
 
 fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
     let mut want = declared_stop(ctx);
-    let extra: Vec<Value> = match ctx.extras("stop") {
-        Some(Value::String(s)) => vec![Value::from(s.as_str())],
+    let extra: Vec<Value> = match extras_stop(ctx) {
+        // Only §8.1 coerces a scalar string; the other stop fields are array-only.
+        Some(Value::String(s)) if ctx.run.mapping.coerces_scalar_stop() => {
+            vec![Value::from(s.as_str())]
+        }
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
@@ -619,7 +632,7 @@ fn stop_single(ctx: &Ctx<'_>) -> Result<(), String> {
 }
 
 fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
-    let Some(Value::String(s)) = ctx.extras("stop") else {
+    let Some(Value::String(s)) = extras_stop(ctx) else {
         return Err("the extras stop is not a string".into());
     };
     let got = wire_stop(ctx)?;
@@ -639,7 +652,7 @@ fn stop_declared_only(ctx: &Ctx<'_>) -> Result<(), String> {
 fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
-    let extras: Vec<&Value> = match ctx.extras("stop") {
+    let extras: Vec<&Value> = match extras_stop(ctx) {
         Some(Value::Array(a)) => a.iter().collect(),
         _ => Vec::new(),
     };
@@ -649,6 +662,18 @@ fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
             .all(|v| declared.contains(v) || !got.contains(v)),
         || format!("wire stop {got:?} salvaged part of {extras:?}"),
     )
+}
+
+/// An array-only stop field: the wire value is a list, and a string extras value
+/// was not coerced into it.
+fn stop_not_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
+    let got = wire_stop(ctx)?;
+    match extras_stop(ctx) {
+        Some(s @ Value::String(_)) => ensure(!got.contains(s), || {
+            format!("wire {got:?} took the string extras {s}")
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn no_error(ctx: &Ctx<'_>) -> Result<(), String> {
@@ -682,6 +707,7 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "transient_retry_carries_accumulated_reask_transcript" => transient_carries_transcript,
         "retry_reason_discriminates_reask_vs_transient_in_one_loop" => reasons_discriminate,
         "raw_usage_prompt_tokens_verbatim_malformed"
+        | "raw_usage_input_tokens_verbatim_malformed"
         | "raw_usage_all_counters_verbatim_malformed" => raw_usage_verbatim,
         "conditionally_managed_response_format_conflict_rejected_pre_send"
         | "extras_response_format_neither_dropped_nor_forwarded"
@@ -690,7 +716,11 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         | "declared_scalar_temperature_conflict_rejected_pre_send"
         | "extras_temperature_neither_dropped_nor_forwarded"
         | "unary_call_conflicting_stream_rejected_pre_send"
+        | "atomic_mapping_extras_stream_conflict_rejected_pre_send"
         | "stream_always_managed_on_unary_side" => rejected_pre_send,
+        "extras_stream_not_smuggled_to_wire" => {
+            return Some(Box::new(no_request_with("stream", |_| None)))
+        }
         "no_request_issued" => |ctx: &Ctx<'_>| ctx.no_request(),
         "no_schema_response_format_unmanaged_rides_untouched"
         | "extras_response_format_on_wire_when_unmanaged" => {
@@ -710,16 +740,25 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "matching_extras_temperature_no_op" | "wire_temperature_is_declared_value_once" => {
             wire_temperature_declared_once
         }
-        "wire_stop_is_merged_union" => stop_merged_union,
-        "declared_stop_first_in_merge_order" => stop_declared_first,
-        "matching_stop_collapses_to_single_element" => stop_single,
+        "wire_stop_is_merged_union"
+        | "wire_stop_sequences_is_merged_union"
+        | "wire_stopSequences_merged_under_generationConfig" => stop_merged_union,
+        "declared_stop_first_in_merge_order" | "declared_first_in_merge_order" => {
+            stop_declared_first
+        }
+        "matching_stop_collapses_to_single_element"
+        | "matching_stop_sequences_collapses_to_single_element"
+        | "matching_stopSequences_collapses_to_single_element" => stop_single,
+        "no_scalar_string_coercion_on_anthropic" => stop_not_coerced,
         "scalar_string_extras_stop_coerced_to_list" => stop_scalar_coerced,
         "malformed_extras_stop_treated_as_absent" | "wire_stop_is_declared_value_only" => {
             stop_declared_only
         }
         "malformed_list_not_salvaged" => malformed_not_salvaged,
         "no_error_raised_on_malformed_extras" => no_error,
-        "matching_extras_stream_no_op" | "wire_carries_no_stream_key" => |ctx: &Ctx<'_>| {
+        "matching_extras_stream_no_op"
+        | "matching_extras_stream_false_no_op"
+        | "wire_carries_no_stream_key" => |ctx: &Ctx<'_>| {
             ctx.ok()?;
             ensure(ctx.last_body()?.get("stream").is_none(), || {
                 "stream is on the wire".into()

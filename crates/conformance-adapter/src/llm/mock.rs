@@ -137,6 +137,11 @@ impl MockServer {
         format!("http://{}/v1", self.addr)
     }
 
+    /// `http://127.0.0.1:<port>`, for mappings with another version prefix.
+    pub(crate) fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
     /// Every request so far, in arrival order.
     pub(crate) fn captured(&self) -> Vec<Captured> {
         lock(&self.state).captured.clone()

@@ -1,7 +1,8 @@
 //! Spec: conformance-adapter §4, §5.11–§5.13 and the llm-provider fixture-header
 //! conventions (001 / 005 / 059 / 074 headers) — the llm-provider runner.
 //!
-//! Each case runs the real [`OpenAiProvider`] against a mock provider that is a real
+//! Each case runs the real provider of its `mapping` ([`mapping`]: §8.1 OpenAI by
+//! default, §8.2 Anthropic, §8.3 Gemini) against a mock provider that is a real
 //! HTTP server on 127.0.0.1 ([`mock`]), on its own **unpaused** current-thread
 //! runtime in a dedicated thread (the graph runner's paused clock does not mix with
 //! real sockets). Retry backoffs go through a recording sleeper that never sleeps.
@@ -11,7 +12,8 @@
 //!
 //! - L1 `bound_model`: the first `expected_wire_request.model`, else the first
 //!   asserted `llm_spans` `openarmature.llm.model`, else the first 2xx body's
-//!   `model`, else `test-model` (FIXTURE-QUIRKS Q3).
+//!   `model`, else the mapping's default (`test-model`, `claude-test`,
+//!   `gemini-test`; FIXTURE-QUIRKS Q3).
 //! - L2 a fixture input that cannot be built into typed messages / tools /
 //!   `tool_choice` / config is the pre-send `provider_invalid_request` the call
 //!   raises (the spec lets construction-time checks stand in for the boundary).
@@ -27,14 +29,20 @@
 //!   OK and no such attribute.
 //! - L4 `stream: true` calls go through `complete(stream=true)`; a `stream_body` mock
 //!   is served as a `text/event-stream` answer (see [`mock`]); `mapping:
-//!   streaming_unsupported_stub` (060) is [`stub::StreamingUnsupportedStub`], the
-//!   OpenAI mapping behind the `Provider` trait's non-streaming defaults; the
-//!   Anthropic / Gemini mappings are refused as not implemented. The token events a
-//!   call dispatches are recorded by an observer on the synthetic node's invocation
-//!   (`no_token_events_emitted`, the streaming invariants).
+//!   streaming_unsupported_stub` (060) is [`Mapping::StreamingUnsupportedStub`], the
+//!   OpenAI mapping behind the `Provider` trait's non-streaming defaults (the real
+//!   Anthropic / Gemini mappings keep those defaults too). The token events a call
+//!   dispatches are recorded by an observer on the synthetic node's invocation
+//!   (`no_token_events_emitted`, the streaming invariants). `mapping`s [`mapping`]
+//!   does not know are refused as not implemented.
+//! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
+//!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
+//!   `expected_wire_request.model` is compared with the request path
+//!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
 
 mod expect;
 mod invariants;
+mod mapping;
 pub(crate) mod mock;
 mod resilience;
 mod stream_checks;
@@ -51,8 +59,7 @@ use openarmature_graph::{
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, LlmError, LlmRetryConfig, Message, ModelCapabilities,
-    OpenAiProvider, Provider, Response, RetryReason, RuntimeConfig, StructuredOutputInvalid, Tool,
-    ToolChoice,
+    Provider, Response, RetryReason, RuntimeConfig, StructuredOutputInvalid, Tool, ToolChoice,
 };
 use openarmature_observability::{attributes as attr, OtelObserver};
 use openarmature_pipeline::retry::{Constant, DefaultClassifier, RetryConfig, Sleeper};
@@ -60,6 +67,7 @@ use opentelemetry::trace::Status;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Map, Value};
 
+pub(crate) use self::mapping::Mapping;
 use self::mock::{Captured, MockServer, Reply, SseItem};
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -224,6 +232,8 @@ pub(crate) struct CallRun {
     pub(crate) scripted: usize,
     pub(crate) bound_model: String,
     pub(crate) response_schema: Option<Value>,
+    /// The case's wire mapping.
+    pub(crate) mapping: Mapping,
     /// The call was made with `stream` set.
     pub(crate) streamed: bool,
     /// The `LlmTokenEvent`s the call dispatched, in delivery order.
@@ -268,14 +278,10 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         root.check_keys(FILE_KEYS).map_err(err)?;
     }
     case.check_keys(CASE_KEYS).map_err(err)?;
-    if let Some(mapping) = case.get("mapping").or_else(|| root.get("mapping")) {
-        let name = mapping.str().map_err(err)?;
-        if !["openai", "streaming_unsupported_stub"].contains(&name) {
-            return Err(format!(
-                "harness_primitive_missing: mapping `{name}` is not implemented (only the §8.1 OpenAI-compatible mapping is)"
-            ));
-        }
-    }
+    let mapping = match case.get("mapping").or_else(|| root.get("mapping")) {
+        Some(name) => Mapping::from_name(name.str().map_err(err)?)?,
+        None => Mapping::OpenAi,
+    };
     let mock_y = case
         .get("mock_provider")
         .or_else(|| root.get("mock_provider"));
@@ -304,28 +310,12 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     for spec in &calls {
         spec.call.check_keys(CALL_KEYS).map_err(err)?;
     }
-    let model = bound_model(&calls, &mock);
+    let model = bound_model(&calls, &mock, mapping);
 
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
-    let openai = OpenAiProvider::builder(server.base_url(), &model)
-        .api_key("test-key")
-        .no_proxy()
-        .timeout(Duration::from_secs(20))
-        .connect_timeout(Duration::from_secs(5))
-        .capabilities(mock.capabilities)
-        .build()
-        .map_err(|e| format!("cannot build the provider: {e}"))?;
-    let stub = case
-        .get("mapping")
-        .or_else(|| root.get("mapping"))
-        .is_some_and(|m| m.str().ok() == Some("streaming_unsupported_stub"));
-    let provider: Arc<dyn Provider> = if stub {
-        Arc::new(stub::StreamingUnsupportedStub::new(openai))
-    } else {
-        Arc::new(openai)
-    };
+    let provider = mapping.provider(&server, &model, mock.capabilities)?;
 
     let mut last_bodies: Vec<Option<Vec<u8>>> = Vec::new();
     for (i, spec) in calls.iter().enumerate() {
@@ -334,9 +324,16 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         } else {
             String::new()
         };
-        let run = execute(spec, &provider, &server, &model, mock.responses.len())
-            .await
-            .map_err(|m| format!("{label}{m}"))?;
+        let run = execute(
+            spec,
+            &provider,
+            &server,
+            &model,
+            mock.responses.len(),
+            mapping,
+        )
+        .await
+        .map_err(|m| format!("{label}{m}"))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
             return Err(format!(
@@ -532,7 +529,7 @@ fn parse_mock(y: Option<&Y<'_>>) -> Result<Mock, AdapterError> {
 }
 
 /// Register L1 (FIXTURE-QUIRKS Q3).
-fn bound_model(calls: &[CallSpec<'_>], mock: &Mock) -> String {
+fn bound_model(calls: &[CallSpec<'_>], mock: &Mock, mapping: Mapping) -> String {
     let from_wire = calls.iter().find_map(|c| {
         c.get("expected_wire_request")?
             .get("model")?
@@ -555,7 +552,7 @@ fn bound_model(calls: &[CallSpec<'_>], mock: &Mock) -> String {
     from_wire
         .or_else(from_spans)
         .or_else(|| mock.first_ok_model.clone())
-        .unwrap_or_else(|| "test-model".to_owned())
+        .unwrap_or_else(|| mapping.default_model().to_owned())
 }
 
 /// A sleeper that records the requested delays and returns at once.
@@ -695,6 +692,7 @@ async fn execute(
     server: &MockServer,
     model: &str,
     scripted: usize,
+    mapping: Mapping,
 ) -> Result<CallRun, String> {
     let operation = match spec.get("operation") {
         Some(o) => o.str().map_err(err)?.to_owned(),
@@ -725,6 +723,7 @@ async fn execute(
         scripted,
         bound_model: model.to_owned(),
         response_schema: None,
+        mapping,
         streamed,
         tokens: Vec::new(),
     };
@@ -940,7 +939,7 @@ async fn in_synthetic_node(
     let graph = GraphBuilder::new(schema.defaults())
         .add_node(NODE, move |_s: Arc<DynState>, ctx: NodeCtx| {
             let (provider, request, middleware, out) = (
-                p.clone(),
+                Arc::clone(&p),
                 r.clone().in_node(&ctx),
                 middleware.clone(),
                 Arc::clone(&out),

@@ -22,7 +22,7 @@ use super::prompts::PromptHarness;
 use super::setup::{canonical_json, graph_defs, mentions, subgraph_nodes, GlobalOtel};
 use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
-use super::{attempts, err, meta, metrics, Outcome, Run, CASE_KEYS, FILE_KEYS};
+use super::{attempts, err, langfuse, meta, metrics, Outcome, Run, CASE_KEYS, FILE_KEYS};
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Harness};
 use crate::yaml::Y;
@@ -105,6 +105,8 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     let defs = graph_defs(doc, case);
     let sub_nodes = subgraph_nodes(&defs);
     let mut ob = OtelObserver::builder(&tracer_provider).logger_provider(&logger_provider);
+    let mut detached_nodes = Vec::new();
+    let mut detached_fan_outs = Vec::new();
     for (node, identity) in &sub_nodes {
         ob = ob.subgraph_name(node, identity);
     }
@@ -121,12 +123,14 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
                 ));
             }
             for n in nodes {
+                detached_nodes.push(n.clone());
                 ob = ob.detach_subgraph(n);
             }
         }
     }
     if let Some(list) = case.get("detached_fan_outs") {
         for node in list.strings().map_err(err)? {
+            detached_fan_outs.push(node.clone());
             ob = ob.detach_fan_out(node);
         }
     }
@@ -145,6 +149,20 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         .meter_provider(&meters.provider)
         .enable_metrics(flag(case, "enable_metrics")?.unwrap_or(false));
     let observer = ob.build();
+    let (langfuse_observer, langfuse_mode) = if langfuse::wanted(case) {
+        let mode = langfuse::client::client_mode(case).await?;
+        let lf = langfuse::observer(
+            case,
+            &sub_nodes,
+            &detached_nodes,
+            &detached_fan_outs,
+            mode.as_ref(),
+            &defs,
+        )?;
+        (Some(lf), mode)
+    } else {
+        (None, None)
+    };
 
     let llm = if needs_llm {
         Some(Arc::new(LlmHarness::start(case).await?))
@@ -259,6 +277,9 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         for c in &collectors {
             options = options.observer(c.registration());
         }
+        if let Some(lf) = &langfuse_observer {
+            options = options.observer(lf.registration());
+        }
         outcomes.push(match observer.invoke(&graph, state, options).await {
             Ok(done) => {
                 invocation_ids.push(done.invocation_id);
@@ -284,6 +305,21 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         })
         .collect();
     observer.close_all();
+    let langfuse_traces = match &langfuse_observer {
+        Some(lf) => {
+            lf.close_all();
+            if let Some(langfuse::client::ClientMode::Credentials(mock)) = &langfuse_mode {
+                lf.flush()
+                    .await
+                    .map_err(|e| format!("Langfuse flush: {e}"))?;
+                if mock.batches().is_empty() {
+                    return Err("Langfuse ingestion mock received no batch".into());
+                }
+            }
+            Some(lf.traces())
+        }
+        None => None,
+    };
     let metric_points = meters.finish()?;
     let spans = span_exporter
         .get_finished_spans()
@@ -339,6 +375,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
             })
             .collect(),
         metrics: metric_points,
+        langfuse: langfuse_traces,
     };
 
     if let Some(e) = case.get("expected_error") {

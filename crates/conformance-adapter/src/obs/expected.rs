@@ -41,6 +41,11 @@ const EXPECTED_KEYS: &[&str] = &[
     "per_invocation",
     "invocation_id",
     "observer_event_invariants",
+    "langfuse_trace",
+    "langfuse_traces",
+    "no_langfuse_observations_on_global",
+    "no_langfuse_observations_on_private",
+    "langfuse_observations_on_global",
 ];
 
 pub(super) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), String> {
@@ -266,8 +271,42 @@ pub(super) fn assert_expected(
         }
     }
     if let Some(flag) = expected.get("no_langfuse_observations_emitted") {
-        // Register O3: there is no Langfuse backend to emit anything.
+        // Register O3: without a Langfuse observer nothing can be emitted.
         truthy(&flag)?;
+        if let Some(n) = run.langfuse.as_ref().map(Vec::len).filter(|n| *n > 0) {
+            return Err(format!("no_langfuse_observations_emitted: {n} traces"));
+        }
+    }
+    if expected.get("langfuse_trace").is_some() || expected.get("langfuse_traces").is_some() {
+        let traces = run
+            .langfuse
+            .as_deref()
+            .ok_or("langfuse_trace: no Langfuse observer ran")?;
+        super::langfuse::expect::check_expected(expected, traces, Default::default())?;
+    }
+    let langfuse_spans = |f: &Forest| {
+        f.spans
+            .iter()
+            .filter(|s| s.name.starts_with("langfuse.observation"))
+            .count()
+    };
+    for (key, private, want_some) in [
+        ("no_langfuse_observations_on_global", false, false),
+        ("no_langfuse_observations_on_private", true, false),
+        ("langfuse_observations_on_global", false, true),
+    ] {
+        let Some(flag) = expected.get(key) else {
+            continue;
+        };
+        truthy(&flag)?;
+        let n = if private {
+            langfuse_spans(forest)
+        } else {
+            langfuse_spans(global.ok_or_else(|| format!("{key}: no global provider"))?)
+        };
+        if (n > 0) != want_some {
+            return Err(format!("{key}: {n} Langfuse observation spans"));
+        }
     }
     if let Some(flag) = expected.get("no_edge_spans") {
         truthy(&flag)?;

@@ -47,6 +47,7 @@ const NODE_KEYS: &[&str] = &[
     "renders_prompt",
     "renders_prompt_group",
     super::wrapper_llm::KEY,
+    super::tools::KEY,
 ];
 
 static ALL_NODE_KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
@@ -290,6 +291,7 @@ impl Extension for ObsExtension {
         spec: &Y<'_>,
         node: Arc<dyn Node<DynState>>,
     ) -> Result<Arc<dyn Node<DynState>>, AdapterError> {
+        let node = super::tools::wrap(spec, node)?;
         let node = super::meta::wrap(name, spec, node, &self.meta)?;
         let mut logs = Vec::new();
         if let Some(log) = spec.get("emits_log") {

@@ -160,6 +160,9 @@ fn log_trace_ids(logs: &[LogView]) -> BTreeSet<String> {
 }
 
 fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
+    if let Some(verdict) = super::langfuse::invariants::check(name, v, run) {
+        return verdict;
+    }
     let f = run.forest;
     let all: Vec<&SpanData> = f.spans.iter().collect();
     match name {
@@ -521,7 +524,8 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             implementation_attribution(name, &all)
         }
-        other => match super::llm_invariants::check(other, v, run)
+        other => match super::tool_invariants::check(other, v, run)
+            .or_else(|| super::llm_invariants::check(other, v, run))
             .or_else(|| super::prompts::check(other, v, run))
             .or_else(|| super::meta::checks::check(other, v, run))
             .or_else(|| super::metric_invariants::check(other, v, run))

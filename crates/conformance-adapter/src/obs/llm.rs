@@ -50,7 +50,7 @@ use openarmature_llm::{
     CompletionRequest, LlmError, Message, OpenAiProvider, Provider, Response, RuntimeConfig, Tool,
     ToolChoice,
 };
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::canned::{self, Canned};
 use crate::ge::harness::lock;
@@ -93,6 +93,9 @@ pub(crate) struct LlmHarness {
     pub(crate) calls: Mutex<Vec<CallRecord>>,
     /// Synthesized inline-image blobs (015).
     pub(crate) blobs: Mutex<Vec<String>>,
+    /// Register O17: the tool names the mock replies call, declared for calls that
+    /// declare no tools of their own.
+    implied_tools: Vec<String>,
 }
 
 impl LlmHarness {
@@ -101,6 +104,7 @@ impl LlmHarness {
         let err = |e: AdapterError| e.to_string();
         let mut replies = Vec::new();
         let mut default_model = None;
+        let mut implied_tools = Vec::new();
         if let Some(list) = case.get("mock_llm") {
             for entry in list.seq().map_err(err)? {
                 entry
@@ -121,6 +125,9 @@ impl LlmHarness {
                     for (k, v) in h.entries().map_err(err)? {
                         headers.push((k, v.str().map_err(err)?.to_owned()));
                     }
+                }
+                if let Some(b) = &body {
+                    called_tool_names(b, &mut implied_tools);
                 }
                 if default_model.is_none() && (200..300).contains(&status) {
                     default_model = body
@@ -179,6 +186,7 @@ impl LlmHarness {
             providers: Mutex::new(HashMap::new()),
             calls: Mutex::new(Vec::new()),
             blobs: Mutex::new(Vec::new()),
+            implied_tools,
         })
     }
 
@@ -292,13 +300,45 @@ impl LlmHarness {
             provider,
             messages,
             config: get("config")?,
-            tools: get("tools")?.map(openai_tools),
+            tools: get("tools")?
+                .map(openai_tools)
+                .or_else(|| implied_tools(&self.implied_tools)),
             tool_choice: get("tool_choice")?,
             response_schema: get("response_schema")?,
             stores_in,
             harness: Arc::clone(self),
         })
     }
+}
+
+/// Collects the function names an OpenAI-shaped mock reply calls (deduplicated).
+fn called_tool_names(body: &Value, into: &mut Vec<String>) {
+    let choices = body.get("choices").and_then(Value::as_array);
+    for choice in choices.into_iter().flatten() {
+        let calls = choice
+            .pointer("/message/tool_calls")
+            .and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                if !into.iter().any(|n| n == name) {
+                    into.push(name.to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Register O17: the §4 declarations (any-object parameters) of the tools the mock
+/// replies call, for a `calls_llm` that declares none (`None` when they call none).
+fn implied_tools(names: &[String]) -> Option<Value> {
+    (!names.is_empty()).then(|| {
+        Value::Array(
+            names
+                .iter()
+                .map(|n| json!({"name": n, "description": "", "parameters": {"type": "object"}}))
+                .collect(),
+        )
+    })
 }
 
 /// Expands the 014 / 015 harness primitives in a message list, in place.

@@ -88,7 +88,7 @@
 //!   (the per-attempt LLM signal carries no timestamp).
 //! - O15 `observers: [{behavior: record}]` (119) is served by the implicit recorder;
 //!   other behaviours are refused (see [`attempts`]).
-//! - O16 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
+//! - O19 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
 //!   used (O6); a `{error: {status}}` chunk marker is an HTTP answer of that status
 //!   when it opens a wire attempt (116), else an OpenAI-style mid-stream error chunk
 //!   (`{error: {code: status}}`, 114) — see [`llm`]; `LlmTokenFailedEvent` is an
@@ -101,6 +101,7 @@ mod desugar;
 mod expected;
 mod ext;
 mod invariants;
+mod langfuse;
 mod lineage_invariants;
 mod llm;
 mod llm_invariants;
@@ -112,6 +113,8 @@ mod orphan_invariants;
 mod prompts;
 mod setup;
 mod spans;
+mod tool_invariants;
+mod tools;
 mod traces;
 mod typed;
 mod usage_invariants;
@@ -173,6 +176,10 @@ const CASE_KEYS: &[&str] = &[
     "observers",
     SYNTHESIZED,
     "enable_metrics",
+    "langfuse_observer",
+    "langfuse_observer_config",
+    "langfuse_client",
+    "caller_invocation_label",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -217,7 +224,7 @@ pub(crate) struct Run<'a> {
     pub(crate) logs: Vec<LogView>,
     pub(crate) emitted: Vec<EmittedLog>,
     case: &'a Y<'a>,
-    invocation_ids: Vec<String>,
+    pub(crate) invocation_ids: Vec<String>,
     /// Every event of every invocation, in delivery order (the implicit recorder).
     pub(crate) events: Vec<Arc<ObserverEvent>>,
     /// The fixture's typed observers.
@@ -230,6 +237,8 @@ pub(crate) struct Run<'a> {
     pub(crate) meta: Arc<meta::MetaHarness>,
     /// The §6.9 metric capture's points.
     pub(crate) metrics: Vec<metrics::Point>,
+    /// The recorded Langfuse traces, when the case ran a Langfuse observer.
+    pub(crate) langfuse: Option<Vec<openarmature_observability::langfuse::LangfuseTrace>>,
 }
 
 impl Run<'_> {

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use openarmature_graph::prompt_context::TokenBudget;
 use openarmature_graph::BoxError;
 use openarmature_llm::Message;
-use openarmature_prompt::{InMemoryBackend, Prompt, PromptGroup, PromptManager, PromptResult};
+use openarmature_prompt::{
+    InMemoryBackend, Prompt, PromptGroup, PromptManager, PromptResult, LANGFUSE_PROMPT,
+};
 use serde_json::{Map, Value};
 
 use super::Run;
@@ -46,8 +48,10 @@ impl PromptHarness {
         };
         backend.check_keys(&["type", "prompts"])?;
         let kind = backend.req("type")?;
-        if kind.str()? != "filesystem" {
-            return Err(kind.invalid("a prompt_backend type this runner knows (`filesystem`)"));
+        if !["filesystem", "mock_with_langfuse_reference"].contains(&kind.str()?) {
+            return Err(kind.invalid(
+                "a prompt_backend type this runner knows (`filesystem`, `mock_with_langfuse_reference`)",
+            ));
         }
         let store = InMemoryBackend::new();
         for (_, p) in backend.req("prompts")?.entries()? {
@@ -82,11 +86,19 @@ fn prompt(y: &Y<'_>) -> Result<Prompt, AdapterError> {
         "template",
         "template_hash",
         "token_budget",
+        "langfuse_prompt_reference",
     ])?;
     let s = |k: &str| -> Result<String, AdapterError> { Ok(y.req(k)?.str()?.to_owned()) };
     let mut p = Prompt::text(s("name")?, s("version")?, s("label")?, s("template")?);
     if y.get("template_hash").is_some() {
         p = p.with_template_hash(s("template_hash")?);
+    }
+    // `mock_with_langfuse_reference` (024): the backend exposes a Langfuse Prompt
+    // reference in `observability_entities` (prompt-management §3).
+    if let Some(reference) = y.get("langfuse_prompt_reference") {
+        let mut entities = Map::new();
+        entities.insert(LANGFUSE_PROMPT.to_owned(), reference.json()?);
+        p = p.with_observability_entities(entities);
     }
     if let Some(b) = y.get("token_budget") {
         b.check_keys(&["input_max_tokens", "total_max_tokens"])?;

@@ -36,17 +36,17 @@ const EVENT_TYPES: &[&str] = &[
     "LlmCompletionEvent",
     "LlmFailedEvent",
     "FailureIsolationEvent",
+    "ToolCallEvent",
+    "ToolCallFailedEvent",
     "LlmTokenEvent",
     // A type the spec rules out (the token event is unpaired, 114): never emitted.
     "LlmTokenFailedEvent",
-    // Spec types this implementation never emits (embeddings, rerank, tools): valid
+    // Spec types this implementation never emits (embeddings, rerank): valid
     // names, so a count of zero can be asserted.
     "EmbeddingEvent",
     "EmbeddingFailedEvent",
     "RerankEvent",
     "RerankFailedEvent",
-    "ToolCallEvent",
-    "ToolCallFailedEvent",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -174,6 +174,18 @@ fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
     m.insert("branch_name".into(), json!(l.branch_name));
     m.insert("fan_out_index_chain".into(), json!(&*l.fan_out_index_chain));
     m.insert("branch_name_chain".into(), json!(&*l.branch_name_chain));
+}
+
+fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_graph::ToolCallRecord) {
+    site_fields(m, &call.site);
+    m.insert("call_id".into(), json!(&*call.call_id));
+    m.insert("tool_name".into(), json!(call.tool_name));
+    m.insert("tool_call_id".into(), json!(call.tool_call_id));
+    m.insert(
+        "arguments".into(),
+        call.arguments.clone().unwrap_or(Value::Null),
+    );
+    m.insert("latency_ms".into(), json!(call.latency_ms));
 }
 
 fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
@@ -319,6 +331,19 @@ pub(crate) fn record(
             m.insert("chunk_index".into(), json!(e.chunk_index));
             m.insert("delta_kind".into(), json!(e.delta_kind.as_str()));
             m.insert("delta".into(), json!(e.delta));
+            m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::ToolCall(e) => {
+            m.insert("event_type".into(), json!("ToolCallEvent"));
+            tool_fields(&mut m, &e.call);
+            m.insert("result".into(), e.result.clone());
+            m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::ToolCallFailed(e) => {
+            m.insert("event_type".into(), json!("ToolCallFailedEvent"));
+            tool_fields(&mut m, &e.call);
+            m.insert("error_type".into(), json!(e.error_type));
+            m.insert("error_message".into(), json!(e.error_message));
             m.insert("caller_invocation_metadata".into(), meta());
         }
         ObserverEvent::FailureIsolation(e) => {

@@ -21,13 +21,13 @@ use serde_json::Value;
 use crate::error::{ErrorCategory, LlmError, ProviderFailure};
 
 /// The `error` object of an OpenAI-style error body, leniently read.
-struct ErrorBody {
-    message: Option<String>,
-    kind: Option<String>,
-    code: Option<String>,
+pub(crate) struct ErrorBody {
+    pub(crate) message: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) code: Option<String>,
 }
 
-fn read_error_body(body: &[u8]) -> ErrorBody {
+pub(crate) fn read_error_body(body: &[u8]) -> ErrorBody {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
@@ -90,7 +90,7 @@ fn is_model_not_loaded(e: &ErrorBody) -> bool {
         )
 }
 
-fn is_content_rejection(e: &ErrorBody) -> bool {
+pub(crate) fn is_content_rejection(e: &ErrorBody) -> bool {
     let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
     let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
     let message = e

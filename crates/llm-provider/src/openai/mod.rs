@@ -44,28 +44,27 @@
 //! # }
 //! ```
 
-mod errors;
+pub(crate) mod errors;
 mod request;
 mod response;
 mod sse;
 mod stream;
-mod transport;
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use reqwest::header::CONTENT_TYPE;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
 pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
 use crate::error::{ErrorCategory, LlmError};
+use crate::http::{self, ClientOptions, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
-use transport::transport_error;
 
 /// The default response size cap (8 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -80,15 +79,11 @@ pub struct OpenAiBuilder {
     base_url: String,
     model: String,
     api_key: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    read_timeout: Option<Duration>,
+    http: ClientOptions,
     max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-    no_proxy: bool,
-    client: Option<reqwest::Client>,
 }
 
 impl OpenAiBuilder {
@@ -100,19 +95,19 @@ impl OpenAiBuilder {
 
     /// The whole-request deadline, body included (default 300 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http.timeout = timeout;
         self
     }
 
     /// The connection deadline (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.http.connect_timeout = timeout;
         self
     }
 
     /// The longest silence between body reads (default: none beyond `timeout`).
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.read_timeout = Some(timeout);
+        self.http.read_timeout = Some(timeout);
         self
     }
 
@@ -143,14 +138,14 @@ impl OpenAiBuilder {
 
     /// Ignores proxy environment variables (e.g. for a server on loopback).
     pub fn no_proxy(mut self) -> Self {
-        self.no_proxy = true;
+        self.http.no_proxy = true;
         self
     }
 
     /// Uses a caller-configured HTTP client (its own TLS, proxy and timeout
     /// settings); the timeout and proxy options of this builder are then ignored.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
+        self.http.client = Some(client);
         self
     }
 
@@ -161,34 +156,8 @@ impl OpenAiBuilder {
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         crate::error::register_category_probe();
-        let base = self.base_url.trim_end_matches('/').to_owned();
-        let url = reqwest::Url::parse(&base).map_err(|e| {
-            LlmError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(LlmError::invalid_request(format!(
-                "base URL `{base}` must be http or https"
-            )));
-        }
-        let client = match self.client {
-            Some(client) => client,
-            None => {
-                let mut builder = reqwest::Client::builder()
-                    .timeout(self.timeout)
-                    .connect_timeout(self.connect_timeout)
-                    .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")));
-                if let Some(read) = self.read_timeout {
-                    builder = builder.read_timeout(read);
-                }
-                if self.no_proxy {
-                    builder = builder.no_proxy();
-                }
-                builder.build().map_err(|e| {
-                    LlmError::invalid_request(format!("cannot build the HTTP client: {e}"))
-                        .with_source(e)
-                })?
-            }
-        };
+        let base = http::base_url(&self.base_url)?;
+        let client = self.http.build()?;
         Ok(OpenAiProvider {
             client,
             chat_url: format!("{base}/chat/completions"),
@@ -225,7 +194,7 @@ impl std::fmt::Debug for OpenAiBuilder {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.timeout)
+            .field("timeout", &self.http.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
@@ -251,15 +220,11 @@ impl OpenAiProvider {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
-            timeout: Duration::from_secs(300),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: None,
+            http: ClientOptions::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             capabilities: ModelCapabilities::default(),
             provider_name: "openai".into(),
             fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
-            no_proxy: false,
-            client: None,
         }
     }
 
@@ -314,9 +279,9 @@ impl OpenAiProvider {
             .post(&self.chat_url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        let response = self.start(builder, "text/event-stream").await?;
+        let response = http::start(self.with_auth(builder, "text/event-stream")).await?;
         if !response.status().is_success() {
-            let reply = self.read(response).await?;
+            let reply = http::read(response, self.max_response_bytes).await?;
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -329,6 +294,24 @@ impl OpenAiProvider {
             &prepared,
             request.response_schema,
             sink,
+        )
+        .await
+    }
+
+    /// Adds the `Accept` and `Authorization` headers.
+    fn with_auth(&self, builder: reqwest::RequestBuilder, accept: &str) -> reqwest::RequestBuilder {
+        let builder = builder.header(ACCEPT, accept);
+        match &self.api_key {
+            Some(key) => builder.header(AUTHORIZATION, format!("Bearer {key}")),
+            None => builder,
+        }
+    }
+
+    /// Sends and reads the answer, capping the body.
+    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
+        http::execute(
+            self.with_auth(builder, "application/json"),
+            self.max_response_bytes,
         )
         .await
     }
@@ -349,7 +332,7 @@ impl OpenAiProvider {
                     .body(body),
             )
             .await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -361,7 +344,7 @@ impl OpenAiProvider {
 
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.client.get(&self.models_url)).await?;
-        if !(200..300).contains(&reply.status) {
+        if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,

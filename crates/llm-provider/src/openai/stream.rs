@@ -20,6 +20,7 @@ use super::errors;
 use super::response::parse_value;
 use super::sse::{SseDecoder, SseEvent};
 use crate::error::LlmError;
+use crate::http;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
@@ -316,7 +317,7 @@ pub(crate) async fn consume(
     let mut events = Vec::new();
     let mut total = 0usize;
     while !assembler.is_done() {
-        let piece = response.chunk().await.map_err(super::transport_error)?;
+        let piece = response.chunk().await.map_err(http::transport_error)?;
         let Some(piece) = piece else {
             decoder.finish(&mut events)?;
             drain(&mut assembler, &mut events, sink)?;
@@ -324,9 +325,7 @@ pub(crate) async fn consume(
         };
         total = total.saturating_add(piece.len());
         if total > cap {
-            return Err(invalid(format!(
-                "streamed response exceeds the {cap}-byte limit"
-            )));
+            return Err(http::too_large(cap));
         }
         decoder.push(&piece, &mut events)?;
         drain(&mut assembler, &mut events, sink)?;

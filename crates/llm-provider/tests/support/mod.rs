@@ -60,6 +60,9 @@ impl Step {
 pub struct Server {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// Each request's head (request line and headers) as sent, in arrival order;
+    /// lowercase it to match header names.
+    pub heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -69,19 +72,21 @@ impl Server {
         let addr = listener.local_addr().unwrap();
         let steps = Arc::new(Mutex::new(VecDeque::from(steps)));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&requests);
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (log, head_log) = (Arc::clone(&requests), Arc::clone(&heads));
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let step = steps.lock().unwrap().pop_front();
-                let log = Arc::clone(&log);
+                let (log, head_log) = (Arc::clone(&log), Arc::clone(&head_log));
                 tokio::spawn(async move {
-                    let _ = handle(stream, step, log).await;
+                    let _ = handle(stream, step, log, head_log).await;
                 });
             }
         });
         Server {
             base_url: format!("http://{addr}/v1"),
             requests,
+            heads,
         }
     }
 
@@ -101,17 +106,18 @@ impl Server {
     }
 }
 
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<(String, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(Vec::new());
+            return Ok((String::new(), Vec::new()));
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let raw_head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let head = raw_head.to_ascii_lowercase();
             let length = head
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
@@ -125,7 +131,7 @@ async fn read_request(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
                 }
                 body.extend_from_slice(&chunk[..n]);
             }
-            return Ok(body);
+            return Ok((raw_head, body));
         }
     }
 }
@@ -134,9 +140,11 @@ async fn handle(
     mut stream: TcpStream,
     step: Option<Step>,
     log: Arc<Mutex<Vec<Vec<u8>>>>,
+    head_log: Arc<Mutex<Vec<String>>>,
 ) -> std::io::Result<()> {
-    let body = read_request(&mut stream).await?;
+    let (head, body) = read_request(&mut stream).await?;
     log.lock().unwrap().push(body);
+    head_log.lock().unwrap().push(head);
     let step = step.unwrap_or_else(|| Step::body(599, b"script exhausted"));
     match step {
         Step::Respond {

@@ -56,6 +56,7 @@ impl OtelObserverBuilder {
                 implementation_version: env!("CARGO_PKG_VERSION").to_owned(),
                 close_timeout: Duration::from_secs(5),
                 logger: None,
+                langfuse_prompt_reference: false,
             },
             enable_metrics: false,
             meter: None,
@@ -172,6 +173,13 @@ impl OtelObserverBuilder {
             .with_version(env!("CARGO_PKG_VERSION"))
             .build();
         self.meter = Some(provider.meter_with_scope(scope));
+        self
+    }
+
+    /// Makes LLM spans carry the prompt's Langfuse reference (the Langfuse observer's
+    /// private OTel observer only).
+    pub(crate) fn langfuse_prompt_reference(mut self) -> Self {
+        self.config.langfuse_prompt_reference = true;
         self
     }
 

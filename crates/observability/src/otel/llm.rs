@@ -90,6 +90,19 @@ pub(crate) fn attempt_attributes(
         _ => (None, None),
     };
     super::prompt::prompt_attributes(&e.request, response, &mut attrs);
+    if config.langfuse_prompt_reference {
+        if let Some(reference) = e
+            .request
+            .prompt_context
+            .prompt()
+            .and_then(|p| p.langfuse_prompt.clone())
+        {
+            attrs.push(KeyValue::new(
+                crate::langfuse::PROMPT_REFERENCE_ATTR,
+                reference,
+            ));
+        }
+    }
     if let Some(r) = response {
         response_attributes(r, genai, &mut attrs);
         tool_call_identity(r, &mut attrs);

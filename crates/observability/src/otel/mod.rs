@@ -57,6 +57,10 @@ pub(crate) struct Config {
     pub(crate) implementation_version: String,
     pub(crate) close_timeout: Duration,
     pub(crate) logger: Option<SdkLogger>,
+    /// Set only on the Langfuse observer's private OTel observer: LLM spans carry the
+    /// prompt's Langfuse reference under [`crate::langfuse::PROMPT_REFERENCE_ATTR`]
+    /// (never on a caller's spans).
+    pub(crate) langfuse_prompt_reference: bool,
 }
 
 struct Shared {
@@ -299,6 +303,18 @@ impl OtelObserver {
         .with_invocation_events()
     }
 
+    /// Closes what is left of `invocation_id`: with `outcome` (`Some(None)` a success,
+    /// `Some(Some((category, message)))` a failure) as the run's outcome, or with the
+    /// last completed node's (`None`, a dropped run). Shared with the Langfuse observer.
+    pub(crate) fn end_invocation(
+        &self,
+        invocation_id: &str,
+        outcome: Option<Option<(String, String)>>,
+    ) {
+        let outcome = outcome.map(|o| o.map(|(category, message)| Failure { category, message }));
+        self.end(invocation_id, outcome);
+    }
+
     fn end(&self, invocation_id: &str, outcome: Option<Option<Failure>>) {
         let state = {
             let mut inner = lock(&self.shared.inner);
@@ -480,6 +496,27 @@ impl OtelObserver {
                     e.at,
                 );
                 state.on_metadata(e);
+            }
+            // §5.5.11: one tool span per instrumented execution, from its terminal event.
+            ObserverEvent::ToolCall(e) => {
+                let (call, outcome) = state::ToolOutcome::of_success(e);
+                let state = self.state_for(
+                    &mut inner,
+                    &call.site.invocation_id,
+                    call.site.correlation_id.as_deref(),
+                    SystemTime::now(),
+                );
+                state.on_tool(&shared.tracer, &shared.config, call, outcome);
+            }
+            ObserverEvent::ToolCallFailed(e) => {
+                let (call, outcome) = state::ToolOutcome::of_failure(e);
+                let state = self.state_for(
+                    &mut inner,
+                    &call.site.invocation_id,
+                    call.site.correlation_id.as_deref(),
+                    SystemTime::now(),
+                );
+                state.on_tool(&shared.tracer, &shared.config, call, outcome);
             }
             // §5.5.15: an exceeded token budget also makes a WARNING log record.
             ObserverEvent::LlmCompletion(e) if shared.config.logger.is_some() => {

@@ -18,6 +18,9 @@
 //!   linked from the parent trace.
 
 mod augment;
+mod tool;
+
+pub(crate) use tool::ToolOutcome;
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};

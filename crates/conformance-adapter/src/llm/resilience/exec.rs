@@ -23,7 +23,7 @@ use super::setup::{retry_record, EndpointSetup, Extensions};
 use super::{err, push, take, Sleeps};
 use crate::llm::mock::MockServer;
 use crate::llm::{
-    build_request, render_template, span_views, AttemptInfo, CallRun, CallSpec, RetrySpec,
+    build_request, render_template, span_views, AttemptInfo, CallRun, CallSpec, Mapping, RetrySpec,
     SpanView, NODE,
 };
 
@@ -274,6 +274,7 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
         scripted: ctx.scripted,
         bound_model: ctx.model.to_owned(),
         response_schema,
+        mapping: Mapping::OpenAi,
         streamed: false,
         tokens: Vec::new(),
     };

@@ -41,7 +41,7 @@ use openarmature_pipeline::retry::Sleeper;
 use serde_norway::Value;
 
 use super::mock::MockServer;
-use super::{bound_model, parse_mock, CallSpec};
+use super::{bound_model, parse_mock, CallSpec, Mapping};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -165,7 +165,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             .check_keys(&keys(super::CALL_KEYS, CALL_EXTRA))
             .map_err(err)?;
     }
-    let model = bound_model(&calls, &mock);
+    let model = bound_model(&calls, &mock, Mapping::OpenAi);
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;

@@ -1,0 +1,293 @@
+//! Spec: graph-engine §6 *Tool-call instrumentation scope*, *Typed tool-call event*,
+//! *Typed tool-call failure event* (observability §5.5.12, proposal 0063).
+//!
+//! The caller runs the tool; the engine only observes it. A node body wraps one
+//! execution in [`NodeCtx::instrument_tool`] (inline form), or enters a
+//! [`ToolScope`] with [`NodeCtx::start_tool`] and reports the outcome later
+//! (start/complete form). Exactly one terminal event is dispatched per execution,
+//! when its outcome is known: a [`ToolCallEvent`] for a result, a
+//! [`ToolCallFailedEvent`] for a failure, never both. A failure is passed back to
+//! the caller unchanged. The events carry the identity captured when the scope was
+//! entered, whatever context the outcome is reported from.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeCtx, ToolExecution, END};
+//! use serde_json::json;
+//!
+//! state! {
+//!     #[derive(Default)]
+//!     pub struct Turn => TurnUpdate { pub weather: String }
+//! }
+//!
+//! async fn get_weather(city: &str) -> Result<serde_json::Value, std::io::Error> {
+//!     Ok(json!({"city": city, "temperature_c": 21}))
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let graph = GraphBuilder::new(Turn::default())
+//!     .add_node("act", |_s: Arc<Turn>, ctx: NodeCtx| async move {
+//!         // The model asked for get_weather(city = "Paris") with tool-call id call_1.
+//!         let call = ToolExecution::new("get_weather")
+//!             .tool_call_id("call_1")
+//!             .arguments(json!({"city": "Paris"}));
+//!         let result = ctx.instrument_tool(call, get_weather("Paris")).await?;
+//!         Ok::<_, BoxError>(TurnUpdate::default().weather(result.to_string()))
+//!     })
+//!     .add_edge("act", END)
+//!     .entry("act")
+//!     .compile()?;
+//! let out = graph.invoke(Turn::default()).await?;
+//! assert!(out.weather.contains("21"));
+//! # Ok::<_, BoxError>(())
+//! # }).unwrap();
+//! ```
+
+use std::any::Any;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{category_of, BoxError};
+use crate::llm_events::LlmCallSite;
+use crate::node::NodeCtx;
+use crate::observer::ObserverEvent;
+
+/// What the caller declares about one tool execution when entering the scope.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolExecution {
+    /// The tool's name (the `Tool.name` when it satisfies a model request).
+    pub tool_name: String,
+    /// The `ToolCall.id` of the model's request this execution satisfies; `None` for
+    /// a standalone instrumented function.
+    pub tool_call_id: Option<String>,
+    /// The arguments the tool is invoked with; `None` when it takes none.
+    pub arguments: Option<Value>,
+}
+
+impl ToolExecution {
+    /// An execution of `tool_name` with no arguments and no model-request link.
+    pub fn new(tool_name: impl Into<String>) -> Self {
+        ToolExecution {
+            tool_name: tool_name.into(),
+            tool_call_id: None,
+            arguments: None,
+        }
+    }
+
+    /// Links the execution to the model's tool-call request `id`.
+    pub fn tool_call_id(mut self, id: impl Into<String>) -> Self {
+        self.tool_call_id = Some(id.into());
+        self
+    }
+
+    /// The arguments the tool is invoked with (e.g. the parsed `ToolCall.arguments`).
+    pub fn arguments(mut self, arguments: Value) -> Self {
+        self.arguments = Some(arguments);
+        self
+    }
+}
+
+/// The request side shared by both terminal tool events: where the scope was
+/// entered and what was executed.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCallRecord {
+    /// The node that entered the scope (identity captured at scope entry).
+    pub site: LlmCallSite,
+    /// A fresh per-execution id minted at scope entry (OA's own token, distinct
+    /// from `tool_call_id`).
+    pub call_id: Arc<str>,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The model request this execution satisfies, if any.
+    pub tool_call_id: Option<String>,
+    /// The arguments (payload; renderers gate it, §5.5.4).
+    pub arguments: Option<Value>,
+    /// Wall-clock latency measured at the scope boundary, in milliseconds.
+    pub latency_ms: Option<f64>,
+    /// When the outcome became known (wall clock).
+    pub at: SystemTime,
+}
+
+/// A tool execution returned a result (graph-engine §6 `ToolCallEvent`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCallEvent {
+    /// Identity, tool name, ids, arguments and latency.
+    pub call: ToolCallRecord,
+    /// The tool's result as JSON (payload; renderers gate it, §5.5.4).
+    pub result: Value,
+}
+
+/// A tool execution failed (graph-engine §6 `ToolCallFailedEvent`). Deliberately no
+/// error category: tool code has no closed failure taxonomy.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCallFailedEvent {
+    /// Identity, tool name, ids, arguments and latency.
+    pub call: ToolCallRecord,
+    /// The error's type name (or a tool-defined code); `None` when unknown.
+    pub error_type: Option<String>,
+    /// The error's message (empty when it has none).
+    pub error_message: String,
+}
+
+/// An entered tool-call scope (the start/complete form): report the outcome once
+/// with [`ToolScope::complete`] or [`ToolScope::fail`]. Dropping it unreported
+/// dispatches nothing (no outcome is known). Reporting after the invocation ended
+/// dispatches nothing either: the invocation's queue is closed.
+#[must_use = "a tool scope reports nothing until completed or failed"]
+pub struct ToolScope {
+    ctx: NodeCtx,
+    record: ToolCallRecord,
+    started: Instant,
+}
+
+impl std::fmt::Debug for ToolScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolScope")
+            .field("record", &self.record)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolScope {
+    /// This execution's `call_id`.
+    pub fn call_id(&self) -> &str {
+        &self.record.call_id
+    }
+
+    /// Reports a result: dispatches the [`ToolCallEvent`]. A result that cannot be
+    /// represented as JSON is recorded as a string describing why.
+    pub fn complete<T: Serialize + ?Sized>(self, result: &T) {
+        let result = serde_json::to_value(result)
+            .unwrap_or_else(|e| Value::String(format!("<result not representable as JSON: {e}>")));
+        let call = self.finish();
+        self.ctx
+            .dispatch_event(ObserverEvent::ToolCall(ToolCallEvent { call, result }));
+    }
+
+    /// Reports a failure: dispatches the [`ToolCallFailedEvent`].
+    pub fn fail(self, error_type: Option<&str>, error_message: impl Into<String>) {
+        let call = self.finish();
+        self.ctx
+            .dispatch_event(ObserverEvent::ToolCallFailed(ToolCallFailedEvent {
+                call,
+                error_type: error_type.map(str::to_owned),
+                error_message: error_message.into(),
+            }));
+    }
+
+    fn finish(&self) -> ToolCallRecord {
+        let mut call = self.record.clone();
+        call.latency_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
+        call.at = SystemTime::now();
+        call
+    }
+}
+
+impl NodeCtx {
+    /// Enters a tool-call scope for one execution the caller runs itself (the
+    /// start/complete form, for outcomes that arrive later). Captures this node's
+    /// identity now and mints the execution's `call_id`.
+    pub fn start_tool(&self, execution: ToolExecution) -> ToolScope {
+        ToolScope {
+            ctx: self.clone(),
+            record: ToolCallRecord {
+                site: LlmCallSite::from_ctx(self),
+                call_id: Arc::from(uuid::Uuid::new_v4().to_string()),
+                tool_name: execution.tool_name,
+                tool_call_id: execution.tool_call_id,
+                arguments: execution.arguments,
+                latency_ms: None,
+                at: SystemTime::now(),
+            },
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs `tool` (the caller's execution) inside a tool-call scope and returns its
+    /// outcome unchanged, after dispatching a [`ToolCallEvent`] (on `Ok`) or a
+    /// [`ToolCallFailedEvent`] (on `Err`).
+    ///
+    /// The failure's `error_type` is the error type's name (`TimeoutError` for a
+    /// `my_tools::TimeoutError`); for a [`BoxError`] it is the error's category when
+    /// it has one, else `None`. Use [`NodeCtx::start_tool`] to name it explicitly.
+    pub async fn instrument_tool<T, E, F>(&self, execution: ToolExecution, tool: F) -> Result<T, E>
+    where
+        F: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: Display + 'static,
+    {
+        let scope = self.start_tool(execution);
+        let outcome = tool.await;
+        match &outcome {
+            Ok(result) => scope.complete(result),
+            Err(err) => {
+                let error_type = error_type_of(err);
+                scope.fail(error_type.as_deref(), err.to_string());
+            }
+        }
+        outcome
+    }
+}
+
+/// The name a failure event gives an error of type `E`.
+fn error_type_of<E: Display + 'static>(err: &E) -> Option<String> {
+    if let Some(boxed) = (err as &dyn Any).downcast_ref::<BoxError>() {
+        return category_of(boxed.as_ref()).map(str::to_owned);
+    }
+    short_type_name(std::any::type_name::<E>())
+}
+
+/// `a::b::Name<c::D>` → `Name`; `None` for names with nothing left.
+fn short_type_name(full: &str) -> Option<String> {
+    let base = full.split('<').next().unwrap_or(full);
+    let name = base.rsplit("::").next().unwrap_or(base).trim();
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_type_names_drop_paths_and_generics() {
+        assert_eq!(
+            short_type_name("std::io::error::Error").as_deref(),
+            Some("Error")
+        );
+        assert_eq!(
+            short_type_name("my_tools::TimeoutError<u8>").as_deref(),
+            Some("TimeoutError")
+        );
+        assert_eq!(short_type_name("Plain").as_deref(), Some("Plain"));
+        assert_eq!(short_type_name("").as_deref(), None);
+    }
+
+    #[derive(Debug)]
+    struct TimeoutError;
+
+    impl Display for TimeoutError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("timed out")
+        }
+    }
+
+    #[test]
+    fn error_types_come_from_the_type_or_a_boxed_errors_category() {
+        assert_eq!(
+            error_type_of(&TimeoutError).as_deref(),
+            Some("TimeoutError")
+        );
+        let plain: BoxError = "no category".into();
+        assert_eq!(error_type_of(&plain), None);
+        assert_eq!(error_type_of(&String::from("x")).as_deref(), Some("String"));
+    }
+}

@@ -1,0 +1,145 @@
+//! Spec: llm-provider §8.2.3 — HTTP error mapping (status plus the envelope's
+//! `error.type`), and `Retry-After` (§7).
+//!
+//! The envelope is `{"type": "error", "error": {"type", "message"}, "request_id"}`.
+//!
+//! | HTTP | category |
+//! |---|---|
+//! | 401 `authentication_error`, 402 `billing_error`, 403 `permission_error` | `provider_authentication` |
+//! | 404 `not_found_error` naming the model (or without a message) | `provider_invalid_model` |
+//! | 400 whose message says a content block (image, document, media type) is not supported | `provider_unsupported_content_block` |
+//! | other 400 (`invalid_request_error`), 413 `request_too_large`, other 4xx | `provider_invalid_request` |
+//! | 429 `rate_limit_error` | `provider_rate_limit` |
+//! | 408, 500 `api_error`, 504 `timeout_error`, 529 `overloaded_error`, other 5xx | `provider_unavailable` |
+//!
+//! The message is `error.message` verbatim (else `HTTP <status>`); `error.type` is
+//! kept as the error type.
+
+use std::time::SystemTime;
+
+use reqwest::header::HeaderMap;
+
+use crate::error::{ErrorCategory, LlmError, ProviderFailure};
+use crate::openai::errors::{is_content_rejection, read_error_body, ErrorBody};
+use crate::openai::retry_after;
+
+fn is_model_not_found(e: &ErrorBody) -> bool {
+    let message = e
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let not_found = e.kind.as_deref() == Some("not_found_error");
+    (not_found && (message.is_empty() || message.contains("model")))
+        || (message.contains("model")
+            && ["not found", "does not exist", "unknown model"]
+                .iter()
+                .any(|n| message.contains(n)))
+}
+
+/// Maps a non-2xx answer to its §7 category.
+pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+    let e = read_error_body(body);
+    let category = match status {
+        401..=403 => ErrorCategory::ProviderAuthentication,
+        404 if is_model_not_found(&e) => ErrorCategory::ProviderInvalidModel,
+        400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
+        408 => ErrorCategory::ProviderUnavailable,
+        429 => ErrorCategory::ProviderRateLimit,
+        400..=499 => ErrorCategory::ProviderInvalidRequest,
+        _ => ErrorCategory::ProviderUnavailable,
+    };
+    let retry_after = if category.is_transient() {
+        retry_after(headers, SystemTime::now())
+    } else {
+        None
+    };
+    let mut failure = ProviderFailure::new(
+        e.message
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("HTTP {status}")),
+    );
+    failure.status = Some(status);
+    failure.error_type = e.kind.or(e.code);
+    failure.retry_after = retry_after;
+    LlmError::from_failure(category, failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn cat(status: u16, kind: &str, message: &str) -> &'static str {
+        let body = serde_json::json!({"type": "error", "error": {"type": kind, "message": message},
+            "request_id": "req_1"});
+        from_status(status, &HeaderMap::new(), body.to_string().as_bytes())
+            .category()
+            .as_str()
+    }
+
+    #[test]
+    fn the_status_table() {
+        assert_eq!(
+            cat(401, "authentication_error", "bad key"),
+            "provider_authentication"
+        );
+        assert_eq!(cat(402, "billing_error", "pay"), "provider_authentication");
+        assert_eq!(
+            cat(403, "permission_error", "no"),
+            "provider_authentication"
+        );
+        assert_eq!(
+            cat(404, "not_found_error", "model: claude-x"),
+            "provider_invalid_model"
+        );
+        assert_eq!(
+            cat(404, "not_found_error", "no such route"),
+            "provider_invalid_request"
+        );
+        assert_eq!(
+            cat(413, "request_too_large", "big"),
+            "provider_invalid_request"
+        );
+        assert_eq!(cat(429, "rate_limit_error", "slow"), "provider_rate_limit");
+        assert_eq!(cat(500, "api_error", "x"), "provider_unavailable");
+        assert_eq!(cat(504, "timeout_error", "x"), "provider_unavailable");
+        assert_eq!(cat(529, "overloaded_error", "x"), "provider_unavailable");
+        assert_eq!(
+            cat(
+                400,
+                "invalid_request_error",
+                "image source not supported by this model"
+            ),
+            "provider_unsupported_content_block"
+        );
+        assert_eq!(
+            cat(400, "invalid_request_error", "bad field"),
+            "provider_invalid_request"
+        );
+        assert_eq!(
+            from_status(502, &HeaderMap::new(), b"<html>")
+                .category()
+                .as_str(),
+            "provider_unavailable"
+        );
+    }
+
+    #[test]
+    fn keeps_message_type_and_retry_after() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("7"));
+        let body = br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
+        let e = from_status(429, &headers, body);
+        assert_eq!(e.to_string(), "slow down");
+        assert_eq!(e.error_type(), Some("rate_limit_error"));
+        assert_eq!(e.retry_after(), Some(std::time::Duration::from_secs(7)));
+        let e = from_status(
+            400,
+            &headers,
+            br#"{"type":"error","error":{"type":"invalid_request_error","message":"x"}}"#,
+        );
+        assert_eq!(e.retry_after(), None);
+    }
+}

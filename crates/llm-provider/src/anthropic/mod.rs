@@ -1,0 +1,243 @@
+//! Spec: llm-provider §8.2 — the Anthropic Messages mapping over HTTP.
+//!
+//! - `POST {base_url}/messages` for `complete()`, `GET {base_url}/models/{model}`
+//!   for `ready()`; `base_url` includes the API version prefix (default
+//!   [`DEFAULT_BASE_URL`], `https://api.anthropic.com/v1`). Every request carries
+//!   `x-api-key` (when a key is set) and `anthropic-version` (default
+//!   [`DEFAULT_ANTHROPIC_VERSION`]); no beta header is sent.
+//! - Transport: reqwest with rustls, as for [`crate::OpenAiProvider`]: connection
+//!   failures and timeouts are `provider_unavailable`; successful bodies are read up
+//!   to [`AnthropicBuilder::max_response_bytes`] (a larger one is
+//!   `provider_invalid_response`).
+//! - Request (§8.2.1): system messages become the top-level `system` string (joined
+//!   with a blank line); `tool` messages collapse into `user` messages of
+//!   `tool_result` blocks; tool calls become `tool_use` blocks; thinking blocks pass
+//!   through with their signature (a thinking block without one is foreign and
+//!   stripped, as are text-block and tool-call signatures, §3.1.7); tools are
+//!   `{name, description, input_schema}`; `tool_choice: required` is `{type: any}`.
+//! - Config: `max_tokens` is required and `seed` / `frequency_penalty` /
+//!   `presence_penalty` are unsupported: each is a pre-send `provider_invalid_request`.
+//! - Managed wire fields (§6 *Managed-field collision*): `model` and `messages`
+//!   always; `system`, `tools`, `tool_choice`, `output_config`, `temperature`,
+//!   `top_p` and `max_tokens` while the call produces them (an equal extras value is
+//!   a no-op, a different one `provider_invalid_request`; while absent an extras key
+//!   rides untouched, e.g. a `tool_choice` with `disable_parallel_tool_use`);
+//!   `stop_sequences` while declared (merged, declared first, de-duplicated; a value
+//!   that is not a list of strings is ignored); `stream` always (only `false` is
+//!   accepted: this mapping consumes atomic responses). Other extras ride at the body
+//!   root untouched.
+//! - Structured output (§8.2.5): see [`StructuredOutputPath`] and
+//!   [`AnthropicProvider::structured_output_path`]. The native path is taken unless
+//!   the model's [`ModelCapabilities::supports_native_response_format`] is false.
+//! - Streaming is not part of this mapping: it keeps the [`Provider`] trait's
+//!   streaming defaults (`supports_streaming()` is false), so a `stream` call is
+//!   rejected pre-send with `provider_invalid_request` (§5).
+//! - The provider never retries; `complete()` retries only under a request's
+//!   call-level retry config.
+//!
+//! # Examples
+//! ```no_run
+//! use openarmature_llm::{AnthropicProvider, CompletionRequest, Message, Provider, RuntimeConfig};
+//! # async fn demo() -> Result<(), openarmature_llm::LlmError> {
+//! let provider = AnthropicProvider::builder("claude-sonnet-4-5")
+//!     .api_key("sk-ant-...")
+//!     .build()?;
+//! let request = CompletionRequest::new(vec![Message::system("Be brief."), Message::user("Hello")])
+//!     .config(RuntimeConfig::default().max_tokens(256));
+//! let response = provider.complete(&request).await?;
+//! println!("{:?}", response.content());
+//! # Ok(())
+//! # }
+//! ```
+
+mod builder;
+mod errors;
+mod request;
+mod response;
+
+use futures::future::BoxFuture;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+
+pub use builder::AnthropicBuilder;
+pub use request::SYNTHETIC_TOOL_NAME;
+
+use crate::error::LlmError;
+use crate::http::{self, Reply};
+use crate::provider::{ModelCapabilities, Provider, WireRequest};
+use crate::response::Response;
+use crate::validate;
+
+/// The hosted Anthropic API, version prefix included.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+
+/// The `anthropic-version` header sent by default.
+pub const DEFAULT_ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// How structured output reaches the model (§8.2.5 / §8.2.5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StructuredOutputPath {
+    /// `output_config: {format: {type: json_schema, schema}}`; the JSON comes back as
+    /// the text content.
+    Native,
+    /// For models without native support and a call without tools: a synthetic tool
+    /// ([`SYNTHETIC_TOOL_NAME`]) whose `input_schema` is the schema, forced with
+    /// `tool_choice`. Its input becomes `Response::parsed`; the response shows it as
+    /// text content (the canonical JSON), no tool call, and `finish_reason: stop`
+    /// where the wire said `tool_use`.
+    ToolCoercion,
+    /// For models without native support and a call that has tools: a directive
+    /// carrying the canonical schema is appended to `system` (see
+    /// [`AnthropicBuilder::fallback_directive`]); the text is validated.
+    PromptFallback,
+}
+
+/// A provider speaking the Anthropic Messages API (§8.2). Cheap to clone; concurrent
+/// calls go to the wire concurrently (§8.2.4). `Debug` never prints the API key.
+#[derive(Clone)]
+pub struct AnthropicProvider {
+    client: reqwest::Client,
+    messages_url: String,
+    model_url: String,
+    model: String,
+    api_key: Option<String>,
+    version: String,
+    max_response_bytes: usize,
+    capabilities: ModelCapabilities,
+    provider_name: String,
+    fallback_directive: String,
+}
+
+impl std::fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("messages_url", &self.messages_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicProvider {
+    /// The bound model's capabilities.
+    pub fn capabilities(&self) -> ModelCapabilities {
+        self.capabilities
+    }
+
+    /// Which structured-output path a `response_schema` call takes: native when the
+    /// model supports it, else tool-call coercion for a call without tools (the
+    /// preferred fallback), else prompt augmentation.
+    pub fn structured_output_path(&self, call_has_tools: bool) -> StructuredOutputPath {
+        if self.capabilities.supports_native_response_format {
+            StructuredOutputPath::Native
+        } else if call_has_tools {
+            StructuredOutputPath::PromptFallback
+        } else {
+            StructuredOutputPath::ToolCoercion
+        }
+    }
+
+    fn path(&self, request: &WireRequest<'_>) -> Option<StructuredOutputPath> {
+        request
+            .response_schema
+            .map(|_| self.structured_output_path(!request.tools.is_empty()))
+    }
+
+    /// The exact request body bytes `complete()` would send for `request` (after
+    /// validation): for inspection, logging and cache-key computation.
+    ///
+    /// # Errors
+    /// The pre-send validation error, if any.
+    pub fn request_body(&self, request: &WireRequest<'_>) -> Result<Vec<u8>, LlmError> {
+        self.prepare(request).map(|(_, body)| body)
+    }
+
+    fn prepare(
+        &self,
+        request: &WireRequest<'_>,
+    ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
+        if request.stream {
+            // A streamed attempt sent through `send()`: the same pre-send rejection
+            // as the trait's default `send_stream` (this mapping does not stream).
+            return Err(crate::stream::streaming_unsupported(&self.provider_name));
+        }
+        let prepared = validate::request(request, &self.capabilities)?;
+        request::check_config(request.config)?;
+        let body = request::body(
+            &self.model,
+            request,
+            self.path(request),
+            &self.fallback_directive,
+        )?;
+        Ok((prepared, body))
+    }
+
+    /// Sends with the Anthropic headers and reads the answer, capping the body.
+    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
+        let mut builder = builder
+            .header(ACCEPT, "application/json")
+            .header("anthropic-version", &self.version);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        http::execute(builder, self.max_response_bytes).await
+    }
+
+    async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        let (prepared, body) = self.prepare(&request)?;
+        let reply = self
+            .execute(
+                self.client
+                    .post(&self.messages_url)
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body),
+            )
+            .await?;
+        if !reply.is_success() {
+            return Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ));
+        }
+        response::parse(
+            &reply.body,
+            &prepared,
+            request.response_schema,
+            self.path(&request),
+        )
+    }
+
+    /// `ready()`: the model's entry in the models API answers 2xx.
+    async fn ready_once(&self) -> Result<(), LlmError> {
+        let reply = self.execute(self.client.get(&self.model_url)).await?;
+        if reply.is_success() {
+            Ok(())
+        } else {
+            Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ))
+        }
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn provider_name(&self) -> &str {
+        &self.provider_name
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(self.ready_once())
+    }
+
+    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_once(request))
+    }
+}

@@ -1,0 +1,221 @@
+//! Spec: llm-provider §8.3.3 — Gemini error mapping, and `Retry-After` (§7).
+//!
+//! Gemini answers errors with `{"error": {"code", "message", "status"}}`.
+//!
+//! | HTTP (`error.status`) | category |
+//! |---|---|
+//! | 400 / 403 whose message says a content part (media type, file URI) was rejected | `provider_unsupported_content_block` |
+//! | 401, 403 (`UNAUTHENTICATED`, `PERMISSION_DENIED`) | `provider_authentication` |
+//! | 404 (`NOT_FOUND`: the model in the URL path) | `provider_invalid_model` |
+//! | 429 (`RESOURCE_EXHAUSTED`) | `provider_rate_limit` |
+//! | 408, 500 (`INTERNAL`), 503 (`UNAVAILABLE`), 504 (`DEADLINE_EXCEEDED`), other 5xx | `provider_unavailable` |
+//! | 400 (`INVALID_ARGUMENT`, `FAILED_PRECONDITION`) and other 4xx | `provider_invalid_request` |
+//!
+//! The message is `error.message` verbatim (else `HTTP <status>`); `error.status` is
+//! kept as the error type. A rate limit's wait comes from `Retry-After`, else from a
+//! `google.rpc.RetryInfo` detail's `retryDelay` (e.g. `"37s"`).
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::error::{ErrorCategory, LlmError, ProviderFailure};
+use crate::openai::retry_after;
+
+/// The `error` object of a Gemini error body, leniently read.
+struct ErrorBody {
+    message: Option<String>,
+    status: Option<String>,
+    retry_delay: Option<Duration>,
+}
+
+fn read_error_body(body: &[u8]) -> ErrorBody {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let retry_delay = error
+        .and_then(|e| e.get("details"))
+        .and_then(Value::as_array)
+        .and_then(|details| {
+            details
+                .iter()
+                .find_map(|d| d.get("retryDelay").and_then(Value::as_str))
+        })
+        .and_then(parse_delay);
+    match error {
+        Some(Value::String(s)) => ErrorBody {
+            message: Some(s.clone()),
+            status: None,
+            retry_delay,
+        },
+        Some(e) => ErrorBody {
+            message: text(e.get("message")),
+            status: text(e.get("status")),
+            retry_delay,
+        },
+        None => ErrorBody {
+            message: None,
+            status: None,
+            retry_delay,
+        },
+    }
+}
+
+/// A protobuf `Duration` in JSON form: decimal seconds with an `s` suffix.
+fn parse_delay(text: &str) -> Option<Duration> {
+    let secs: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::try_from_secs_f64(secs).ok())
+        .flatten()
+}
+
+/// A message saying the model refused a content part (unsupported media type,
+/// unsupported or unreachable file URI).
+fn is_content_rejection(e: &ErrorBody) -> bool {
+    let message = e
+        .message
+        .as_deref()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let subject = [
+        "mime type",
+        "mimetype",
+        "media type",
+        "file uri",
+        "fileuri",
+        "file_uri",
+        "inline data",
+        "inlinedata",
+        "filedata",
+        "image",
+    ];
+    let refusal = [
+        "unsupported",
+        "not supported",
+        "does not support",
+        "invalid",
+        "cannot be accessed",
+        "cannot fetch",
+    ];
+    subject.iter().any(|s| message.contains(s)) && refusal.iter().any(|r| message.contains(r))
+}
+
+/// Maps a non-2xx answer to its §7 category.
+pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
+    let e = read_error_body(body);
+    let credentials = matches!(
+        e.status.as_deref(),
+        Some("UNAUTHENTICATED" | "PERMISSION_DENIED")
+    );
+    let category = match status {
+        400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
+        403 if !credentials && is_content_rejection(&e) => {
+            ErrorCategory::ProviderUnsupportedContentBlock
+        }
+        401 | 403 => ErrorCategory::ProviderAuthentication,
+        404 => ErrorCategory::ProviderInvalidModel,
+        408 => ErrorCategory::ProviderUnavailable,
+        429 => ErrorCategory::ProviderRateLimit,
+        400..=499 => ErrorCategory::ProviderInvalidRequest,
+        _ => ErrorCategory::ProviderUnavailable,
+    };
+    let retry_after = if category.is_transient() {
+        retry_after(headers, SystemTime::now()).or(e.retry_delay)
+    } else {
+        None
+    };
+    let mut failure = ProviderFailure::new(
+        e.message
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("HTTP {status}")),
+    );
+    failure.status = Some(status);
+    failure.error_type = e.status;
+    failure.retry_after = retry_after;
+    LlmError::from_failure(category, failure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn body(code: u16, status: &str, message: &str) -> Vec<u8> {
+        serde_json::to_vec(
+            &serde_json::json!({"error": {"code": code, "message": message, "status": status}}),
+        )
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn status_table() {
+        let cat = |code, status: &str, message: &str| {
+            from_status(code, &HeaderMap::new(), &body(code, status, message))
+                .category()
+                .as_str()
+        };
+        assert_eq!(
+            cat(400, "INVALID_ARGUMENT", "bad request"),
+            "provider_invalid_request"
+        );
+        assert_eq!(
+            cat(400, "INVALID_ARGUMENT", "Unsupported MIME type: image/tiff"),
+            "provider_unsupported_content_block"
+        );
+        assert_eq!(
+            cat(403, "PERMISSION_DENIED", "denied"),
+            "provider_authentication"
+        );
+        assert_eq!(
+            cat(403, "FORBIDDEN", "The file URI is not supported"),
+            "provider_unsupported_content_block"
+        );
+        assert_eq!(
+            cat(401, "UNAUTHENTICATED", "no key"),
+            "provider_authentication"
+        );
+        assert_eq!(
+            cat(404, "NOT_FOUND", "model not found"),
+            "provider_invalid_model"
+        );
+        assert_eq!(
+            cat(429, "RESOURCE_EXHAUSTED", "slow down"),
+            "provider_rate_limit"
+        );
+        for code in [500, 503, 504, 502] {
+            assert_eq!(cat(code, "INTERNAL", "x"), "provider_unavailable");
+        }
+        let e = from_status(503, &HeaderMap::new(), &body(503, "UNAVAILABLE", "down"));
+        assert_eq!(
+            (e.to_string().as_str(), e.error_type()),
+            ("down", Some("UNAVAILABLE"))
+        );
+        assert_eq!(
+            from_status(500, &HeaderMap::new(), b"<html>").to_string(),
+            "HTTP 500"
+        );
+    }
+
+    #[test]
+    fn rate_limit_wait() {
+        let details = serde_json::json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "q",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37.5s"}]}});
+        let bytes = serde_json::to_vec(&details).unwrap_or_default();
+        let e = from_status(429, &HeaderMap::new(), &bytes);
+        assert_eq!(e.retry_after(), Some(Duration::from_millis(37_500)));
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(
+            from_status(429, &h, &bytes).retry_after(),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            from_status(400, &h, &bytes).retry_after(),
+            None,
+            "only transient answers carry a wait"
+        );
+        assert_eq!(parse_delay("-1s"), None);
+        assert_eq!(parse_delay("7"), None);
+    }
+}

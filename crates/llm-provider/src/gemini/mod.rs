@@ -1,0 +1,195 @@
+//! Spec: llm-provider §8.3 — the Google Gemini `generateContent` mapping over HTTP.
+//!
+//! - `POST {base_url}/models/{model}:generateContent` for `complete()`,
+//!   `GET {base_url}/models/{model}` for `ready()`; `base_url` includes the API
+//!   version (default [`DEFAULT_BASE_URL`], `https://generativelanguage.googleapis.com/v1beta`).
+//!   The bound model is the URL path segment, never a body field. The API key
+//!   travels in the `x-goog-api-key` header.
+//! - Transport: reqwest with rustls, as for [`crate::OpenAiProvider`]: connection
+//!   failures and timeouts are `provider_unavailable`; response bodies are capped
+//!   ([`GeminiBuilder::max_response_bytes`]).
+//! - Request bodies are byte-stable: every object's keys sorted recursively, arrays
+//!   in caller order (§8 *Intra-impl wire-byte stability*).
+//! - Structured output (§8.3.5): `generationConfig.responseMimeType:
+//!   "application/json"` plus `responseJsonSchema`, unless the model's
+//!   [`ModelCapabilities::supports_native_response_format`] is false; then the
+//!   §8.3.5.1 fallback appends a directive carrying the canonical schema to
+//!   `systemInstruction` ([`GeminiBuilder::fallback_directive`]).
+//!   [`GeminiProvider::structured_output_path`] reports the path a call takes.
+//! - Managed fields (§6 *Managed-field collision*), all under `generationConfig`,
+//!   where config extras are placed: `temperature`, `topP`, `maxOutputTokens`,
+//!   `seed`, `frequencyPenalty`, `presencePenalty` while the declared field they
+//!   realize is set (an equal extras value is a no-op, a different one
+//!   `provider_invalid_request`); `stopSequences` while `stop_sequences` is set
+//!   (merged, declared first, de-duplicated; anything but a list of strings is
+//!   ignored); `responseMimeType` / `responseJsonSchema` on the native structured
+//!   path. Every other extra rides untouched under `generationConfig`.
+//! - Streaming is not mapped (Gemini streams on another endpoint): the mapping keeps
+//!   the [`Provider`] trait's streaming defaults (`supports_streaming()` is false), so
+//!   a `stream` call is rejected pre-send with `provider_invalid_request`, as §5
+//!   requires.
+//! - The provider never retries; `complete()` retries only under a request's
+//!   call-level retry config.
+//!
+//! # Examples
+//! ```no_run
+//! use openarmature_llm::{CompletionRequest, GeminiProvider, Message, Provider};
+//! # async fn demo() -> Result<(), openarmature_llm::LlmError> {
+//! let provider = GeminiProvider::builder("gemini-2.5-flash")
+//!     .api_key("AIza...")
+//!     .build()?;
+//! let request = CompletionRequest::new(vec![Message::user("Hello")]);
+//! let response = provider.complete(&request).await?;
+//! println!("{:?}", response.content());
+//! # Ok(())
+//! # }
+//! ```
+
+mod builder;
+mod errors;
+mod request;
+mod response;
+
+use futures::future::BoxFuture;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+
+use crate::error::LlmError;
+use crate::http::{self, Reply};
+use crate::openai::StructuredOutputPath;
+use crate::provider::{ModelCapabilities, Provider, WireRequest};
+use crate::response::Response;
+use crate::validate;
+
+pub use builder::{GeminiBuilder, DEFAULT_BASE_URL};
+
+/// The header carrying the API key.
+const API_KEY_HEADER: &str = "x-goog-api-key";
+
+/// A provider speaking the Gemini `generateContent` API (§8.3). Cheap to clone;
+/// concurrent calls go to the wire concurrently (§8.3.4). `Debug` never prints the
+/// API key.
+#[derive(Clone)]
+pub struct GeminiProvider {
+    pub(super) client: reqwest::Client,
+    pub(super) generate_url: String,
+    pub(super) model_url: String,
+    pub(super) model: String,
+    pub(super) api_key: Option<String>,
+    pub(super) max_response_bytes: usize,
+    pub(super) capabilities: ModelCapabilities,
+    pub(super) provider_name: String,
+    pub(super) fallback_directive: String,
+}
+
+impl std::fmt::Debug for GeminiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeminiProvider")
+            .field("generate_url", &self.generate_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GeminiProvider {
+    /// The bound model's capabilities.
+    pub fn capabilities(&self) -> ModelCapabilities {
+        self.capabilities
+    }
+
+    /// The URL `complete()` posts to.
+    pub fn generate_url(&self) -> &str {
+        &self.generate_url
+    }
+
+    /// Which structured-output path a `response_schema` call takes.
+    pub fn structured_output_path(&self) -> StructuredOutputPath {
+        if self.capabilities.supports_native_response_format {
+            StructuredOutputPath::Native
+        } else {
+            StructuredOutputPath::PromptFallback
+        }
+    }
+
+    /// The exact request body bytes `complete()` would send for `request` (after
+    /// validation): for inspection, logging and cache-key computation.
+    ///
+    /// # Errors
+    /// The pre-send validation error, if any.
+    pub fn request_body(&self, request: &WireRequest<'_>) -> Result<Vec<u8>, LlmError> {
+        self.prepare(request).map(|(_, body)| body)
+    }
+
+    fn prepare(
+        &self,
+        request: &WireRequest<'_>,
+    ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
+        if request.stream {
+            // A streamed attempt sent through `send()`: the same pre-send rejection
+            // as the trait's default `send_stream` (this mapping does not stream).
+            return Err(crate::stream::streaming_unsupported(&self.provider_name));
+        }
+        let prepared = validate::request(request, &self.capabilities)?;
+        let body = request::body(
+            request,
+            self.structured_output_path(),
+            &self.fallback_directive,
+        )?;
+        Ok((prepared, body))
+    }
+
+    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
+        let builder = builder.header(ACCEPT, "application/json");
+        let builder = match &self.api_key {
+            Some(key) => builder.header(API_KEY_HEADER, key),
+            None => builder,
+        };
+        let reply = http::execute(builder, self.max_response_bytes).await?;
+        if reply.is_success() {
+            Ok(reply)
+        } else {
+            Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ))
+        }
+    }
+
+    async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        let (prepared, body) = self.prepare(&request)?;
+        let post = self
+            .client
+            .post(&self.generate_url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        let reply = self.execute(post).await?;
+        response::parse(&reply.body, &prepared, request.response_schema)
+    }
+
+    /// §5 `ready()`: the model's metadata resource answers 2xx.
+    async fn ready_once(&self) -> Result<(), LlmError> {
+        self.execute(self.client.get(&self.model_url))
+            .await
+            .map(drop)
+    }
+}
+
+impl Provider for GeminiProvider {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn provider_name(&self) -> &str {
+        &self.provider_name
+    }
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(self.ready_once())
+    }
+
+    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_once(request))
+    }
+}

@@ -1,0 +1,210 @@
+#![allow(clippy::unwrap_used)]
+use super::*;
+use serde_json::json;
+
+fn prepared(schema: Option<Value>) -> Prepared {
+    Prepared {
+        tools: vec![(
+            "get".into(),
+            crate::schema::compile(
+                &json!({"type": "object", "properties": {"city": {"type": "string"}},
+                        "required": ["city"], "additionalProperties": false}),
+                "t",
+            )
+            .unwrap(),
+        )],
+        response_schema: schema.map(|s| crate::schema::compile(&s, "s").unwrap()),
+    }
+}
+
+fn parse_json(v: Value) -> Result<Response, LlmError> {
+    parse(&serde_json::to_vec(&v).unwrap(), &prepared(None), None)
+}
+
+fn candidate(parts: Value, finish: &str) -> Value {
+    json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
+           "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": "x", "totalTokenCount": 18,
+                             "cachedContentTokenCount": 4, "thoughtsTokenCount": 2},
+           "responseId": "r-1", "modelVersion": "gemini-2.5"})
+}
+
+#[test]
+fn text_usage_and_raw() {
+    let r = parse_json(candidate(json!([{"text": "a"}, {"text": "b"}]), "STOP")).unwrap();
+    assert_eq!(r.content(), Some("ab"));
+    assert_eq!(r.finish_reason, FinishReason::Stop);
+    assert_eq!(
+        (
+            r.usage.prompt_tokens,
+            r.usage.completion_tokens,
+            r.usage.total_tokens,
+            r.usage.cached_tokens
+        ),
+        (Some(12), None, Some(18), Some(4))
+    );
+    assert_eq!(r.raw["usageMetadata"]["candidatesTokenCount"], "x");
+    assert_eq!(
+        (r.response_id(), r.response_model()),
+        (Some("r-1"), Some("gemini-2.5"))
+    );
+}
+
+#[test]
+fn finish_reason_table() {
+    for (wire, want) in [
+        ("STOP", FinishReason::Stop),
+        ("MAX_TOKENS", FinishReason::Length),
+        ("SAFETY", FinishReason::ContentFilter),
+        ("SPII", FinishReason::ContentFilter),
+        ("RECITATION", FinishReason::ContentFilter),
+        ("MALFORMED_FUNCTION_CALL", FinishReason::Error),
+        ("OTHER", FinishReason::Error),
+        ("IMAGE_SAFETY", FinishReason::Error),
+    ] {
+        let r = parse_json(candidate(json!([{"text": "a"}]), wire)).unwrap();
+        assert_eq!(r.finish_reason, want, "{wire}");
+    }
+    let blocked = parse_json(json!({"promptFeedback": {"blockReason": "SAFETY"}})).unwrap();
+    assert_eq!(blocked.finish_reason, FinishReason::ContentFilter);
+    assert!(blocked.message.content.is_none());
+}
+
+#[test]
+fn thought_signatures_are_captured() {
+    let r = parse_json(candidate(
+        json!([{"text": "plan", "thought": true},
+               {"text": "hi", "thoughtSignature": "s0"},
+               {"functionCall": {"name": "get", "id": "c1", "args": {"city": "B"}}, "thoughtSignature": "s1"},
+               {"functionCall": {"name": "get", "args": {"city": "C"}}}]),
+        "STOP",
+    ))
+    .unwrap();
+    assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    let blocks = serde_json::to_value(&r.message.content).unwrap();
+    assert_eq!(
+        blocks,
+        json!([{"type": "thinking", "text": "plan"}, {"type": "text", "text": "hi", "signature": "s0"}])
+    );
+    let calls = &r.message.tool_calls;
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].signature.as_deref()),
+        ("c1", Some("s1"))
+    );
+    assert_eq!(
+        (calls[1].id.as_str(), calls[1].signature.as_deref()),
+        ("call_1", None)
+    );
+}
+
+#[test]
+fn tool_calls_strict_and_lenient() {
+    let with = |args: Value, finish: &str| {
+        parse_json(candidate(
+            json!([{"functionCall": {"name": "get", "id": "c", "args": args}}]),
+            finish,
+        ))
+    };
+    assert!(with(json!({"city": "B"}), "STOP").is_ok());
+    assert_eq!(
+        with(json!({"city": 1}), "STOP")
+            .unwrap_err()
+            .category()
+            .as_str(),
+        "provider_invalid_response"
+    );
+    let lenient = with(json!("oops"), "MALFORMED_FUNCTION_CALL").unwrap();
+    assert_eq!(lenient.message.tool_calls[0].arguments, None);
+    assert_eq!(lenient.finish_reason, FinishReason::ToolCalls);
+}
+
+#[test]
+fn structured_output() {
+    let schema = json!({"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"]});
+    let run = |text: &str| {
+        parse(
+            &serde_json::to_vec(&candidate(json!([{ "text": text }]), "STOP")).unwrap(),
+            &prepared(Some(schema.clone())),
+            Some(&schema),
+        )
+    };
+    assert_eq!(
+        run(r#"{"value":42}"#).unwrap().parsed,
+        Some(json!({"value": 42}))
+    );
+    let e = run(r#"{"value":"x"}"#).unwrap_err();
+    let soi = e.structured_output().unwrap();
+    assert_eq!(
+        (soi.response_id.as_deref(), soi.finish_reason),
+        (Some("r-1"), FinishReason::Stop)
+    );
+}
+
+#[test]
+fn rejects_bad_shapes() {
+    for bad in [
+        json!([]),
+        json!({}),
+        json!({"candidates": []}),
+        json!({"candidates": [3]}),
+        json!({"candidates": [{"content": {"role": "user", "parts": []}}]}),
+        json!({"candidates": [{"content": {"parts": {}}}]}),
+        json!({"candidates": [{"content": {"parts": [{"text": 5}]}}]}),
+        json!({"error": {"message": "x"}}),
+    ] {
+        let e = parse_json(bad.clone()).unwrap_err();
+        assert_eq!(e.category().as_str(), "provider_invalid_response", "{bad}");
+    }
+    assert!(parse(b"{\"candidates\": [", &prepared(None), None).is_err());
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop_oneof![Just("STOP"), Just("model"), Just("get"), Just("x")].prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("candidates".to_owned()),
+                        Just("content".to_owned()),
+                        Just("parts".to_owned()),
+                        Just("text".to_owned()),
+                        Just("thought".to_owned()),
+                        Just("functionCall".to_owned()),
+                        Just("args".to_owned()),
+                        Just("name".to_owned()),
+                        Just("finishReason".to_owned()),
+                        Just("usageMetadata".to_owned()),
+                        Just("promptFeedback".to_owned()),
+                        ".{0,5}",
+                    ],
+                    inner,
+                    0..5,
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn never_panics(value in json_value(), bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = parse(&bytes, &prepared(None), None);
+            let _ = crate::gemini::errors::from_status(500, &reqwest::header::HeaderMap::new(), &bytes);
+            let encoded = serde_json::to_vec(&value).unwrap();
+            if let Ok(r) = parse(&encoded, &prepared(None), None) {
+                prop_assert_eq!(&r.raw, &value);
+            }
+        }
+    }
+}
