@@ -66,6 +66,8 @@ mod branches;
 mod fan_out;
 mod isolation;
 pub mod retry;
+#[cfg(feature = "sqlite")]
+mod sqlite_checkpoint;
 mod timing;
 
 pub use branches::{
@@ -74,6 +76,8 @@ pub use branches::{
 pub use fan_out::{ErrorPolicy, FanOutNode, OnEmpty, Resolve, StateFn};
 pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};
+#[cfg(feature = "sqlite")]
+pub use sqlite_checkpoint::{SqliteCheckpointError, SqliteCheckpointer};
 pub use timing::{MonotonicClock, OnComplete, Outcome, TimingMiddleware, TimingRecord, TokioClock};
 
 /// The §6.4 classification of an error: its cause chain and derived category.

@@ -233,6 +233,21 @@ pub struct CheckpointSummary {
 }
 
 impl CheckpointSummary {
+    /// A summary from its parts (for backends that index records without loading them).
+    pub fn new(
+        invocation_id: impl Into<String>,
+        correlation_id: impl Into<String>,
+        last_saved_at: SystemTime,
+        completed_node_count: usize,
+    ) -> Self {
+        CheckpointSummary {
+            invocation_id: invocation_id.into(),
+            correlation_id: correlation_id.into(),
+            last_saved_at,
+            completed_node_count,
+        }
+    }
+
     /// The summary of `record`.
     pub fn of(record: &CheckpointRecord) -> Self {
         CheckpointSummary {
@@ -255,6 +270,23 @@ pub struct CheckpointFilter {
 }
 
 impl CheckpointFilter {
+    /// A filter that keeps every record.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps only records of `correlation_id`.
+    pub fn correlation_id(mut self, correlation_id: impl Into<String>) -> Self {
+        self.correlation_id = Some(correlation_id.into());
+        self
+    }
+
+    /// Keeps only records saved at or after `since`.
+    pub fn saved_since(mut self, since: SystemTime) -> Self {
+        self.saved_since = Some(since);
+        self
+    }
+
     /// Whether `summary` passes the filter.
     pub fn matches(&self, summary: &CheckpointSummary) -> bool {
         self.correlation_id
