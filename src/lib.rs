@@ -13,6 +13,7 @@
 //! | [`llm`] | `openarmature-llm` | llm-provider |
 //! | [`observability`] | `openarmature-observability` | observability |
 //! | [`prompt`] | `openarmature-prompt` | prompt-management |
+//! | [`retrieval`] | `openarmature-retrieval` | retrieval-provider |
 //!
 //! Start with [`graph`]: its crate docs show a typed state, nodes, edges and a run.
 //! The runnable tour is `cargo run --example resilient_extraction`: a fan-out of
@@ -87,6 +88,7 @@ pub use openarmature_llm as llm;
 pub use openarmature_observability as observability;
 pub use openarmature_pipeline as pipeline;
 pub use openarmature_prompt as prompt;
+pub use openarmature_retrieval as retrieval;
 
 /// The OpenArmature specification release the workspace targets.
 pub const SPEC_VERSION: &str = openarmature_graph::SPEC_VERSION;

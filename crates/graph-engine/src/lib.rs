@@ -63,6 +63,7 @@ mod cause;
 pub mod checkpoint;
 mod compiled;
 mod dynamic;
+mod embedding_events;
 mod error;
 mod extension_event;
 mod llm_events;
@@ -74,6 +75,7 @@ mod observer;
 pub mod prompt_context;
 mod queue;
 pub mod reducers;
+mod rerank_events;
 mod state;
 mod subgraph;
 mod tool_events;
@@ -85,6 +87,9 @@ pub use cause::{
 };
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
+pub use embedding_events::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, EmbeddingUsage,
+};
 pub use error::{
     category, category_of, register_category_probe, BoxError, CategorizedError, CategoryProbe,
     CompileError, CompileWarning, GraphError, MergeError, RoutingError, RuntimeCategory,
@@ -109,6 +114,10 @@ pub use observer::{
     StateRef,
 };
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
+pub use rerank_events::{
+    RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary, RerankUsage,
+    ScoredDocument,
+};
 pub use state::{is_round_trip_idempotent, State, StateView};
 pub use subgraph::{SubgraphFailure, SubgraphNode};
 pub use tool_events::{

@@ -228,6 +228,14 @@ pub enum ObserverEvent {
     ToolCall(crate::tool_events::ToolCallEvent),
     /// An instrumented tool execution failed (graph-engine §6 `ToolCallFailedEvent`).
     ToolCallFailed(crate::tool_events::ToolCallFailedEvent),
+    /// An `embed()` call succeeded (graph-engine §6 `EmbeddingEvent`).
+    Embedding(crate::embedding_events::EmbeddingEvent),
+    /// An `embed()` call raised (graph-engine §6 `EmbeddingFailedEvent`).
+    EmbeddingFailed(crate::embedding_events::EmbeddingFailedEvent),
+    /// A `rerank()` call succeeded (graph-engine §6 `RerankEvent`).
+    Rerank(crate::rerank_events::RerankEvent),
+    /// A `rerank()` call raised (graph-engine §6 `RerankFailedEvent`).
+    RerankFailed(crate::rerank_events::RerankFailedEvent),
 }
 
 /// The first event of every invocation: its identity and caller inputs.
@@ -358,6 +366,10 @@ impl ObserverEvent {
             ObserverEvent::MetadataAugmented(e) => &e.invocation_id,
             ObserverEvent::ToolCall(e) => &e.call.site.invocation_id,
             ObserverEvent::ToolCallFailed(e) => &e.call.site.invocation_id,
+            ObserverEvent::Embedding(e) => &e.site.invocation_id,
+            ObserverEvent::EmbeddingFailed(e) => &e.site.invocation_id,
+            ObserverEvent::Rerank(e) => &e.site.invocation_id,
+            ObserverEvent::RerankFailed(e) => &e.site.invocation_id,
         }
     }
 

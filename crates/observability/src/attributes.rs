@@ -268,3 +268,41 @@ pub const METRIC_TOKEN_BUDGET_KIND: &str = "openarmature.gen_ai.token_budget.kin
 /// `error.type` — the llm-provider §7 error category, on the duration of a failed
 /// attempt only.
 pub const ERROR_TYPE: &str = "error.type";
+
+// §5.5.8 Embedding spans and §5.5.13 rerank spans (retrieval-provider).
+
+/// The embedding provider span's name (§5.5.8).
+pub const EMBEDDING_SPAN: &str = "openarmature.embedding.complete";
+/// The rerank provider span's name (§5.5.13).
+pub const RERANK_SPAN: &str = "openarmature.rerank.complete";
+/// `openarmature.embedding.input_count` — int, the number of input strings.
+pub const EMBEDDING_INPUT_COUNT: &str = "openarmature.embedding.input_count";
+/// `openarmature.embedding.dimensions` — int, the output vector dimensionality.
+pub const EMBEDDING_DIMENSIONS: &str = "openarmature.embedding.dimensions";
+/// `openarmature.embedding.input_type` — string, when the caller set `input_type`.
+pub const EMBEDDING_INPUT_TYPE: &str = "openarmature.embedding.input_type";
+/// `openarmature.embedding.input.strings` — JSON string list (payload).
+pub const EMBEDDING_INPUT_STRINGS: &str = "openarmature.embedding.input.strings";
+/// `openarmature.embedding.request.extras` — JSON object (payload).
+pub const EMBEDDING_REQUEST_EXTRAS: &str = "openarmature.embedding.request.extras";
+/// `openarmature.rerank.query_length` — int, the query's UTF-8 byte length.
+pub const RERANK_QUERY_LENGTH: &str = "openarmature.rerank.query_length";
+/// `openarmature.rerank.document_count` — int, the number of input documents.
+pub const RERANK_DOCUMENT_COUNT: &str = "openarmature.rerank.document_count";
+/// `openarmature.rerank.top_k` — int, the caller's `top_k`; omitted when unset.
+pub const RERANK_TOP_K: &str = "openarmature.rerank.top_k";
+/// `openarmature.rerank.result_count` — int, the number of results returned.
+pub const RERANK_RESULT_COUNT: &str = "openarmature.rerank.result_count";
+/// `openarmature.rerank.search_units` — int, the billed search units, when reported.
+pub const RERANK_SEARCH_UNITS: &str = "openarmature.rerank.search_units";
+/// `openarmature.rerank.query` — string (payload).
+pub const RERANK_QUERY: &str = "openarmature.rerank.query";
+/// `openarmature.rerank.documents` — JSON string list (payload).
+pub const RERANK_DOCUMENTS: &str = "openarmature.rerank.documents";
+/// `openarmature.rerank.results` — JSON list of `{index, relevance_score, document?}`
+/// (payload).
+pub const RERANK_RESULTS: &str = "openarmature.rerank.results";
+/// `openarmature.gen_ai.operation` value for embedding calls (§11.3).
+pub const OPERATION_EMBEDDINGS: &str = "embeddings";
+/// `openarmature.gen_ai.operation` value for rerank calls (§11.3).
+pub const OPERATION_RERANK: &str = "rerank";

@@ -35,7 +35,9 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
     }
     let needs_llm = case.get("mock_llm").is_some()
         || case.get("mock_llm_stream").is_some()
-        || mentions(case.value, "calls_llm");
+        || mentions(case.value, "calls_llm")
+        || case.get("mock_embedding").is_some()
+        || case.get("mock_rerank").is_some();
     let desugared = llm_desugar(case).map_err(err)?;
     if !needs_llm {
         let case = desugared
@@ -202,6 +204,9 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         llm: llm.clone(),
         prompts: PromptHarness::from_case(case).map_err(err)?.map(Arc::new),
         meta: Arc::clone(&meta),
+        retrieval: super::retrieval::RetrievalHarness::start(case)
+            .await?
+            .map(Arc::new),
     }));
     builder.collect_defs(doc).map_err(err)?;
     if case.value != doc.value {
@@ -290,7 +295,12 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
                 Outcome::Failed {
                     category: e.category_name().to_owned(),
                     node: e.node().to_owned(),
-                    llm: LlmError::find_in(e.cause()).map(|l| l.category().as_str().to_owned()),
+                    llm: LlmError::find_in(e.cause())
+                        .map(|l| l.category().as_str().to_owned())
+                        .or_else(|| {
+                            openarmature_retrieval::RetrievalError::find_in(e.cause())
+                                .map(|r| r.category().as_str().to_owned())
+                        }),
                 }
             }
             Err(_) => Outcome::Rejected,

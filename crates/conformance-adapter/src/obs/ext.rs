@@ -48,6 +48,8 @@ const NODE_KEYS: &[&str] = &[
     "renders_prompt_group",
     super::wrapper_llm::KEY,
     super::tools::KEY,
+    super::retrieval::EMBED_KEY,
+    super::retrieval::RERANK_KEY,
 ];
 
 static ALL_NODE_KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
@@ -75,6 +77,8 @@ pub(crate) struct ObsExtension {
     pub(crate) prompts: Option<Arc<PromptHarness>>,
     /// The §3.4 / §9 directives' records and queryable observers.
     pub(crate) meta: Arc<super::meta::MetaHarness>,
+    /// The embedding / rerank mocks, when the case declares them.
+    pub(crate) retrieval: Option<Arc<super::retrieval::RetrievalHarness>>,
 }
 
 fn unknown(y: &Y<'_>, what: String) -> AdapterError {
@@ -292,6 +296,10 @@ impl Extension for ObsExtension {
         node: Arc<dyn Node<DynState>>,
     ) -> Result<Arc<dyn Node<DynState>>, AdapterError> {
         let node = super::tools::wrap(spec, node)?;
+        let node =
+            super::retrieval::wrap(spec, node, self.retrieval.as_ref(), self.prompts.as_ref())?;
+        let retrieval_prompt = spec.get(super::retrieval::EMBED_KEY).is_some()
+            || spec.get(super::retrieval::RERANK_KEY).is_some();
         let node = super::meta::wrap(name, spec, node, &self.meta)?;
         let mut logs = Vec::new();
         if let Some(log) = spec.get("emits_log") {
@@ -308,7 +316,7 @@ impl Extension for ObsExtension {
                 pure.push((field, PureFn::parse(&f)?));
             }
         }
-        let prompt = match PromptStep::parse(spec)? {
+        let prompt = match PromptStep::parse(spec)?.filter(|_| !retrieval_prompt) {
             Some(step) => match (&self.prompts, spec.get("calls_llm")) {
                 (Some(h), Some(_)) => Some((step, Arc::clone(h))),
                 (None, _) => return Err(spec.invalid("a rendered prompt without prompt_backend")),

@@ -160,6 +160,9 @@ fn log_trace_ids(logs: &[LogView]) -> BTreeSet<String> {
 }
 
 fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
+    if let Some(verdict) = super::retrieval_invariants::check(name, v, run) {
+        return verdict;
+    }
     if let Some(verdict) = super::langfuse::invariants::check(name, v, run) {
         return verdict;
     }

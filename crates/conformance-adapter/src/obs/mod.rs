@@ -88,7 +88,7 @@
 //!   (the per-attempt LLM signal carries no timestamp).
 //! - O15 `observers: [{behavior: record}]` (119) is served by the implicit recorder;
 //!   other behaviours are refused (see [`attempts`]).
-//! - O19 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
+//! - O20 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
 //!   used (O6); a `{error: {status}}` chunk marker is an HTTP answer of that status
 //!   when it opens a wire attempt (116), else an OpenAI-style mid-stream error chunk
 //!   (`{error: {code: status}}`, 114) — see [`llm`]; `LlmTokenFailedEvent` is an
@@ -111,6 +111,9 @@ mod metric_invariants;
 mod metrics;
 mod orphan_invariants;
 mod prompts;
+mod retrieval;
+mod retrieval_invariants;
+mod retrieval_records;
 mod setup;
 mod spans;
 mod tool_invariants;
@@ -162,6 +165,8 @@ const CASE_KEYS: &[&str] = &[
     "invocations",
     "mock_llm",
     "mock_llm_stream",
+    "mock_embedding",
+    "mock_rerank",
     "provider",
     "typed_observers",
     "disable_llm_spans",

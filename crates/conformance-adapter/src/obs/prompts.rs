@@ -139,6 +139,22 @@ impl Rendered {
         self.active.messages().to_vec()
     }
 
+    /// The active prompt's rendered text: its messages' string contents, joined by
+    /// newlines (a text prompt renders to one user message).
+    pub(crate) fn text(&self) -> String {
+        let texts: Vec<&str> = self
+            .active
+            .messages()
+            .iter()
+            .filter_map(|m| match m {
+                Message::System(m) => m.content.as_text(),
+                Message::User(m) => m.content.as_text(),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
     /// Runs `fut` inside the prompt (and group) context.
     pub(crate) async fn scope<F: std::future::Future>(&self, fut: F) -> F::Output {
         match &self.group {

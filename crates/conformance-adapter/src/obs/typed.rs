@@ -38,15 +38,14 @@ const EVENT_TYPES: &[&str] = &[
     "FailureIsolationEvent",
     "ToolCallEvent",
     "ToolCallFailedEvent",
-    "LlmTokenEvent",
-    // A type the spec rules out (the token event is unpaired, 114): never emitted.
-    "LlmTokenFailedEvent",
-    // Spec types this implementation never emits (embeddings, rerank): valid
-    // names, so a count of zero can be asserted.
     "EmbeddingEvent",
     "EmbeddingFailedEvent",
     "RerankEvent",
     "RerankFailedEvent",
+    "LlmTokenEvent",
+    // A type the spec rules out (the token event is unpaired, 114): a valid name
+    // that is never emitted, so a count of zero can be asserted.
+    "LlmTokenFailedEvent",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -160,7 +159,7 @@ impl Observer for Collector {
     }
 }
 
-fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
+pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
     let l = &site.lineage;
     m.insert("invocation_id".into(), json!(&*site.invocation_id));
     m.insert(
@@ -345,6 +344,12 @@ pub(crate) fn record(
             m.insert("error_type".into(), json!(e.error_type));
             m.insert("error_message".into(), json!(e.error_message));
             m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::Embedding(_)
+        | ObserverEvent::EmbeddingFailed(_)
+        | ObserverEvent::Rerank(_)
+        | ObserverEvent::RerankFailed(_) => {
+            return super::retrieval_records::record(event, meta());
         }
         ObserverEvent::FailureIsolation(e) => {
             m.insert("event_type".into(), json!("FailureIsolationEvent"));

@@ -94,6 +94,20 @@ fn observation_event(trace: &str, parent: Option<&str>, o: &Observation) -> Valu
             body.insert("type".into(), json!("TOOL"));
             "observation-create"
         }
+        // §8.4.5 / §8.4.7: the typed observation event, type EMBEDDING / RETRIEVER.
+        ObservationType::Embedding | ObservationType::Retriever => {
+            let kind = if o.kind == ObservationType::Embedding {
+                "EMBEDDING"
+            } else {
+                "RETRIEVER"
+            };
+            body.insert("type".into(), json!(kind));
+            put(&mut body, "model", o.model.clone().map(Value::String));
+            if let Some(details) = &o.usage_details {
+                body.insert("usageDetails".into(), Value::Object(details.clone()));
+            }
+            "observation-create"
+        }
         ObservationType::Span => "span-create",
     };
     envelope(kind, o.start_time, body)

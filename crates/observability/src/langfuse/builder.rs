@@ -49,7 +49,9 @@ impl LangfuseObserverBuilder {
     pub fn new() -> Self {
         let (provider, captured) = private_provider();
         LangfuseObserverBuilder {
-            otel: OtelObserver::builder(&provider).langfuse_prompt_reference(),
+            otel: OtelObserver::builder(&provider)
+                .langfuse_prompt_reference()
+                .langfuse_outputs(),
             provider,
             captured,
             io: IoConfig {

@@ -31,6 +31,7 @@ mod io;
 mod model;
 mod observation;
 mod observer;
+mod retrieval;
 mod time;
 
 pub use body::ingestion_events;

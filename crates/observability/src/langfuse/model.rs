@@ -60,16 +60,22 @@ pub enum ObservationType {
     Event,
     /// One instrumented tool execution (§8.4.6), Langfuse's dedicated `Tool` type.
     Tool,
+    /// One `embed()` call (§8.4.5), Langfuse's dedicated `Embedding` type.
+    Embedding,
+    /// One `rerank()` call (§8.4.7), Langfuse's dedicated `Retriever` type.
+    Retriever,
 }
 
 impl ObservationType {
-    /// `"span"` / `"generation"` / `"event"` / `"tool"`.
+    /// `"span"` / `"generation"` / `"event"` / `"tool"` / `"embedding"` / `"retriever"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ObservationType::Span => "span",
             ObservationType::Generation => "generation",
             ObservationType::Event => "event",
             ObservationType::Tool => "tool",
+            ObservationType::Embedding => "embedding",
+            ObservationType::Retriever => "retriever",
         }
     }
 }
@@ -163,6 +169,9 @@ pub struct Observation {
     pub usage: Option<Usage>,
     /// The Langfuse Prompt entity the Generation links to (§8.4.4 case 1).
     pub prompt_link: Option<Value>,
+    /// `usageDetails` of an Embedding / Retriever observation (§8.4.5 / §8.4.7): only
+    /// the figures the provider reported (`input`, `searchUnits`), possibly empty.
+    pub usage_details: Option<Map<String, Value>>,
     /// The nested observations, in start order.
     pub children: Vec<Observation>,
 }
@@ -185,6 +194,7 @@ impl Observation {
             model_parameters: Map::new(),
             usage: None,
             prompt_link: None,
+            usage_details: None,
             children: Vec::new(),
         }
     }

@@ -1,6 +1,7 @@
 //! Spec: observability §8.4.2 (observation-level mapping), §8.4.3 (Generation fields,
 //! failed Generation, token-budget WARNING), §8.4.4 (prompt identity metadata), §8.7
-//! (payload rendering and truncation fallthrough), §8.4.6 (Tool observations) — one
+//! (payload rendering and truncation fallthrough), §8.4.6 (Tool observations), §8.4.5 /
+//! §8.4.7 (Embedding / Retriever, in `retrieval.rs`) — one
 //! OA span as one Langfuse observation (without its children).
 
 use std::collections::HashMap;
@@ -80,6 +81,8 @@ pub(crate) fn observation_of(span: &SpanData, trace_ids: &HashMap<TraceId, Strin
     let kind = match &*span.name {
         a::LLM_SPAN => ObservationType::Generation,
         a::TOOL_SPAN => ObservationType::Tool,
+        a::EMBEDDING_SPAN => ObservationType::Embedding,
+        a::RERANK_SPAN => ObservationType::Retriever,
         _ => ObservationType::Span,
     };
     let mut o = Observation::new(
@@ -111,6 +114,8 @@ pub(crate) fn observation_of(span: &SpanData, trace_ids: &HashMap<TraceId, Strin
     match kind {
         ObservationType::Generation => generation(span, &mut o),
         ObservationType::Tool => tool(span, &mut o),
+        ObservationType::Embedding => super::retrieval::embedding(span, &mut o),
+        ObservationType::Retriever => super::retrieval::retriever(span, &mut o),
         _ => {}
     }
     o
@@ -141,7 +146,7 @@ fn tool(span: &SpanData, o: &mut Observation) {
     }
 }
 
-fn copy_keys(span: &SpanData, keys: &[(&str, &str)], into: &mut Map<String, Value>) {
+pub(crate) fn copy_keys(span: &SpanData, keys: &[(&str, &str)], into: &mut Map<String, Value>) {
     for (attr, key) in keys {
         if let Some(v) = get(span, attr) {
             into.insert((*key).to_owned(), v);
@@ -231,6 +236,6 @@ fn generation(span: &SpanData, o: &mut Observation) {
     }
 }
 
-fn parse_or_raw(text: String) -> Value {
+pub(crate) fn parse_or_raw(text: String) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::String(text))
 }

@@ -57,6 +57,7 @@ impl OtelObserverBuilder {
                 close_timeout: Duration::from_secs(5),
                 logger: None,
                 langfuse_prompt_reference: false,
+                langfuse_outputs: false,
             },
             enable_metrics: false,
             meter: None,
@@ -180,6 +181,13 @@ impl OtelObserverBuilder {
     /// private OTel observer only).
     pub(crate) fn langfuse_prompt_reference(mut self) -> Self {
         self.config.langfuse_prompt_reference = true;
+        self
+    }
+
+    /// The Langfuse capture's private renderer: embedding spans also carry the output
+    /// vectors (payload permitting), which §8.4.5 maps to the observation's `output`.
+    pub(crate) fn langfuse_outputs(mut self) -> Self {
+        self.config.langfuse_outputs = true;
         self
     }
 

@@ -14,7 +14,12 @@
 //!   A failure without a response (any category but `structured_output_invalid`) has
 //!   no usage, so nothing is evaluated.
 //!
-//! Dimensions are bounded: the operation (`chat`), the request model and the provider
+//! Embedding and rerank calls (§11.2) record one duration sample per call (with
+//! `error.type` from a failure event) and one input-token sample when the usage
+//! reports input tokens (rerank `search_units` are not tokens); operation
+//! `embeddings` / `rerank`.
+//!
+//! Dimensions are bounded: the operation (`chat`, `embeddings`, `rerank`), the request model and the provider
 //! identifier, plus the per-instrument split; never the attempt index or the response
 //! model.
 
@@ -47,6 +52,15 @@ fn base_dimensions(request: &LlmRequestSummary) -> Vec<KeyValue> {
         KeyValue::new(attr::METRIC_OPERATION, attr::OPERATION_CHAT),
         KeyValue::new(attr::GEN_AI_REQUEST_MODEL, request.model.clone()),
         KeyValue::new(attr::GEN_AI_SYSTEM, request.provider.clone()),
+    ]
+}
+
+/// The dimensions of an embedding / rerank observation (§11.3).
+fn retrieval_dimensions(operation: &'static str, model: &str, provider: &str) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new(attr::METRIC_OPERATION, operation),
+        KeyValue::new(attr::GEN_AI_REQUEST_MODEL, model.to_owned()),
+        KeyValue::new(attr::GEN_AI_SYSTEM, provider.to_owned()),
     ]
 }
 
@@ -93,6 +107,34 @@ impl Metrics {
             ObserverEvent::LlmAttempt(e) => self.on_attempt(e),
             ObserverEvent::LlmCompletion(e) => self.on_completion(e),
             ObserverEvent::LlmFailed(e) => self.on_failed(e),
+            // Embedding / rerank calls (§11.2): a duration per call, input tokens when
+            // reported, `error.type` on failure.
+            ObserverEvent::Embedding(e) => {
+                let r = &e.request;
+                let base = retrieval_dimensions(attr::OPERATION_EMBEDDINGS, &r.model, &r.provider);
+                self.retrieval(
+                    &base,
+                    e.latency_ms,
+                    e.outcome.usage.map(|u| u.input_tokens),
+                    None,
+                );
+            }
+            ObserverEvent::EmbeddingFailed(e) => {
+                let r = &e.request;
+                let base = retrieval_dimensions(attr::OPERATION_EMBEDDINGS, &r.model, &r.provider);
+                self.retrieval(&base, e.latency_ms, None, Some(&e.failure.error_category));
+            }
+            ObserverEvent::Rerank(e) => {
+                let r = &e.request;
+                let base = retrieval_dimensions(attr::OPERATION_RERANK, &r.model, &r.provider);
+                let tokens = e.outcome.usage.and_then(|u| u.input_tokens);
+                self.retrieval(&base, e.latency_ms, tokens, None);
+            }
+            ObserverEvent::RerankFailed(e) => {
+                let r = &e.request;
+                let base = retrieval_dimensions(attr::OPERATION_RERANK, &r.model, &r.provider);
+                self.retrieval(&base, e.latency_ms, None, Some(&e.failure.error_category));
+            }
             _ => {}
         }
     }
@@ -116,6 +158,27 @@ impl Metrics {
         }
         if let Some(r) = response {
             self.token_usage_of(r, &base);
+        }
+    }
+
+    /// One embedding / rerank call: its duration and, when reported, its input tokens.
+    fn retrieval(
+        &self,
+        base: &[KeyValue],
+        latency_ms: Option<f64>,
+        input_tokens: Option<u64>,
+        error_category: Option<&str>,
+    ) {
+        if let Some(ms) = latency_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
+            let dims = match error_category {
+                Some(category) => with(base, KeyValue::new(attr::ERROR_TYPE, category.to_owned())),
+                None => base.to_vec(),
+            };
+            self.duration.record(ms / 1000.0, &dims);
+        }
+        if let Some(count) = input_tokens {
+            let dims = with(base, KeyValue::new(attr::METRIC_TOKEN_TYPE, "input"));
+            self.token_usage.record(count, &dims);
         }
     }
 

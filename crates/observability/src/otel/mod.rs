@@ -14,6 +14,7 @@ mod logs;
 mod metrics;
 mod prompt;
 mod state;
+pub(crate) use state::LANGFUSE_EMBEDDING_OUTPUT;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -61,6 +62,9 @@ pub(crate) struct Config {
     /// prompt's Langfuse reference under [`crate::langfuse::PROMPT_REFERENCE_ATTR`]
     /// (never on a caller's spans).
     pub(crate) langfuse_prompt_reference: bool,
+    /// Set only by the Langfuse capture: embedding spans also carry the vectors
+    /// (payload permitting) for the observation's `output` (§8.4.5).
+    pub(crate) langfuse_outputs: bool,
 }
 
 struct Shared {
@@ -518,6 +522,13 @@ impl OtelObserver {
                 );
                 state.on_tool(&shared.tracer, &shared.config, call, outcome);
             }
+            // §5.5.8 / §5.5.13: one span per embedding / rerank call, from its terminal event.
+            ObserverEvent::Embedding(_)
+            | ObserverEvent::EmbeddingFailed(_)
+            | ObserverEvent::Rerank(_)
+            | ObserverEvent::RerankFailed(_) => {
+                self.on_retrieval(&mut inner, event);
+            }
             // §5.5.15: an exceeded token budget also makes a WARNING log record.
             ObserverEvent::LlmCompletion(e) if shared.config.logger.is_some() => {
                 let user = lenient_user(&e.site.metadata);
@@ -549,6 +560,33 @@ impl OtelObserver {
             }
             // Other terminal LLM events, failure-isolation events and kinds added later
             // do not drive spans (LLM spans come from the per-attempt signal).
+            _ => {}
+        }
+    }
+}
+
+impl OtelObserver {
+    fn on_retrieval(&self, inner: &mut Inner, event: &ObserverEvent) {
+        let shared = &*self.shared;
+        let site = match event {
+            ObserverEvent::Embedding(e) => &e.site,
+            ObserverEvent::EmbeddingFailed(e) => &e.site,
+            ObserverEvent::Rerank(e) => &e.site,
+            ObserverEvent::RerankFailed(e) => &e.site,
+            _ => return,
+        };
+        let state = self.state_for(
+            inner,
+            &site.invocation_id,
+            site.correlation_id.as_deref(),
+            SystemTime::now(),
+        );
+        let (tracer, config) = (&shared.tracer, &shared.config);
+        match event {
+            ObserverEvent::Embedding(e) => state.on_embedding(tracer, config, e),
+            ObserverEvent::EmbeddingFailed(e) => state.on_embedding_failed(tracer, config, e),
+            ObserverEvent::Rerank(e) => state.on_rerank(tracer, config, e),
+            ObserverEvent::RerankFailed(e) => state.on_rerank_failed(tracer, config, e),
             _ => {}
         }
     }

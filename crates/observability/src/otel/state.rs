@@ -18,8 +18,10 @@
 //!   linked from the parent trace.
 
 mod augment;
+mod retrieval;
 mod tool;
 
+pub(crate) use retrieval::LANGFUSE_EMBEDDING_OUTPUT;
 pub(crate) use tool::ToolOutcome;
 
 use std::collections::HashMap;

@@ -31,6 +31,7 @@ const OBSERVATION_KEYS: &[&str] = &[
     "model",
     "modelParameters",
     "usage",
+    "usageDetails",
     "input",
     "input_parses_as_messages",
     "input_is_raw_string_with_marker",
@@ -270,6 +271,21 @@ fn match_observation(
     let usage = o.usage.map(|u| u.to_json());
     if let Some(u) = want.get("usage") {
         optional(&u, usage.as_ref(), &mut b, &format!("{path}.usage"))?;
+    }
+    if let Some(u) = want.get("usageDetails") {
+        // Embedding / Retriever observations (§8.4.5 / §8.4.7) carry their own map;
+        // a Generation's usageDetails is its usage record.
+        let details = o
+            .usage_details
+            .clone()
+            .map(Value::Object)
+            .or_else(|| usage.clone());
+        optional(
+            &u,
+            details.as_ref(),
+            &mut b,
+            &format!("{path}.usageDetails"),
+        )?;
     }
     if let Some(v) = want.get("input") {
         optional(&v, o.input.as_ref(), &mut b, &format!("{path}.input"))?;

@@ -1,0 +1,188 @@
+//! Spec: graph-engine §6 *Typed embedding event* / *Typed embedding failure event*
+//! (observability §5.5.9, retrieval-provider §3 / §4).
+//!
+//! The engine only carries these events; `openarmature-retrieval` builds and
+//! dispatches them (through [`crate::NodeCtx::dispatch_event`]) when an `embed()` call
+//! runs inside a node: exactly one [`EmbeddingEvent`] or [`EmbeddingFailedEvent`] per
+//! call, never both. Payload fields (`input_strings`, `request_extras`,
+//! `output_vectors`) are always populated; renderers gate them (§5.5.4).
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+
+use crate::llm_events::{LlmCallSite, LlmFailure};
+use crate::prompt_context::{self, PromptContext, PromptGroupIdentity, PromptIdentity};
+
+/// An embedding usage record (retrieval-provider §4 `EmbeddingUsage`): the tokens
+/// billed for the call. A call whose provider reported no (or a malformed) figure has
+/// no record at all (`usage = None`), never a zero.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct EmbeddingUsage {
+    /// Tokens billed for the embedding call.
+    pub input_tokens: u64,
+}
+
+/// The request side of an `embed()` call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EmbeddingRequestSummary {
+    /// The provider identifier (`gen_ai.system`, e.g. `openai`).
+    pub provider: String,
+    /// The bound model the request was made against.
+    pub model: String,
+    /// Minted per `embed()` call.
+    pub call_id: String,
+    /// The input strings, verbatim (payload).
+    pub input_strings: Arc<[String]>,
+    /// The declared config fields the caller set (`dimensions`, `input_type`).
+    pub request_params: Map<String, Value>,
+    /// The config's extras pass-through bag (payload).
+    pub request_extras: Map<String, Value>,
+    /// The prompt-context binding active when the call was made.
+    pub prompt_context: PromptContext,
+}
+
+impl EmbeddingRequestSummary {
+    /// A request summary. Its prompt context is what is bound in the current task
+    /// ([`prompt_context::current`]): build it where the call is made.
+    pub fn new(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        call_id: impl Into<String>,
+        input_strings: Vec<String>,
+        request_params: Map<String, Value>,
+        request_extras: Map<String, Value>,
+    ) -> Self {
+        EmbeddingRequestSummary {
+            provider: provider.into(),
+            model: model.into(),
+            call_id: call_id.into(),
+            input_strings: input_strings.into(),
+            request_params,
+            request_extras,
+            prompt_context: prompt_context::current(),
+        }
+    }
+
+    /// The number of input strings (`input_count`).
+    pub fn input_count(&self) -> usize {
+        self.input_strings.len()
+    }
+
+    /// The active prompt's identity at call time (`active_prompt`).
+    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
+        self.prompt_context.prompt()
+    }
+
+    /// The active prompt group's identity at call time (`active_prompt_group`).
+    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
+        self.prompt_context.group()
+    }
+}
+
+/// What a successful `embed()` call returned, as the event carries it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EmbeddingOutcome {
+    /// The model the provider reported, if any.
+    pub response_model: Option<String>,
+    /// The provider's response id, if present (never empty).
+    pub response_id: Option<String>,
+    /// The usage record, when the provider reported one.
+    pub usage: Option<EmbeddingUsage>,
+    /// The vectors' dimensionality.
+    pub dimensions: Option<u64>,
+    /// The returned vectors (payload).
+    pub output_vectors: Arc<[Vec<f64>]>,
+}
+
+impl EmbeddingOutcome {
+    /// An outcome record.
+    pub fn new(
+        response_model: Option<String>,
+        response_id: Option<String>,
+        usage: Option<EmbeddingUsage>,
+        dimensions: Option<u64>,
+        output_vectors: Vec<Vec<f64>>,
+    ) -> Self {
+        EmbeddingOutcome {
+            response_model,
+            response_id,
+            usage,
+            dimensions,
+            output_vectors: output_vectors.into(),
+        }
+    }
+}
+
+/// Typed embedding event (graph-engine §6): one per successful `embed()` call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EmbeddingEvent {
+    /// The calling node.
+    pub site: LlmCallSite,
+    /// The request.
+    pub request: EmbeddingRequestSummary,
+    /// The response side.
+    pub outcome: EmbeddingOutcome,
+    /// Wall-clock latency of the call, in milliseconds.
+    pub latency_ms: Option<f64>,
+    /// When the call ended (span builders stamp the span from this).
+    pub at: SystemTime,
+}
+
+impl EmbeddingEvent {
+    /// A success event, stamped now.
+    pub fn new(
+        site: LlmCallSite,
+        request: EmbeddingRequestSummary,
+        outcome: EmbeddingOutcome,
+        latency_ms: Option<f64>,
+    ) -> Self {
+        EmbeddingEvent {
+            site,
+            request,
+            outcome,
+            latency_ms,
+            at: SystemTime::now(),
+        }
+    }
+}
+
+/// Typed embedding failure event (graph-engine §6): one per `embed()` call that raised.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EmbeddingFailedEvent {
+    /// The calling node.
+    pub site: LlmCallSite,
+    /// The request.
+    pub request: EmbeddingRequestSummary,
+    /// The raised error's category, type and message.
+    pub failure: LlmFailure,
+    /// Latency from `embed()` entry to the failure, in milliseconds.
+    pub latency_ms: Option<f64>,
+    /// When the call failed.
+    pub at: SystemTime,
+}
+
+impl EmbeddingFailedEvent {
+    /// A failure event, stamped now.
+    pub fn new(
+        site: LlmCallSite,
+        request: EmbeddingRequestSummary,
+        failure: LlmFailure,
+        latency_ms: Option<f64>,
+    ) -> Self {
+        EmbeddingFailedEvent {
+            site,
+            request,
+            failure,
+            latency_ms,
+            at: SystemTime::now(),
+        }
+    }
+}

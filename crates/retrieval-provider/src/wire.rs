@@ -1,0 +1,48 @@
+//! Spec: retrieval-provider §7 *Malformed ancillary figures* and §4 / §6
+//! `response_id` — reading the figures a provider reports *about* a call.
+//!
+//! A figure that is present but malformed (not a non-negative integer; a boolean; a
+//! string) is *not reported*: `None`, never coerced or clamped. An identifier that is
+//! not a string, or is empty, is absent.
+
+use serde_json::Value;
+
+/// A non-negative integer count, or `None` (absent or malformed).
+pub(crate) fn count(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+/// A non-empty string identifier, or `None` (absent, malformed or empty).
+pub(crate) fn identifier(v: Option<&Value>) -> Option<String> {
+    v?.as_str().filter(|s| !s.is_empty()).map(str::to_owned)
+}
+
+/// A non-empty string model name, or `None`.
+pub(crate) fn model(v: Option<&Value>) -> Option<String> {
+    identifier(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn malformed_counts_are_not_reported() {
+        assert_eq!(count(Some(&json!(4))), Some(4));
+        for bad in [json!(-1), json!(1.5), json!("12"), json!(true), json!(null)] {
+            assert_eq!(count(Some(&bad)), None, "{bad}");
+        }
+        assert_eq!(count(None), None);
+    }
+
+    #[test]
+    fn empty_or_non_string_ids_are_absent() {
+        assert_eq!(identifier(Some(&json!("id-1"))).as_deref(), Some("id-1"));
+        assert_eq!(identifier(Some(&json!(""))), None);
+        assert_eq!(identifier(Some(&json!(7))), None);
+    }
+}
