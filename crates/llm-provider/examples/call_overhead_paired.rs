@@ -7,6 +7,7 @@
 //! `cargo run --release -p openarmature-llm --example call_overhead_paired`
 //! (`ROUNDS=n`, default 15). `node_plain` (the node without an observer) is a
 //! diagnostic: it separates the engine's per-invocation cost from the events'.
+//! `ONLY=<variant>` runs that variant alone (for a profiler; no ratios).
 
 #![allow(clippy::expect_used, missing_docs)]
 
@@ -36,6 +37,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(15);
+    let only = std::env::var("ONLY").ok();
     let rt = client_runtime();
     let fx = Fixture::new(&rt);
     println!(
@@ -57,6 +59,9 @@ fn main() {
         for round in 0..=blocks {
             for k in 0..VARIANTS.len() {
                 let v = (k + round) % VARIANTS.len();
+                if only.as_deref().is_some_and(|o| o != VARIANTS[v]) {
+                    continue;
+                }
                 let started = Instant::now();
                 for _ in 0..iterations {
                     match v {
@@ -74,15 +79,22 @@ fn main() {
             }
         }
         for (v, name) in VARIANTS.iter().enumerate() {
+            if per_call[v].is_empty() {
+                continue;
+            }
             let ratios: Vec<f64> = per_call[v]
                 .iter()
                 .zip(&per_call[0])
                 .map(|(x, bare)| x / bare)
                 .collect();
+            let ratio = if ratios.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{:.3}", median(&ratios))
+            };
             println!(
-                "concurrency {n:>2}  {name:<15} {:8.2} µs/call   ratio {:.3}",
+                "concurrency {n:>2}  {name:<15} {:8.2} µs/call   ratio {ratio}",
                 median(&per_call[v]),
-                median(&ratios)
             );
         }
     }
