@@ -67,6 +67,7 @@ mod embedding_events;
 mod error;
 mod extension_event;
 mod llm_events;
+mod llm_token;
 pub mod metadata;
 mod middleware;
 mod node;
@@ -99,6 +100,7 @@ pub use llm_events::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
     LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
 };
+pub use llm_token::{LlmDeltaKind, LlmTokenEvent};
 pub use metadata::{
     get_invocation_metadata, set_invocation_metadata, InvocationMetadata, MetadataAugmented,
     MetadataError,

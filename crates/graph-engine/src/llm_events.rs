@@ -5,9 +5,10 @@
 //! (through [`crate::NodeCtx::dispatch_event`]) when a `complete()` call runs inside a
 //! node. Payload fields are plain JSON values so the engine stays free of LLM types.
 //!
-//! Per call: zero or more [`LlmAttemptEvent`]s (one per wire attempt), then exactly one
-//! terminal [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial queue
-//! before the node's own `completed` event.
+//! Per call: zero or more [`LlmAttemptEvent`]s (one per wire attempt) interleaved, for a
+//! streamed call, with its [`crate::LlmTokenEvent`]s, then exactly one terminal
+//! [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial queue before
+//! the node's own `completed` event.
 
 use std::sync::Arc;
 

@@ -212,6 +212,9 @@ pub enum ObserverEvent {
     LlmFailed(crate::llm_events::LlmFailedEvent),
     /// One wire attempt of an LLM call (the per-attempt span signal, llm-provider §7.1).
     LlmAttempt(crate::llm_events::LlmAttemptEvent),
+    /// One streamed delta of an LLM call made with `stream` set (graph-engine §6
+    /// `LlmTokenEvent`).
+    LlmToken(crate::llm_token::LlmTokenEvent),
     /// An invocation of the outermost graph began (first on its queue).
     InvocationStarted(InvocationStarted),
     /// An invocation of the outermost graph ended (last on its queue).
@@ -356,6 +359,7 @@ impl ObserverEvent {
             ObserverEvent::LlmCompletion(e) => &e.site.invocation_id,
             ObserverEvent::LlmFailed(e) => &e.site.invocation_id,
             ObserverEvent::LlmAttempt(e) => &e.site.invocation_id,
+            ObserverEvent::LlmToken(e) => &e.site.invocation_id,
             ObserverEvent::InvocationStarted(e) => &e.invocation_id,
             ObserverEvent::InvocationCompleted(e) => &e.invocation_id,
             ObserverEvent::Extension(e) => &e.invocation_id,

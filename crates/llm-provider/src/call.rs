@@ -21,10 +21,18 @@
 //! (see [`LlmError::find_in`]); the classifier's state argument is `None` at call
 //! level. Inside a node with observers, exactly one terminal [`LlmCompletionEvent`] or
 //! [`LlmFailedEvent`] follows the attempt events.
+//!
+//! A streamed call (§5) sends every attempt through [`Provider::send_stream`]; its
+//! deltas become [`openarmature_graph::LlmTokenEvent`]s carrying the call's one
+//! `call_id` and the node-level attempt index, with `chunk_index` running on across
+//! wire attempts, all before the terminal event.
 
 use std::error::Error as StdError;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::channel::mpsc::UnboundedSender;
 
 use openarmature_graph::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
@@ -37,6 +45,7 @@ use crate::error::{LlmError, StructuredOutputInvalid};
 use crate::message::{AssistantMessage, Content, ContentBlock, ImageSource, Message};
 use crate::provider::{CompletionRequest, Provider, WireRequest};
 use crate::response::Response;
+use crate::stream::{CallSink, StreamEvent};
 
 /// One finished wire attempt, as reported to an [`AttemptObserver`].
 #[derive(Debug)]
@@ -82,6 +91,18 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     provider: &P,
     request: &CompletionRequest,
 ) -> Result<Response, LlmError> {
+    run(provider, request, request.stream, None).await
+}
+
+/// The call-level loop. `stream`: send every attempt through
+/// [`Provider::send_stream`], dispatching token events (and forwarding the deltas to
+/// `caller`, a [`crate::ResponseStream`]'s channel, when set).
+pub(crate) async fn run<P: Provider + ?Sized>(
+    provider: &P,
+    request: &CompletionRequest,
+    stream: bool,
+    caller: Option<&UnboundedSender<StreamEvent>>,
+) -> Result<Response, LlmError> {
     crate::error::register_category_probe();
     // A v4 UUID from the thread-local CSPRNG (no `getrandom` syscall per call).
     let call_id = uuid::Builder::from_random_bytes(rand::random())
@@ -116,6 +137,15 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
     // The latest attempt's request summary when it equals the call's own (the caller's
     // messages and config): the terminal event reuses it instead of building another.
     let mut same_summary: Option<LlmRequestSummary> = None;
+    // Token events and caller deltas: chunk indices run on across call-level attempts.
+    let sink = CallSink {
+        node: node.zip(site.as_ref()),
+        provider: provider.provider_name(),
+        model: provider.model(),
+        call_id: &call_id,
+        next_chunk: AtomicU32::new(0),
+        caller,
+    };
     loop {
         let config = match retry {
             Some(r) => r.config_for_attempt(&request.config, attempt),
@@ -123,9 +153,13 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
         };
         let messages: &[Message] = working.as_deref().unwrap_or(&request.messages);
         let started = Instant::now();
-        let result = provider
-            .send(WireRequest::of(request, messages, &config))
-            .await;
+        let mut wire = WireRequest::of(request, messages, &config);
+        wire.stream = stream;
+        let result = if stream {
+            provider.send_stream(wire, &sink).await
+        } else {
+            provider.send(wire).await
+        };
         let latency = started.elapsed();
         crate::resilience::hooks::deposit(request, attempt, &result);
 
@@ -229,6 +263,12 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
                 on_retry.on_retry(shared, attempt).await;
             }
             r.base.sleeper.sleep(delay).await;
+        }
+        if let Some(caller) = caller {
+            let _ = caller.unbounded_send(StreamEvent::Retry {
+                attempt_index: attempt + 1,
+                reason: next_reason,
+            });
         }
         reason = Some(next_reason);
         attempt += 1;

@@ -3,9 +3,11 @@
 //!
 //! The HTTP plumbing every §8.x mapping (OpenAI, Anthropic, Gemini) uses: building
 //! the reqwest (rustls) client from the builder options, sending one request and
-//! reading its body under a size cap. A successful body over the cap is `provider_invalid_response` (a hostile
-//! server cannot exhaust memory); an error body is truncated at the cap and still
-//! classified by its status.
+//! reading its body under a size cap ([`execute`], or [`start`] then [`read`]; a
+//! streaming mapping reads a successful answer incrementally itself and applies the
+//! same cap to the whole stream). A successful body over the cap is
+//! `provider_invalid_response` (a hostile server cannot exhaust memory); an error
+//! body is truncated at the cap and still classified by its status.
 
 use std::time::Duration;
 
@@ -110,7 +112,24 @@ pub(crate) async fn execute(
     builder: reqwest::RequestBuilder,
     cap: usize,
 ) -> Result<Reply, LlmError> {
-    let mut response = builder.send().await.map_err(transport_error)?;
+    read(start(builder).await?, cap).await
+}
+
+/// Sends the request; the answer's body is not read yet (a streaming mapping
+/// consumes it incrementally, or hands an error answer to [`read`]).
+///
+/// # Errors
+/// `provider_unavailable` for a transport failure.
+pub(crate) async fn start(builder: reqwest::RequestBuilder) -> Result<reqwest::Response, LlmError> {
+    builder.send().await.map_err(transport_error)
+}
+
+/// Reads an answer's body, capping it at `cap` bytes.
+///
+/// # Errors
+/// `provider_unavailable` for a broken successful body; `provider_invalid_response`
+/// for a successful body over the cap.
+pub(crate) async fn read(mut response: reqwest::Response, cap: usize) -> Result<Reply, LlmError> {
     let status = response.status().as_u16();
     let success = (200..300).contains(&status);
     // Moved out, not cloned: reading the body does not need them.
@@ -150,12 +169,13 @@ pub(crate) async fn execute(
     })
 }
 
-fn too_large(cap: usize) -> LlmError {
+/// A successful body (or a whole stream) over the cap: `provider_invalid_response`.
+pub(crate) fn too_large(cap: usize) -> LlmError {
     LlmError::invalid_response(format!("response body exceeds the {cap}-byte limit"))
 }
 
 /// A transport failure (connect, timeout, broken body): `provider_unavailable`.
-fn transport_error(e: reqwest::Error) -> LlmError {
+pub(crate) fn transport_error(e: reqwest::Error) -> LlmError {
     let what = if e.is_timeout() {
         "request timed out"
     } else if e.is_connect() {

@@ -16,12 +16,20 @@
 //!   [`openarmature_pipeline::RetryConfig`] plus `per_attempt_override` and `reask`);
 //! - [`OpenAiProvider`] (§8.1): reqwest + rustls, byte-stable canonical request
 //!   bodies, structured output (native `response_format` or the prompt fallback,
-//!   validated with a JSON Schema library), capped response bodies;
+//!   validated with a JSON Schema library), capped response bodies, and Server-Sent
+//!   Events streaming (§8.1.6);
 //! - [`AnthropicProvider`] (§8.2): the Anthropic Messages API over the same
 //!   transport, with native `output_config` structured output or the tool-call
 //!   coercion fallback, thinking-block round-trips and the §8.2.3 error table;
 //! - [`GeminiProvider`] (§8.3): the Gemini `generateContent` mapping over the same
-//!   transport, retry loop and error categories.
+//!   transport, retry loop and error categories;
+//! - streaming (§5 / §6 *Streaming assembly*): [`CompletionRequest::stream`] keeps the
+//!   atomic [`Response`] and, inside a node, dispatches one
+//!   [`openarmature_graph::LlmTokenEvent`] per content / reasoning delta;
+//!   [`Provider::stream`] gives the caller a [`ResponseStream`] of [`StreamEvent`]s
+//!   instead. Mappings without streaming (the Anthropic and Gemini mappings here)
+//!   keep the trait's defaults and reject a streamed call pre-send
+//!   ([`streaming_unsupported`]).
 //!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
@@ -96,6 +104,7 @@ pub mod resilience;
 mod response;
 mod retry;
 pub mod schema;
+mod stream;
 mod tool;
 mod validate;
 
@@ -115,6 +124,9 @@ pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
 pub use retry::{LlmRetryConfig, ReaskBuilder};
+pub use stream::{
+    streaming_unsupported, DeltaKind, DeltaSink, ResponseStream, StreamEvent, TokenDelta,
+};
 pub use tool::{Tool, ToolChoice};
 
 /// The OpenArmature capability this crate implements.

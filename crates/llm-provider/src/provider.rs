@@ -18,6 +18,7 @@ use crate::error::LlmError;
 use crate::message::Message;
 use crate::response::Response;
 use crate::retry::LlmRetryConfig;
+use crate::stream::{DeltaSink, ResponseStream};
 use crate::tool::{Tool, ToolChoice};
 
 /// What the bound model is statically known to support (§5 / §7 pre-send checks,
@@ -126,8 +127,11 @@ pub struct CompletionRequest {
     pub tool_choice: Option<ToolChoice>,
     /// Call-level retry (§7.1); `None` sends exactly once.
     pub retry: Option<LlmRetryConfig>,
-    /// Streamed delivery (§5). Not implemented by the mappings in this crate yet: a
-    /// streamed call is rejected pre-send with `provider_invalid_request`.
+    /// Streamed delivery (§5): the provider consumes the streaming wire response and,
+    /// inside a node with observers, dispatches one `LlmTokenEvent` per content or
+    /// reasoning delta; `complete()` still returns the assembled [`Response`]. A
+    /// mapping without streaming ([`Provider::supports_streaming`] false) rejects the
+    /// call pre-send with `provider_invalid_request`. See also [`Provider::stream`].
     pub stream: bool,
     /// Reported after every wire attempt (observe-only).
     pub attempt_observer: Option<Arc<dyn AttemptObserver>>,
@@ -250,5 +254,61 @@ pub trait Provider: Send + Sync {
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(crate::call::complete(self, request))
+    }
+
+    /// Whether this mapping implements streaming (§5 *Provider streaming support*).
+    /// Default `false`.
+    fn supports_streaming(&self) -> bool {
+        false
+    }
+
+    /// One **streamed** wire attempt: like [`Provider::send`], but consumes the
+    /// streaming wire response, reports every content / reasoning delta to `sink` as it
+    /// arrives, and returns the response assembled from the stream (§6 *Streaming
+    /// assembly*). Never retries.
+    ///
+    /// The default, for mappings without streaming, sends nothing and fails with
+    /// [`crate::streaming_unsupported`].
+    ///
+    /// # Errors
+    /// Any §7 category; `provider_invalid_request` pre-send when the mapping does not
+    /// stream.
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        let _ = (request, sink);
+        let error = crate::stream::streaming_unsupported(self.provider_name());
+        Box::pin(std::future::ready(Err(error)))
+    }
+
+    /// A streamed `complete()` call whose deltas the caller consumes directly: a
+    /// [`ResponseStream`] of deltas, ending with the assembled [`Response`]. Streaming
+    /// is on whatever `request.stream` says; the call-level retry loop, attempt
+    /// reporting and (with [`CompletionRequest::in_node`]) the typed events work as for
+    /// [`Provider::complete`].
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use futures::StreamExt;
+    /// use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider, StreamEvent};
+    /// # async fn demo() -> Result<(), openarmature_llm::LlmError> {
+    /// let provider = OpenAiProvider::builder("http://localhost:8000/v1", "my-model").build()?;
+    /// let request = CompletionRequest::new(vec![Message::user("Tell me a story")]);
+    /// let mut stream = provider.stream(&request);
+    /// while let Some(event) = stream.next().await {
+    ///     match event? {
+    ///         StreamEvent::Delta(delta) => print!("{}", delta.text),
+    ///         StreamEvent::Retry { .. } => println!("\n[retrying]"),
+    ///         StreamEvent::Completed(response) => println!("\n{:?}", response.usage),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ResponseStream<'a> {
+        ResponseStream::start(self, request)
     }
 }

@@ -74,6 +74,11 @@ async fn pre_send_rejects_send_nothing() {
         let e = p.complete(&r).await.unwrap_err();
         assert_eq!(e.category(), ErrorCategory::ProviderInvalidRequest, "{r:?}");
     }
+    // No streaming: the trait's defaults reject `Provider::stream` too (§5).
+    assert!(!p.supports_streaming());
+    let e = p.stream(&request("x")).response().await.unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::ProviderInvalidRequest);
+    assert!(e.to_string().contains("does not support streaming"), "{e}");
     assert_eq!(server.request_count(), 0);
 }
 

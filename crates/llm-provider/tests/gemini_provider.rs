@@ -114,8 +114,12 @@ async fn errors_keep_status_and_wait() {
 async fn stream_and_oversized_bodies_are_refused() {
     let server = Server::start(vec![Step::Chunked { bytes: 4096 }]).await;
     let p = provider(&server);
+    assert!(!p.supports_streaming());
     let e = p.complete(&request().stream(true)).await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderInvalidRequest);
+    let e = p.stream(&request()).response().await.unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::ProviderInvalidRequest);
+    assert!(e.to_string().contains("does not support streaming"), "{e}");
     assert_eq!(server.request_count(), 0, "rejected pre-send");
     let small = GeminiProvider::builder("models/gemini-test")
         .base_url(format!("{}beta/", server.base_url))

@@ -86,8 +86,12 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
         }
     }
     if let Some(flag) = get("no_token_events_emitted") {
-        // This implementation has no token events at all (no streaming).
-        flag.bool().map_err(err)?;
+        if flag.bool().map_err(err)? && !run.tokens.is_empty() {
+            return Err(format!(
+                "no_token_events_emitted: {} LlmTokenEvent(s) were dispatched",
+                run.tokens.len()
+            ));
+        }
     }
     if let Some(w) = get("wire_requests") {
         wire_requests(&w, run).map_err(|m| format!("expected.wire_requests: {m}"))?;
@@ -217,6 +221,10 @@ fn response(expected: &Y<'_>, response: &Response, served: Option<&Value>) -> Re
                 .raw
                 .get(&key)
                 .ok_or_else(|| format!("raw_check: `{key}` missing from raw"))?;
+            if let Value::Array(chunks) = served {
+                streamed_raw_key(&key, got, chunks)?;
+                continue;
+            }
             if Some(got) != served.get(&key) {
                 return Err(format!(
                     "raw_check: raw.{key} is {got}, the provider sent {:?}",
@@ -226,6 +234,25 @@ fn response(expected: &Y<'_>, response: &Response, served: Option<&Value>) -> Re
         }
     }
     Ok(())
+}
+
+/// `raw_check` on a streamed call (register L4): the assembled raw is
+/// implementation-defined, so `object` and `choices` need only be present; `usage` is
+/// the terminal chunk's block verbatim (§6 *Streaming assembly*); any other key is
+/// the chunks' own value.
+fn streamed_raw_key(key: &str, got: &Value, chunks: &[Value]) -> Result<(), String> {
+    let want = match key {
+        "object" | "choices" => return Ok(()),
+        "usage" => chunks.iter().rev().find_map(|c| c.get("usage")),
+        _ => chunks.iter().find_map(|c| c.get(key)),
+    };
+    if want == Some(got) {
+        Ok(())
+    } else {
+        Err(format!(
+            "raw_check: raw.{key} is {got}, the stream carried {want:?}"
+        ))
+    }
 }
 
 fn raises(expected: &Y<'_>, error: &LlmError) -> Result<(), String> {

@@ -767,7 +767,10 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
         "non_streaming_stream_options_unmanaged_rides_untouched" => {
             return Some(Box::new(extras_rides_untouched("stream_options")))
         }
-        _ => return None,
+        _ => {
+            let check = super::stream_checks::lookup(name)?;
+            return Some(Box::new(move |ctx: &Ctx<'_>| check(ctx.run)));
+        }
     };
     Some(Box::new(f))
 }

@@ -4,7 +4,8 @@
 //! Everything mapping-specific the runner needs lives here: the provider it builds
 //! against the mock, the path its requests must hit, the default bound model
 //! (FIXTURE-QUIRKS Q3), whether the model travels in the path (register L5) and
-//! where the declared `stop_sequences` land on the wire.
+//! where the declared `stop_sequences` land on the wire. Besides the real §8.x
+//! mappings it knows 060's synthetic `streaming_unsupported_stub` (register L4).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,7 @@ use openarmature_llm::{
 use serde_json::Value;
 
 use super::mock::MockServer;
+use super::stub::StreamingUnsupportedStub;
 
 /// A §8.x wire mapping the adapter can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,9 @@ pub(crate) enum Mapping {
     Anthropic,
     /// §8.3 Google Gemini `generateContent` (register L5).
     Gemini,
+    /// The 060 fixture's synthetic mapping without streaming: the §8.1 wire behind
+    /// the `Provider` trait's non-streaming defaults ([`StreamingUnsupportedStub`]).
+    StreamingUnsupportedStub,
 }
 
 impl Mapping {
@@ -35,6 +40,7 @@ impl Mapping {
             "openai" => Ok(Mapping::OpenAi),
             "anthropic" => Ok(Mapping::Anthropic),
             "gemini" => Ok(Mapping::Gemini),
+            "streaming_unsupported_stub" => Ok(Mapping::StreamingUnsupportedStub),
             other => Err(format!(
                 "harness_primitive_missing: mapping `{other}` is not implemented"
             )),
@@ -44,7 +50,7 @@ impl Mapping {
     /// The bound model when the case names none (FIXTURE-QUIRKS Q3).
     pub(crate) fn default_model(self) -> &'static str {
         match self {
-            Mapping::OpenAi => "test-model",
+            Mapping::OpenAi | Mapping::StreamingUnsupportedStub => "test-model",
             Mapping::Anthropic => "claude-test",
             Mapping::Gemini => "gemini-test",
         }
@@ -53,7 +59,9 @@ impl Mapping {
     /// Where completions are posted (Gemini names the bound model in the path).
     pub(crate) fn wire_path(self, model: &str) -> String {
         match self {
-            Mapping::OpenAi => "/v1/chat/completions".to_owned(),
+            Mapping::OpenAi | Mapping::StreamingUnsupportedStub => {
+                "/v1/chat/completions".to_owned()
+            }
             Mapping::Anthropic => "/v1/messages".to_owned(),
             Mapping::Gemini => format!("/v1beta/models/{model}:generateContent"),
         }
@@ -68,7 +76,7 @@ impl Mapping {
     /// `extras` key).
     pub(crate) fn stop_key(self) -> &'static str {
         match self {
-            Mapping::OpenAi => "stop",
+            Mapping::OpenAi | Mapping::StreamingUnsupportedStub => "stop",
             Mapping::Anthropic => "stop_sequences",
             Mapping::Gemini => "stopSequences",
         }
@@ -78,7 +86,7 @@ impl Mapping {
     /// `generationConfig`.
     pub(crate) fn stop_holder(self, body: &Value) -> Option<&Value> {
         match self {
-            Mapping::OpenAi | Mapping::Anthropic => Some(body),
+            Mapping::OpenAi | Mapping::StreamingUnsupportedStub | Mapping::Anthropic => Some(body),
             Mapping::Gemini => body.get("generationConfig"),
         }
     }
@@ -86,7 +94,7 @@ impl Mapping {
     /// Only §8.1's `stop` takes a scalar string (coerced to a one-element list);
     /// the other mappings' stop fields are array-only.
     pub(crate) fn coerces_scalar_stop(self) -> bool {
-        self == Mapping::OpenAi
+        matches!(self, Mapping::OpenAi | Mapping::StreamingUnsupportedStub)
     }
 
     /// The real provider for this mapping, pointed at the mock.
@@ -97,15 +105,20 @@ impl Mapping {
         capabilities: ModelCapabilities,
     ) -> Result<Arc<dyn Provider>, String> {
         let (timeout, connect) = (Duration::from_secs(20), Duration::from_secs(5));
-        let built: Result<Arc<dyn Provider>, _> = match self {
-            Mapping::OpenAi => OpenAiProvider::builder(server.base_url(), model)
+        let openai = || {
+            OpenAiProvider::builder(server.base_url(), model)
                 .api_key("test-key")
                 .no_proxy()
                 .timeout(timeout)
                 .connect_timeout(connect)
                 .capabilities(capabilities)
                 .build()
-                .map(|p| Arc::new(p) as Arc<dyn Provider>),
+        };
+        let built: Result<Arc<dyn Provider>, _> = match self {
+            Mapping::OpenAi => openai().map(|p| Arc::new(p) as Arc<dyn Provider>),
+            Mapping::StreamingUnsupportedStub => {
+                openai().map(|p| Arc::new(StreamingUnsupportedStub::new(p)) as Arc<dyn Provider>)
+            }
             Mapping::Anthropic => AnthropicProvider::builder(model)
                 .base_url(server.base_url())
                 .api_key("test-key")

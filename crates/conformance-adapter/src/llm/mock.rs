@@ -8,6 +8,11 @@
 //! connection. `health_endpoint` answers every request to its path and is never
 //! consumed. When the queue is exhausted the server answers 500 and records the
 //! overrun, which fails the case with a clear message instead of hanging.
+//!
+//! A streamed answer ([`Reply::Sse`]) is a 200 `text/event-stream` body of `data:`
+//! events; a mid-stream failure marker becomes an OpenAI-style error chunk
+//! (`{error: {message, type, code: <status>}}`), which the mapping categorizes like
+//! an HTTP answer of that status. `served` records a stream as the list of its chunks.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -33,6 +38,36 @@ pub(crate) enum Reply {
     },
     /// Read the request, then close the connection without answering.
     Drop,
+    /// A 200 `text/event-stream` answer: one `data:` event per item.
+    Sse(Vec<SseItem>),
+}
+
+/// One event of a streamed answer.
+#[derive(Debug, Clone)]
+pub(crate) enum SseItem {
+    /// A chunk, serialized as JSON.
+    Chunk(Value),
+    /// The `[DONE]` sentinel.
+    Done,
+    /// A mid-stream failure: an OpenAI-style error chunk whose `code` is `status`.
+    Error(u16),
+}
+
+impl SseItem {
+    /// The `data:` line of this item.
+    fn line(&self) -> String {
+        let data = match self {
+            SseItem::Chunk(v) => v.to_string(),
+            SseItem::Done => "[DONE]".to_owned(),
+            SseItem::Error(status) => serde_json::json!({"error": {
+                "message": format!("mock mid-stream failure (HTTP {status})"),
+                "type": "mock_stream_error",
+                "code": status,
+            }})
+            .to_string(),
+        };
+        format!("data: {data}\n\n")
+    }
 }
 
 /// One request the server received.
@@ -198,6 +233,15 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
         let served = match &reply {
             Reply::Http { body, .. } => body.clone(),
             Reply::Drop => None,
+            Reply::Sse(items) => Some(Value::Array(
+                items
+                    .iter()
+                    .filter_map(|i| match i {
+                        SseItem::Chunk(v) => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            )),
         };
         s.captured.push(Captured {
             path,
@@ -210,6 +254,11 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
     };
     match reply {
         Reply::Drop => Ok(()),
+        Reply::Sse(items) => {
+            let body: String = items.iter().map(SseItem::line).collect();
+            let headers = [("Content-Type".to_owned(), "text/event-stream".to_owned())];
+            write_reply(&mut stream, 200, &headers, Some(body.into_bytes())).await
+        }
         Reply::Http {
             status,
             headers,

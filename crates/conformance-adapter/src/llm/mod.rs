@@ -27,8 +27,14 @@
 //!   span. `error_category: <c>` means status ERROR with description `<c>` plus the
 //!   attribute `openarmature.error.category: <c>`; `error_category: null` means status
 //!   OK and no such attribute.
-//! - L4 `stream: true` calls, `stream_body` mocks and `mapping`s [`mapping`] does not
-//!   know are refused as not implemented (so those fixtures stay honestly deferred).
+//! - L4 `stream: true` calls go through `complete(stream=true)`; a `stream_body` mock
+//!   is served as a `text/event-stream` answer (see [`mock`]); `mapping:
+//!   streaming_unsupported_stub` (060) is [`Mapping::StreamingUnsupportedStub`], the
+//!   OpenAI mapping behind the `Provider` trait's non-streaming defaults (the real
+//!   Anthropic / Gemini mappings keep those defaults too). The token events a call
+//!   dispatches are recorded by an observer on the synthetic node's invocation
+//!   (`no_token_events_emitted`, the streaming invariants). `mapping`s [`mapping`]
+//!   does not know are refused as not implemented.
 //! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
 //!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
 //!   `expected_wire_request.model` is compared with the request path
@@ -39,6 +45,8 @@ mod invariants;
 mod mapping;
 pub(crate) mod mock;
 mod resilience;
+mod stream_checks;
+mod stub;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -46,7 +54,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    DynSchema, DynState, DynUpdate, GraphBuilder, InvokeOptions, NodeCtx, END,
+    observer_fn, BoxError, DynSchema, DynState, DynUpdate, GraphBuilder, InvokeOptions, NodeCtx,
+    ObserverEvent, Registration, END,
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, LlmError, LlmRetryConfig, Message, ModelCapabilities,
@@ -59,7 +68,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::{Map, Value};
 
 pub(crate) use self::mapping::Mapping;
-use self::mock::{Captured, MockServer, Reply};
+use self::mock::{Captured, MockServer, Reply, SseItem};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -225,6 +234,19 @@ pub(crate) struct CallRun {
     pub(crate) response_schema: Option<Value>,
     /// The case's wire mapping.
     pub(crate) mapping: Mapping,
+    /// The call was made with `stream` set.
+    pub(crate) streamed: bool,
+    /// The `LlmTokenEvent`s the call dispatched, in delivery order.
+    pub(crate) tokens: Vec<TokenInfo>,
+}
+
+/// One observed `LlmTokenEvent`.
+#[derive(Debug, Clone)]
+pub(crate) struct TokenInfo {
+    pub(crate) chunk_index: u32,
+    pub(crate) kind: &'static str,
+    pub(crate) delta: String,
+    pub(crate) call_id: String,
 }
 
 impl CallRun {
@@ -369,13 +391,48 @@ struct Mock {
     first_ok_model: Option<String>,
 }
 
+/// A streamed answer's items: chunks, the `"[DONE]"` sentinel, and `{error:
+/// {status}}` mid-stream failure markers (observability 111 header). A stream that
+/// fails before its first chunk is that HTTP status instead.
+pub(crate) fn sse_reply(items: &[Y<'_>]) -> Result<Reply, AdapterError> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let value = item.json()?;
+        if value.as_str() == Some("[DONE]") {
+            out.push(SseItem::Done);
+            continue;
+        }
+        let marker = value
+            .get("error")
+            .filter(|_| value.as_object().is_some_and(|o| o.len() == 1))
+            .and_then(|e| e.get("status"))
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok());
+        match (marker, value) {
+            (Some(status), _) if out.is_empty() => {
+                return Ok(Reply::Http {
+                    status,
+                    headers: Vec::new(),
+                    body: Some(serde_json::json!({"error": {
+                        "message": format!("mock failure (HTTP {status})"),
+                        "type": "mock_stream_error",
+                    }})),
+                })
+            }
+            (Some(status), _) => out.push(SseItem::Error(status)),
+            (None, chunk @ Value::Object(_)) => out.push(SseItem::Chunk(chunk)),
+            (None, other) => {
+                return Err(item.invalid(format!("a stream chunk must be a mapping, got {other}")))
+            }
+        }
+    }
+    Ok(Reply::Sse(out))
+}
+
 fn parse_reply(y: &Y<'_>, keys: &[&str]) -> Result<Reply, AdapterError> {
     y.check_keys(keys)?;
-    if y.get("stream_body").is_some() {
-        return Err(AdapterError::PrimitiveMissing {
-            file: y.file.to_path_buf(),
-            primitive: "stream_body: streaming (llm-provider §8.1.6) is not implemented".into(),
-        });
+    if let Some(body) = y.get("stream_body") {
+        return sse_reply(&body.seq()?);
     }
     if let Some(cf) = y.get("connection_failure") {
         if cf.bool()? {
@@ -544,7 +601,10 @@ pub(crate) fn render_template(template: &str, failure: &StructuredOutputInvalid)
 }
 
 /// The §6.1 record a `retry` / `retry_middleware` block describes.
-fn base_retry(y: &Y<'_>, sleeps: &Arc<Mutex<Vec<Duration>>>) -> Result<RetryConfig, AdapterError> {
+pub(crate) fn base_retry(
+    y: &Y<'_>,
+    sleeps: &Arc<Mutex<Vec<Duration>>>,
+) -> Result<RetryConfig, AdapterError> {
     let mut config = RetryConfig::default().sleeper(RecordingSleeper(Arc::clone(sleeps)));
     if let Some(n) = y.get("max_attempts") {
         config = config
@@ -638,14 +698,10 @@ async fn execute(
         Some(o) => o.str().map_err(err)?.to_owned(),
         None => "complete".to_owned(),
     };
-    if let Some(s) = spec.get("stream") {
-        if s.bool().map_err(err)? {
-            return Err(
-                "harness_primitive_missing: `stream: true` calls need streaming (llm-provider §5 / §8.1.6), which is not implemented"
-                    .into(),
-            );
-        }
-    }
+    let streamed = match spec.get("stream") {
+        Some(s) => s.bool().map_err(err)?,
+        None => false,
+    };
     let before = server.captured().len();
     let remaining_before = server.remaining();
     let sleeps = Arc::new(Mutex::new(Vec::new()));
@@ -668,6 +724,8 @@ async fn execute(
         bound_model: model.to_owned(),
         response_schema: None,
         mapping,
+        streamed,
+        tokens: Vec::new(),
     };
     match operation.as_str() {
         "ready" => {
@@ -694,6 +752,7 @@ async fn execute(
                     );
                 }
             };
+            request = request.stream(streamed);
             run.caller_messages = Some(Value::Array(
                 request.messages.iter().map(Message::to_json).collect(),
             ));
@@ -782,9 +841,10 @@ async fn execute(
                     Some(config)
                 }
             };
-            let (result, spans) = in_synthetic_node(provider, &request, middleware).await?;
+            let (result, spans, tokens) = in_synthetic_node(provider, &request, middleware).await?;
             run.result = result;
             run.spans = spans;
+            run.tokens = tokens;
             run.caller_messages_after = Some(Value::Array(
                 request.messages.iter().map(Message::to_json).collect(),
             ));
@@ -828,13 +888,45 @@ fn finish(
 /// The synthetic node's name (register L3).
 const NODE: &str = "__llm_call__";
 
-/// Register L3: runs the call inside a one-node graph observed by the OTel observer,
-/// and returns its result and its LLM spans (by attempt index).
+/// What the synthetic node's call produced: its result, its LLM spans (by attempt
+/// index) and its token events.
+type NodeRun = (
+    Result<Option<Response>, LlmError>,
+    Vec<SpanView>,
+    Vec<TokenInfo>,
+);
+
+/// An observer keeping the token events of the invocation (register L4).
+fn token_recorder() -> (Registration, Arc<Mutex<Vec<TokenInfo>>>) {
+    let tokens: Arc<Mutex<Vec<TokenInfo>>> = Arc::default();
+    let log = Arc::clone(&tokens);
+    let registration = Registration::new(
+        "__token_recorder__",
+        observer_fn(move |event: Arc<ObserverEvent>| {
+            if let ObserverEvent::LlmToken(t) = &*event {
+                push(
+                    &log,
+                    TokenInfo {
+                        chunk_index: t.chunk_index,
+                        kind: t.delta_kind.as_str(),
+                        delta: t.delta.clone(),
+                        call_id: t.call_id.clone(),
+                    },
+                );
+            }
+            std::future::ready(Ok::<(), BoxError>(()))
+        }),
+    );
+    (registration, tokens)
+}
+
+/// Register L3: runs the call inside a one-node graph observed by the OTel observer
+/// (and the token recorder).
 async fn in_synthetic_node(
     provider: &Arc<dyn Provider>,
     request: &CompletionRequest,
     middleware: Option<RetryConfig>,
-) -> Result<(Result<Option<Response>, LlmError>, Vec<SpanView>), String> {
+) -> Result<NodeRun, String> {
     type Slot = Arc<Mutex<Option<Result<Option<Response>, LlmError>>>>;
     let exporter = InMemorySpanExporter::default();
     let tracing = SdkTracerProvider::builder()
@@ -881,9 +973,15 @@ async fn in_synthetic_node(
         .entry(NODE)
         .compile()
         .map_err(|e| format!("the synthetic node does not compile: {e}"))?;
-    otel.invoke(&graph, schema.defaults(), InvokeOptions::default())
-        .await
-        .map_err(|e| format!("the synthetic node failed: {e}"))?;
+    let (recorder, tokens) = token_recorder();
+    otel.invoke(
+        &graph,
+        schema.defaults(),
+        InvokeOptions::default().observer(recorder),
+    )
+    .await
+    .map_err(|e| format!("the synthetic node failed: {e}"))?;
+    graph.drain(None).await;
     let result = slot
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -892,7 +990,7 @@ async fn in_synthetic_node(
     let spans = exporter
         .get_finished_spans()
         .map_err(|e| format!("in-memory exporter: {e}"))?;
-    Ok((result, span_views(&spans)))
+    Ok((result, span_views(&spans), take(&tokens)))
 }
 
 fn push_slot(

@@ -34,6 +34,7 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
         return meta::expect::direct_call(case);
     }
     let needs_llm = case.get("mock_llm").is_some()
+        || case.get("mock_llm_stream").is_some()
         || mentions(case.value, "calls_llm")
         || case.get("mock_embedding").is_some()
         || case.get("mock_rerank").is_some();

@@ -12,7 +12,8 @@
 //!
 //! - `calls_llm: {messages, stores_response_in, config?, tools?, tool_choice?,
 //!   response_schema?, model?}` — `stores_response_in` receives the reply's text
-//!   (`""` for a tool-call-only reply).
+//!   (its text blocks joined when it carries reasoning blocks; `""` for a
+//!   tool-call-only reply).
 //! - Message harness primitives: `content_repeat: {char, bytes}` (014) expands to
 //!   that many bytes of content; an image `source: {type: inline,
 //!   base64_data_synthetic: {bytes}}` (015) to a deterministic base64 blob of that
@@ -22,6 +23,13 @@
 //!   auto-instrumentation library would.
 //! - Case keys `mock_llm: [{status, body, headers?}]`, `provider: {type:
 //!   openai_compatible, genai_system}` (020).
+//! - Streaming (111–118 header): `calls_llm.stream: true` makes the call with `stream`
+//!   set; `calls_llm.retry: {max_attempts, backoff}` is its call-level retry;
+//!   `mock_llm_stream: [[chunk...] | {wire_attempts: [[chunk...]...]}]` queues one
+//!   SSE answer per call (per wire attempt), after the `mock_llm` answers. A
+//!   `{error: {status}}` marker fails the stream there: as that HTTP status when it is
+//!   the first item, else as an OpenAI-style mid-stream error chunk (see
+//!   [`crate::llm::mock`]).
 //!
 //! - `calls_llm.response: <text>` (038) — a canned reply: the node gets its own mock
 //!   provider answering every call with a 200 completion whose content is `<text>`
@@ -60,6 +68,8 @@ const CALL_KEYS: &[&str] = &[
     "response_schema",
     "model",
     "response",
+    "stream",
+    "retry",
 ];
 
 /// The base64 alphabet the synthetic blobs cycle through.
@@ -132,6 +142,22 @@ impl LlmHarness {
                     headers,
                     body,
                 });
+            }
+        }
+        if let Some(list) = case.get("mock_llm_stream") {
+            // Register O6: stream chunks carry no model; the streaming suite binds gpt-test.
+            default_model.get_or_insert_with(|| "gpt-test".to_owned());
+            for entry in list.seq().map_err(err)? {
+                let attempts = match entry.get("wire_attempts") {
+                    Some(w) => {
+                        entry.check_keys(&["wire_attempts"]).map_err(err)?;
+                        w.seq().map_err(err)?
+                    }
+                    None => vec![entry],
+                };
+                for attempt in attempts {
+                    replies.push(crate::llm::sse_reply(&attempt.seq().map_err(err)?).map_err(err)?);
+                }
             }
         }
         let mut genai_system = None;
@@ -256,7 +282,21 @@ impl LlmHarness {
             Some(c) => Target::Canned(c, model),
             None => Target::Shared(self.provider(&model)?),
         };
+        let stream = y
+            .get("stream")
+            .map(|s| s.bool())
+            .transpose()?
+            .unwrap_or(false);
+        let retry = match y.get("retry") {
+            Some(r) => {
+                r.check_keys(&["max_attempts", "backoff", "classifier"])?;
+                Some(crate::llm::base_retry(&r, &Arc::default())?)
+            }
+            None => None,
+        };
         Ok(LlmCall {
+            stream,
+            retry,
             provider,
             messages,
             config: get("config")?,
@@ -390,6 +430,8 @@ enum Target {
 /// One node's `calls_llm` directive.
 pub(crate) struct LlmCall {
     provider: Target,
+    stream: bool,
+    retry: Option<openarmature_pipeline::retry::RetryConfig>,
     messages: Value,
     config: Option<Value>,
     tools: Option<Value>,
@@ -424,7 +466,10 @@ impl LlmCall {
         if let Some(s) = self.response_schema.as_ref().filter(|v| !v.is_null()) {
             request = request.response_schema(s.clone());
         }
-        Ok(request.in_node(ctx))
+        if let Some(retry) = &self.retry {
+            request = request.retry(retry.clone());
+        }
+        Ok(request.stream(self.stream).in_node(ctx))
     }
 
     /// Runs the call inside the node: writes the reply's text, or fails the node with
@@ -440,7 +485,7 @@ impl LlmCall {
         if let Some(field) = &self.stores_in {
             update.fields.push((
                 field.clone(),
-                Value::from(response.content().unwrap_or_default()),
+                Value::from(response.message.text().unwrap_or_default()),
             ));
         }
         Ok(())

@@ -88,6 +88,11 @@
 //!   (the per-attempt LLM signal carries no timestamp).
 //! - O15 `observers: [{behavior: record}]` (119) is served by the implicit recorder;
 //!   other behaviours are refused (see [`attempts`]).
+//! - O20 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
+//!   used (O6); a `{error: {status}}` chunk marker is an HTTP answer of that status
+//!   when it opens a wire attempt (116), else an OpenAI-style mid-stream error chunk
+//!   (`{error: {code: status}}`, 114) — see [`llm`]; `LlmTokenFailedEvent` is an
+//!   accepted event-type name that never occurs (the spec rules the variant out).
 
 mod attempts;
 mod canned;
@@ -159,6 +164,7 @@ const CASE_KEYS: &[&str] = &[
     "detached_fan_outs",
     "invocations",
     "mock_llm",
+    "mock_llm_stream",
     "mock_embedding",
     "mock_rerank",
     "provider",

@@ -42,9 +42,10 @@ const EVENT_TYPES: &[&str] = &[
     "EmbeddingFailedEvent",
     "RerankEvent",
     "RerankFailedEvent",
-    // Spec types this implementation never emits (streaming): valid names, so a
-    // count of zero can be asserted.
     "LlmTokenEvent",
+    // A type the spec rules out (the token event is unpaired, 114): a valid name
+    // that is never emitted, so a count of zero can be asserted.
+    "LlmTokenFailedEvent",
 ];
 
 fn err(e: AdapterError) -> String {
@@ -318,6 +319,17 @@ pub(crate) fn record(
             m.insert("error_type".into(), json!(e.failure.error_type));
             m.insert("error_message".into(), json!(e.failure.error_message));
             m.insert("latency_ms".into(), json!(e.latency_ms));
+            m.insert("caller_invocation_metadata".into(), meta());
+        }
+        ObserverEvent::LlmToken(e) => {
+            m.insert("event_type".into(), json!("LlmTokenEvent"));
+            site_fields(&mut m, &e.site);
+            m.insert("provider".into(), json!(e.provider));
+            m.insert("model".into(), json!(e.model));
+            m.insert("call_id".into(), json!(e.call_id));
+            m.insert("chunk_index".into(), json!(e.chunk_index));
+            m.insert("delta_kind".into(), json!(e.delta_kind.as_str()));
+            m.insert("delta".into(), json!(e.delta));
             m.insert("caller_invocation_metadata".into(), meta());
         }
         ObserverEvent::ToolCall(e) => {

@@ -29,8 +29,9 @@
 //! - Structured output (§8.2.5): see [`StructuredOutputPath`] and
 //!   [`AnthropicProvider::structured_output_path`]. The native path is taken unless
 //!   the model's [`ModelCapabilities::supports_native_response_format`] is false.
-//! - Streaming is not part of this mapping: a `stream` call is rejected pre-send with
-//!   `provider_invalid_request` (§5).
+//! - Streaming is not part of this mapping: it keeps the [`Provider`] trait's
+//!   streaming defaults (`supports_streaming()` is false), so a `stream` call is
+//!   rejected pre-send with `provider_invalid_request` (§5).
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -157,9 +158,9 @@ impl AnthropicProvider {
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
         if request.stream {
-            return Err(LlmError::invalid_request(
-                "streaming is not part of the Anthropic Messages mapping (llm-provider §8.2)",
-            ));
+            // A streamed attempt sent through `send()`: the same pre-send rejection
+            // as the trait's default `send_stream` (this mapping does not stream).
+            return Err(crate::stream::streaming_unsupported(&self.provider_name));
         }
         let prepared = validate::request(request, &self.capabilities)?;
         request::check_config(request.config)?;

@@ -24,8 +24,10 @@
 //!   (merged, declared first, de-duplicated; anything but a list of strings is
 //!   ignored); `responseMimeType` / `responseJsonSchema` on the native structured
 //!   path. Every other extra rides untouched under `generationConfig`.
-//! - Streaming is not mapped (Gemini streams on another endpoint): a `stream` call
-//!   is rejected pre-send with `provider_invalid_request`, as §5 requires.
+//! - Streaming is not mapped (Gemini streams on another endpoint): the mapping keeps
+//!   the [`Provider`] trait's streaming defaults (`supports_streaming()` is false), so
+//!   a `stream` call is rejected pre-send with `provider_invalid_request`, as §5
+//!   requires.
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -124,9 +126,9 @@ impl GeminiProvider {
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
         if request.stream {
-            return Err(LlmError::invalid_request(
-                "streaming is not implemented by the Gemini mapping (llm-provider §8.3 maps generateContent only)",
-            ));
+            // A streamed attempt sent through `send()`: the same pre-send rejection
+            // as the trait's default `send_stream` (this mapping does not stream).
+            return Err(crate::stream::streaming_unsupported(&self.provider_name));
         }
         let prepared = validate::request(request, &self.capabilities)?;
         let body = request::body(

@@ -20,8 +20,12 @@
 //!   `stop_sequences` is set (merged, declared first, de-duplicated; a malformed
 //!   extras value is ignored); `response_format` on the native structured path;
 //!   `stream_options` while streaming. Other extras ride at the body root untouched.
-//! - Streaming (§8.1.6) is not implemented yet: a `stream` call is rejected pre-send
-//!   with `provider_invalid_request`, as §5 requires of a mapping without streaming.
+//! - Streaming (§8.1.6): `stream: true` plus `stream_options: {include_usage: true}`
+//!   on the wire; the Server-Sent Events answer is decoded incrementally, content and
+//!   reasoning (`reasoning_content` / `reasoning`) deltas reported as they arrive, and
+//!   the response assembled like an atomic one (see `stream.rs`). The size cap applies
+//!   to the whole stream; the builder's `timeout` bounds the whole call, stream
+//!   included (use `read_timeout` to bound silences instead for long generations).
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -43,6 +47,8 @@
 pub(crate) mod errors;
 mod request;
 mod response;
+mod sse;
+mod stream;
 
 use std::time::Duration;
 
@@ -57,6 +63,7 @@ use crate::error::{ErrorCategory, LlmError};
 use crate::http::{self, ClientOptions, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
+use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
 
 /// The default response size cap (8 MiB).
@@ -248,11 +255,6 @@ impl OpenAiProvider {
         &self,
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
-        if request.stream {
-            return Err(LlmError::invalid_request(
-                "streaming (llm-provider §8.1.6) is not implemented by this OpenAI-compatible mapping yet",
-            ));
-        }
         let prepared = validate::request(request, &self.capabilities)?;
         let body = request::body(
             &self.model,
@@ -263,8 +265,42 @@ impl OpenAiProvider {
         Ok((prepared, body))
     }
 
-    fn with_auth(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let builder = builder.header(ACCEPT, "application/json");
+    /// One streamed attempt (§8.1.6): `stream: true` on the wire, the SSE answer
+    /// consumed as it arrives.
+    async fn send_stream_once(
+        &self,
+        mut request: WireRequest<'_>,
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        request.stream = true;
+        let (prepared, body) = self.prepare(&request)?;
+        let builder = self
+            .client
+            .post(&self.chat_url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        let response = http::start(self.with_auth(builder, "text/event-stream")).await?;
+        if !response.status().is_success() {
+            let reply = http::read(response, self.max_response_bytes).await?;
+            return Err(errors::from_status(
+                reply.status,
+                &reply.headers,
+                &reply.body,
+            ));
+        }
+        stream::consume(
+            response,
+            self.max_response_bytes,
+            &prepared,
+            request.response_schema,
+            sink,
+        )
+        .await
+    }
+
+    /// Adds the `Accept` and `Authorization` headers.
+    fn with_auth(&self, builder: reqwest::RequestBuilder, accept: &str) -> reqwest::RequestBuilder {
+        let builder = builder.header(ACCEPT, accept);
         match &self.api_key {
             Some(key) => builder.header(AUTHORIZATION, format!("Bearer {key}")),
             None => builder,
@@ -273,10 +309,20 @@ impl OpenAiProvider {
 
     /// Sends and reads the answer, capping the body.
     async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        http::execute(self.with_auth(builder), self.max_response_bytes).await
+        http::execute(
+            self.with_auth(builder, "application/json"),
+            self.max_response_bytes,
+        )
+        .await
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        if request.stream {
+            // A streamed request sent as one attempt: consumed, deltas unobserved.
+            return self
+                .send_stream_once(request, &|_: DeltaKind, _: &str| {})
+                .await;
+        }
         let (prepared, body) = self.prepare(&request)?;
         let reply = self
             .execute(
@@ -354,5 +400,17 @@ impl Provider for OpenAiProvider {
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(self.send_once(request))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        true
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_stream_once(request, sink))
     }
 }

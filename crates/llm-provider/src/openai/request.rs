@@ -111,6 +111,11 @@ pub(crate) fn body(
         );
     }
 
+    if request.stream {
+        // §8.1.6: the terminal chunk carries usage only when asked for.
+        root.insert("stream".into(), Value::Bool(true));
+        root.insert("stream_options".into(), json!({"include_usage": true}));
+    }
     merge_extras(&mut root, &request.config.extras, request.stream)?;
     // Serialized in canonical form directly (no sorted copy of the tree).
     let wire = WireBody {

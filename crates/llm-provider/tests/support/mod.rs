@@ -31,6 +31,9 @@ pub enum Step {
     Chunked { bytes: usize },
     /// Sends 200 headers promising 100 bytes, one byte, then goes silent for 10 s.
     Stall,
+    /// A 200 `text/event-stream` answer (chunked): each entry is sent as one
+    /// `data: <entry>` event, `gap` apart, then the body ends.
+    Sse { events: Vec<String>, gap: Duration },
 }
 
 impl Step {
@@ -186,6 +189,24 @@ async fn handle(
             stream.flush().await?;
             tokio::time::sleep(Duration::from_secs(10)).await;
         }
+        Step::Sse { events, gap } => {
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .await?;
+            for (i, event) in events.iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(gap).await;
+                }
+                let piece = format!("data: {event}\n\n");
+                stream
+                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                    .await?;
+                stream.write_all(piece.as_bytes()).await?;
+                stream.write_all(b"\r\n").await?;
+                stream.flush().await?;
+            }
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
         Step::Chunked { bytes } => {
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -205,6 +226,32 @@ async fn handle(
     stream.flush().await?;
     let _ = stream.shutdown().await;
     Ok(())
+}
+
+/// A streamed answer: one content chunk per piece (the last with `finish_reason:
+/// stop`), the usage chunk, then `[DONE]`.
+pub fn sse(pieces: &[&str], gap: Duration) -> Step {
+    let mut events: Vec<String> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let finish = if i + 1 == pieces.len() {
+                serde_json::json!("stop")
+            } else {
+                serde_json::Value::Null
+            };
+            serde_json::json!({"id": "cc-s", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": finish}]})
+            .to_string()
+        })
+        .collect();
+    events.push(
+        serde_json::json!({"id": "cc-s", "choices": [],
+            "usage": {"prompt_tokens": 3, "completion_tokens": pieces.len(), "total_tokens": 3 + pieces.len()}})
+        .to_string(),
+    );
+    events.push("[DONE]".into());
+    Step::Sse { events, gap }
 }
 
 /// An OpenAI chat-completion body with `content`.

@@ -275,6 +275,8 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
         bound_model: ctx.model.to_owned(),
         response_schema,
         mapping: Mapping::OpenAi,
+        streamed: false,
+        tokens: Vec::new(),
     };
     Ok(Outcome {
         run,

@@ -555,7 +555,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 fail(format!("invocation ids {got:?}, expected {want}"))
             }
         }),
-        _ => return None,
+        other => return super::stream_invariants::check(other, v, traces, run),
     };
     Some(verdict)
 }

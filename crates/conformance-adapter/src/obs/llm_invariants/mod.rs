@@ -14,6 +14,7 @@
 mod call_checks;
 mod event_checks;
 mod span_checks;
+mod stream_checks;
 
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
@@ -120,4 +121,5 @@ fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
     span_checks::check_named(name, run)
         .or_else(|| event_checks::check_named(name, run))
         .or_else(|| call_checks::check_named(name, run))
+        .or_else(|| stream_checks::check_named(name, run))
 }

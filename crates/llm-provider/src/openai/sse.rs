@@ -1,0 +1,175 @@
+//! Spec: llm-provider §8.1.6 *Wire* — an incremental Server-Sent Events decoder (the
+//! WHATWG event-stream format: `field: value` lines, `\n` or `\r\n` line ends, a
+//! blank line dispatches the event, `:` lines are comments, several `data` lines join
+//! with `\n`).
+//!
+//! Bytes arrive in arbitrary pieces; the decoder buffers a partial line and never
+//! panics. Invalid UTF-8 in a line is `provider_invalid_response`; a line longer than
+//! the decoder's cap too (a hostile server cannot grow the buffer without bound).
+
+use crate::error::LlmError;
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SseEvent {
+    /// The `event` field, if the event named one.
+    pub(crate) event: Option<String>,
+    /// The `data` lines, joined with `\n`.
+    pub(crate) data: String,
+}
+
+/// The incremental decoder.
+#[derive(Debug)]
+pub(crate) struct SseDecoder {
+    line: Vec<u8>,
+    data: Option<String>,
+    event: Option<String>,
+    max_line: usize,
+}
+
+impl SseDecoder {
+    /// A decoder refusing lines longer than `max_line` bytes.
+    pub(crate) fn new(max_line: usize) -> Self {
+        SseDecoder {
+            line: Vec::new(),
+            data: None,
+            event: None,
+            max_line,
+        }
+    }
+
+    /// Feeds `bytes`, appending every event they complete to `out`.
+    ///
+    /// # Errors
+    /// `provider_invalid_response` for a non-UTF-8 or over-long line.
+    pub(crate) fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|b| *b == b'\n') {
+            let (head, tail) = rest.split_at(pos);
+            self.extend(head)?;
+            rest = tail.get(1..).unwrap_or_default();
+            let mut line = std::mem::take(&mut self.line);
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            self.line_done(&line, out)?;
+            // Keep the allocation for the next line.
+            line.clear();
+            self.line = line;
+        }
+        self.extend(rest)
+    }
+
+    /// The end of the body: a final unterminated line and a pending event are
+    /// dispatched (lenient: the stream's `[DONE]` may lack its blank line).
+    ///
+    /// # Errors
+    /// As [`SseDecoder::push`].
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.line_done(&line, out)?;
+        }
+        self.dispatch(out);
+        Ok(())
+    }
+
+    fn extend(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
+        if self.line.len() + bytes.len() > self.max_line {
+            return Err(LlmError::invalid_response(format!(
+                "an event-stream line exceeds {} bytes",
+                self.max_line
+            )));
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        let event = self.event.take();
+        if let Some(data) = self.data.take() {
+            out.push(SseEvent { event, data });
+        }
+    }
+
+    fn line_done(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        if line.is_empty() {
+            self.dispatch(out);
+            return Ok(());
+        }
+        let line = std::str::from_utf8(line).map_err(|e| {
+            LlmError::invalid_response(format!("an event-stream line is not UTF-8: {e}"))
+                .with_source(e)
+        })?;
+        if line.starts_with(':') {
+            return Ok(());
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            "event" => self.event = Some(value.to_owned()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn decode(pieces: &[&[u8]]) -> Vec<SseEvent> {
+        let mut d = SseDecoder::new(1024);
+        let mut out = Vec::new();
+        for p in pieces {
+            d.push(p, &mut out).unwrap();
+        }
+        d.finish(&mut out).unwrap();
+        out
+    }
+
+    fn data(events: &[SseEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.data.as_str()).collect()
+    }
+
+    #[test]
+    fn splits_events_across_arbitrary_piece_boundaries() {
+        let body = b"data: {\"a\":1}\n\n: keep-alive\n\ndata: {\"b\":2}\r\n\r\ndata: [DONE]\n\n";
+        let whole = decode(&[body]);
+        assert_eq!(data(&whole), ["{\"a\":1}", "{\"b\":2}", "[DONE]"]);
+        for cut in 0..body.len() {
+            let (a, b) = body.split_at(cut);
+            assert_eq!(decode(&[a, b]), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn joins_data_lines_and_reads_event_names() {
+        let events = decode(&[b"event: error\ndata:x\ndata: y\n\ndata\n\n"]);
+        assert_eq!(events[0].event.as_deref(), Some("error"));
+        assert_eq!(events[0].data, "x\ny");
+        assert_eq!(events[1].data, "");
+        // An unterminated final event is still dispatched.
+        assert_eq!(data(&decode(&[b"data: [DONE]"])), ["[DONE]"]);
+    }
+
+    #[test]
+    fn rejects_bad_lines_with_a_category() {
+        let mut d = SseDecoder::new(8);
+        let e = d.push(b"data: 0123456789", &mut Vec::new()).unwrap_err();
+        assert_eq!(e.category().as_str(), "provider_invalid_response");
+        let mut d = SseDecoder::new(64);
+        let e = d.push(b"data: \xff\xfe\n", &mut Vec::new()).unwrap_err();
+        assert_eq!(e.category().as_str(), "provider_invalid_response");
+    }
+}
