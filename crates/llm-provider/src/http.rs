@@ -62,6 +62,53 @@ impl ClientOptions {
     }
 }
 
+/// The transport setters every provider builder offers, over its `http:
+/// ClientOptions` and `max_response_bytes` fields (expanded inside the builder's
+/// `impl` block).
+macro_rules! transport_options {
+    () => {
+        /// The whole-request deadline, body included (default 300 s; for a stream,
+        /// the whole stream).
+        pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.http.timeout = timeout;
+            self
+        }
+
+        /// The connection deadline (default 10 s).
+        pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.http.connect_timeout = timeout;
+            self
+        }
+
+        /// The longest silence between body reads (default: none beyond `timeout`).
+        pub fn read_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.http.read_timeout = Some(timeout);
+            self
+        }
+
+        /// The response size cap (default
+        /// [`DEFAULT_MAX_RESPONSE_BYTES`](crate::openai::DEFAULT_MAX_RESPONSE_BYTES)).
+        pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+            self.max_response_bytes = bytes;
+            self
+        }
+
+        /// Ignores proxy environment variables (e.g. for a server on loopback).
+        pub fn no_proxy(mut self) -> Self {
+            self.http.no_proxy = true;
+            self
+        }
+
+        /// Uses a caller-configured HTTP client; the timeout and proxy options of this
+        /// builder are then ignored.
+        pub fn http_client(mut self, client: reqwest::Client) -> Self {
+            self.http.client = Some(client);
+            self
+        }
+    };
+}
+pub(crate) use transport_options;
+
 /// Checks that `base` (trailing slashes removed) is an `http(s)` URL and returns it
 /// as text, ready for `format!("{base}/path")`.
 ///

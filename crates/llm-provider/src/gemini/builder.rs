@@ -1,8 +1,6 @@
 //! Spec: llm-provider §8.3 — building a [`GeminiProvider`]: endpoint, credentials,
 //! transport options and the bound model's capabilities.
 
-use std::time::Duration;
-
 use super::GeminiProvider;
 use crate::error::LlmError;
 use crate::http::{self, ClientOptions};
@@ -38,29 +36,7 @@ impl GeminiBuilder {
         self
     }
 
-    /// The whole-request deadline, body included (default 300 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http.timeout = timeout;
-        self
-    }
-
-    /// The connection deadline (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.http.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest silence between body reads (default: none beyond `timeout`).
-    pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.http.read_timeout = Some(timeout);
-        self
-    }
-
-    /// The response size cap (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
-    }
+    crate::http::transport_options!();
 
     /// What the bound model supports (`supports_native_response_format` selects the
     /// native `responseJsonSchema` path).
@@ -79,19 +55,6 @@ impl GeminiBuilder {
     /// schema JSON (default [`DEFAULT_FALLBACK_DIRECTIVE`]).
     pub fn fallback_directive(mut self, template: impl Into<String>) -> Self {
         self.fallback_directive = template.into();
-        self
-    }
-
-    /// Ignores proxy environment variables (e.g. for a server on loopback).
-    pub fn no_proxy(mut self) -> Self {
-        self.http.no_proxy = true;
-        self
-    }
-
-    /// Uses a caller-configured HTTP client; the timeout and proxy options of this
-    /// builder are then ignored.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = Some(client);
         self
     }
 

@@ -50,8 +50,6 @@ mod response;
 mod sse;
 mod stream;
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
@@ -93,29 +91,7 @@ impl OpenAiBuilder {
         self
     }
 
-    /// The whole-request deadline, body included (default 300 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http.timeout = timeout;
-        self
-    }
-
-    /// The connection deadline (default 10 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.http.connect_timeout = timeout;
-        self
-    }
-
-    /// The longest silence between body reads (default: none beyond `timeout`).
-    pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.http.read_timeout = Some(timeout);
-        self
-    }
-
-    /// The response size cap (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
-    }
+    crate::http::transport_options!();
 
     /// What the bound model supports.
     pub fn capabilities(mut self, capabilities: ModelCapabilities) -> Self {
@@ -133,19 +109,6 @@ impl OpenAiBuilder {
     /// schema JSON (default [`DEFAULT_FALLBACK_DIRECTIVE`]).
     pub fn fallback_directive(mut self, template: impl Into<String>) -> Self {
         self.fallback_directive = template.into();
-        self
-    }
-
-    /// Ignores proxy environment variables (e.g. for a server on loopback).
-    pub fn no_proxy(mut self) -> Self {
-        self.http.no_proxy = true;
-        self
-    }
-
-    /// Uses a caller-configured HTTP client (its own TLS, proxy and timeout
-    /// settings); the timeout and proxy options of this builder are then ignored.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http.client = Some(client);
         self
     }
 
