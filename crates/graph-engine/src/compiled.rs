@@ -172,6 +172,7 @@ impl<S: State> CompiledGraph<S> {
             started_seq,
             id: Arc::clone(&id),
             correlation_id: Some(correlation.clone()),
+            session_id: options.session_id.map(Arc::from),
             metadata: InvocationMetadata::unchecked(options.metadata),
             step: AtomicU64::new(first_step),
             checkpoint,
@@ -199,6 +200,7 @@ impl<S: State> CompiledGraph<S> {
                 invocation_id: Arc::clone(&id),
                 correlation_id: correlation,
                 metadata: Arc::clone(scope.inv.metadata.as_arc()),
+                session_id: scope.inv.session_id.clone(),
                 entry,
                 at: std::time::SystemTime::now(),
             };

@@ -76,6 +76,10 @@ pub struct InvokeOptions {
     /// Resume a prior invocation from its latest checkpoint (pipeline-utilities §10.4)
     /// instead of starting from the initial state.
     pub resume_invocation: Option<String>,
+    /// The caller's session id (sessions §3): binds the invocation to a session that
+    /// spans many invocations. Never minted; observers render it as
+    /// `openarmature.session_id` and Langfuse's `trace.sessionId`.
+    pub session_id: Option<String>,
 }
 
 impl InvokeOptions {
@@ -110,6 +114,12 @@ impl InvokeOptions {
         self.metadata = metadata;
         self
     }
+
+    /// Binds the invocation to the caller's session `id` (sessions §3).
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
 }
 
 /// State shared by everything that runs in one invocation of the outermost graph.
@@ -118,6 +128,8 @@ pub(crate) struct Invocation {
     pub(crate) started_seq: u64,
     pub(crate) id: Arc<str>,
     pub(crate) correlation_id: Option<Arc<str>>,
+    /// The caller's session id, when the invocation is session-bound.
+    pub(crate) session_id: Option<Arc<str>>,
     /// The caller's metadata, as given at `invoke()`.
     pub(crate) metadata: InvocationMetadata,
     pub(crate) step: AtomicU64,
@@ -362,6 +374,11 @@ impl NodeCtx {
     /// The invocation's correlation id (caller-supplied, or minted as a UUIDv4).
     pub fn correlation_id(&self) -> Option<&str> {
         self.scope.inv.correlation_id.as_deref()
+    }
+
+    /// The session the invocation is bound to (sessions §3), if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.scope.inv.session_id.as_deref()
     }
 
     /// The caller-supplied invocation metadata as given at `invoke()` (the baseline;

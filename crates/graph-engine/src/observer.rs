@@ -248,6 +248,8 @@ pub struct InvocationStarted {
     pub correlation_id: Arc<str>,
     /// Caller-supplied invocation metadata (observability §3.4).
     pub metadata: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The caller's session id, when the invocation is session-bound (sessions §3).
+    pub session_id: Option<Arc<str>>,
     /// The graph's entry node.
     pub entry: Arc<str>,
     /// When the invocation began (wall clock).

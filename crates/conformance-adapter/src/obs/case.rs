@@ -226,13 +226,43 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         .map_err(err)?
         .map_err(|e| format!("unexpected compile error: {e}"))?;
 
+    // `invocations: N`, or a list of per-invocation `{session_id?, initial_state?}`
+    // (084).
+    let mut per_invocation: Vec<(Option<String>, Option<Value>)> = Vec::new();
     let count = match case.get("invocations") {
+        Some(list) if list.value.is_sequence() => {
+            for entry in list.seq().map_err(err)? {
+                entry
+                    .check_keys(&["session_id", "initial_state"])
+                    .map_err(err)?;
+                let session = entry
+                    .get("session_id")
+                    .map(|s| s.str().map(str::to_owned))
+                    .transpose()
+                    .map_err(err)?;
+                let state = entry
+                    .get("initial_state")
+                    .map(|s| s.json())
+                    .transpose()
+                    .map_err(err)?;
+                per_invocation.push((session, state));
+            }
+            if per_invocation.is_empty() {
+                return Err(err(list.invalid("invocations must not be empty")));
+            }
+            per_invocation.len()
+        }
         Some(n) => usize::try_from(n.i64().map_err(err)?)
             .ok()
             .filter(|n| *n >= 1)
             .ok_or_else(|| err(n.invalid("invocations must be a positive integer")))?,
         None => 1,
     };
+    let session_id = case
+        .get("session_id")
+        .map(|c| c.str().map(str::to_owned))
+        .transpose()
+        .map_err(err)?;
     // 049 `sequential_invocations`: one invocation per entry, with its id.
     let count = if meta.sequence.is_empty() {
         count
@@ -260,14 +290,16 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     let mut outcomes = Vec::new();
     let mut invocation_ids = Vec::new();
     for i in 0..count {
+        let (own_session, own_initial) = per_invocation.get(i).cloned().unwrap_or_default();
         let state: DynState = graph
             .defaults()
             .schema()
-            .state_from_json(&initial)
+            .state_from_json(own_initial.as_ref().unwrap_or(&initial))
             .map_err(|e| format!("initial_state: {e}"))?;
         let mut options = InvokeOptions {
             correlation_id: correlation_id.clone(),
             metadata: metadata.clone(),
+            session_id: own_session.or_else(|| session_id.clone()),
             ..InvokeOptions::default()
         };
         options = options.observer(recorder.clone());

@@ -185,6 +185,7 @@ const CASE_KEYS: &[&str] = &[
     "langfuse_observer_config",
     "langfuse_client",
     "caller_invocation_label",
+    "session_id",
 ];
 
 /// File-level keys of a `cases:` fixture.
@@ -291,6 +292,11 @@ impl Run<'_> {
             }
         }
         out
+    }
+
+    /// A string-valued top-level key of the case (e.g. `session_id`).
+    pub(crate) fn case_str(&self, key: &str) -> Option<&str> {
+        self.case.get(key).and_then(|y| y.value.as_str())
     }
 
     /// The case's caller metadata.

@@ -367,8 +367,14 @@ impl OtelObserver {
         let time = SystemTime::now();
         let lineage = ctx.lineage();
         let correlation_id = ctx.correlation_id().unwrap_or_default();
-        let attributes =
+        let mut attributes =
             state::cross_cutting(correlation_id, &lenient_user(&ctx.invocation_metadata()));
+        if let Some(session) = ctx.session_id() {
+            attributes.push(opentelemetry::KeyValue::new(
+                crate::attributes::SESSION_ID,
+                session.to_owned(),
+            ));
+        }
         let log = PendingLog {
             unit: Key::of_lineage(&lineage),
             attempt: lineage.attempt_index,
@@ -438,8 +444,9 @@ impl OtelObserver {
                 let user = lenient_user(&e.metadata);
                 if let Some(state) = inner.invocations.get_mut(&*e.invocation_id) {
                     state.adopt_started(&e.entry, user);
+                    state.adopt_session(e.session_id.as_deref());
                 } else {
-                    let state = InvState::begin(
+                    let mut state = InvState::begin(
                         &shared.tracer,
                         &shared.config,
                         e.invocation_id.to_string(),
@@ -448,6 +455,7 @@ impl OtelObserver {
                         e.at,
                         Some(&e.entry),
                     );
+                    state.adopt_session(e.session_id.as_deref());
                     inner.insert(state);
                 }
             }
@@ -541,6 +549,8 @@ impl OtelObserver {
                         e.site.correlation_id.as_deref(),
                         SystemTime::now(),
                     );
+                    let mut log = log;
+                    log.record.attributes.extend(state.session.clone());
                     state.pending_logs.push(log);
                 }
             }
@@ -555,6 +565,8 @@ impl OtelObserver {
                         e.site.correlation_id.as_deref(),
                         SystemTime::now(),
                     );
+                    let mut log = log;
+                    log.record.attributes.extend(state.session.clone());
                     state.pending_logs.push(log);
                 }
             }

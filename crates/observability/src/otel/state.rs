@@ -182,6 +182,8 @@ pub(crate) struct InvState {
     pub(crate) correlation_id: String,
     /// `openarmature.user.*` attributes of the caller's metadata (§5.6).
     pub(crate) user: Vec<KeyValue>,
+    /// `openarmature.session_id` when the invocation is session-bound (§5.6).
+    pub(crate) session: Option<KeyValue>,
     /// The metadata snapshot of the event being handled and its `openarmature.user.*`
     /// attributes (§3.4 *Forward flow*: spans opened now carry it); converted once
     /// per distinct snapshot. `None`: the caller's (`user`).
@@ -225,6 +227,7 @@ impl InvState {
             invocation_id,
             correlation_id,
             user,
+            session: None,
             event_user: None,
             root,
             entry_set: entry.is_some(),
@@ -242,7 +245,19 @@ impl InvState {
             .event_user
             .as_ref()
             .map_or(&self.user, |(_, user)| user);
-        cross_cutting(&self.correlation_id, user)
+        let mut attrs = cross_cutting(&self.correlation_id, user);
+        attrs.extend(self.session.clone());
+        attrs
+    }
+
+    /// Binds the invocation to its session (§5.6): the invocation span and every span
+    /// and log record made from now on carry `openarmature.session_id`.
+    pub(crate) fn adopt_session(&mut self, session_id: Option<&str>) {
+        if let Some(id) = session_id {
+            let kv = KeyValue::new(attr::SESSION_ID, id.to_owned());
+            self.root.span.set_attribute(kv.clone());
+            self.session = Some(kv);
+        }
     }
 
     /// Spans opened while handling the current event carry `metadata` (`None`: the
