@@ -11,7 +11,9 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::endpoint::{
+    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
 use crate::scored::{self, ResultShape};
@@ -114,27 +116,13 @@ pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Va
 }
 
 impl RerankProvider for CohereRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        "cohere"
-    }
+    endpoint_identity!("cohere");
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(async move {
-            let route = format!("/v1/models/{}", self.endpoint.model);
-            self.endpoint.probe(&route).await
-        })
+        Box::pin(self.endpoint.probe_model())
     }
 
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
-    }
+    rerank_send_via_call!();
 }
 
 #[cfg(test)]

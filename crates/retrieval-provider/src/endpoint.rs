@@ -95,6 +95,12 @@ impl Endpoint {
         http::post_json(&self.client, &url, self.api_key.as_deref(), body).await
     }
 
+    /// GETs `{base}/v1/models/{model}`: the readiness probe of a wire with a model
+    /// catalog (errors as [`http::get_json`]).
+    pub(crate) async fn probe_model(&self) -> Result<(), RetrievalError> {
+        self.probe(&format!("/v1/models/{}", self.model)).await
+    }
+
     /// GETs `{base}{route}` and discards the answer: a readiness probe.
     pub(crate) async fn probe(&self, route: &str) -> Result<(), RetrievalError> {
         let url = format!("{}{route}", self.base);
@@ -136,3 +142,70 @@ macro_rules! connection_options {
     };
 }
 pub(crate) use connection_options;
+
+/// The `model()` / `provider_name()` pair of a provider holding an `endpoint`,
+/// written once for every `EmbeddingProvider` / `RerankProvider` impl.
+macro_rules! endpoint_identity {
+    ($system:expr) => {
+        fn model(&self) -> &str {
+            &self.endpoint.model
+        }
+
+        fn provider_name(&self) -> &str {
+            $system
+        }
+    };
+}
+pub(crate) use endpoint_identity;
+
+/// The `send()` of a `RerankProvider` whose one call is its `call(&RerankRequest)`
+/// method.
+macro_rules! rerank_send_via_call {
+    () => {
+        fn send<'a>(
+            &'a self,
+            request: &'a crate::rerank::RerankRequest,
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<crate::rerank::RerankResponse, crate::error::RetrievalError>,
+        > {
+            Box::pin(self.call(request))
+        }
+    };
+}
+pub(crate) use rerank_send_via_call;
+
+/// The `send()` of an `EmbeddingProvider` whose requests are its
+/// `chunk(&[String], &EmbeddingConfig)` method: `chunk_size` splits by the
+/// provider's `chunk_size` field (§8 *Batch chunking*), `whole` sends one request
+/// (a provider that batches server-side).
+macro_rules! embed_send_via_chunks {
+    (chunk_size) => {
+        crate::endpoint::embed_send_via_chunks!(@ |this, _input| this.chunk_size);
+    };
+    (whole) => {
+        crate::endpoint::embed_send_via_chunks!(@ |_this, input| input.len());
+    };
+    (@ |$this:ident, $input:ident| $size:expr) => {
+        fn send<'a>(
+            &'a self,
+            input: &'a [String],
+            config: &'a crate::embedding::EmbeddingConfig,
+        ) -> futures::future::BoxFuture<
+            'a,
+            Result<crate::embedding::EmbeddingResponse, crate::error::RetrievalError>,
+        > {
+            let size = {
+                let ($this, $input) = (self, input);
+                $size
+            };
+            Box::pin(crate::stitch::embed_in_chunks(
+                input,
+                size,
+                &self.endpoint.model,
+                move |chunk| self.chunk(chunk, config),
+            ))
+        }
+    };
+}
+pub(crate) use embed_send_via_chunks;

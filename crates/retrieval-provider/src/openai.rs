@@ -12,11 +12,13 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
+use crate::endpoint::{
+    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
-use crate::{extras, vectors, wire};
+use crate::extras;
+use crate::stitch::Chunk;
 
 /// OpenAI's per-request input cap.
 pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
@@ -124,13 +126,7 @@ impl OpenAiEmbeddings {
             .endpoint
             .post("/v1/embeddings", &self.wire_body(input, config)?)
             .await?;
-        Ok(Chunk {
-            vectors: vectors::decode_data(&raw)?,
-            input_tokens: wire::count(raw.get("usage").and_then(|u| u.get("prompt_tokens"))),
-            response_id: wire::identifier(raw.get("id")),
-            model: wire::model(raw.get("model")),
-            raw,
-        })
+        Chunk::from_data(raw, "prompt_tokens")
     }
 }
 
@@ -145,33 +141,13 @@ pub(crate) fn prefixed(input: &[String], prefix: Option<&str>) -> Value {
 }
 
 impl EmbeddingProvider for OpenAiEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        "openai"
-    }
+    endpoint_identity!("openai");
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(async move {
-            let route = format!("/v1/models/{}", self.endpoint.model);
-            self.endpoint.probe(&route).await
-        })
+        Box::pin(self.endpoint.probe_model())
     }
 
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            self.chunk_size,
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
-    }
+    embed_send_via_chunks!(chunk_size);
 }
 
 #[cfg(test)]

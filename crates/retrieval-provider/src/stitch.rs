@@ -25,6 +25,23 @@ pub(crate) struct Chunk {
     pub(crate) raw: serde_json::Value,
 }
 
+impl Chunk {
+    /// A `{data: [{index, embedding}], usage: {<tokens>}, id?, model?}` answer (the
+    /// OpenAI-compatible and Jina shape), `tokens` naming the usage figure.
+    ///
+    /// # Errors
+    /// `provider_invalid_response` when `data` cannot be decoded.
+    pub(crate) fn from_data(raw: serde_json::Value, tokens: &str) -> Result<Self, RetrievalError> {
+        Ok(Chunk {
+            vectors: crate::vectors::decode_data(&raw)?,
+            input_tokens: wire::count(raw.get("usage").and_then(|u| u.get(tokens))),
+            response_id: wire::identifier(raw.get("id")),
+            model: wire::model(raw.get("model")),
+            raw,
+        })
+    }
+}
+
 /// Embeds `input` in chunks of at most `chunk_size`, `send` making one request per
 /// chunk, and stitches the answers (the response model falls back to `bound_model`).
 ///

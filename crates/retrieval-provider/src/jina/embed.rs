@@ -13,11 +13,13 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
+use crate::endpoint::{
+    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
-use crate::{extras, vectors, wire};
+use crate::extras;
+use crate::stitch::Chunk;
 
 /// Builds a [`JinaEmbeddings`] provider.
 #[derive(Debug, Clone)]
@@ -94,7 +96,7 @@ impl JinaEmbeddings {
         Ok(Value::Object(body))
     }
 
-    async fn request(
+    async fn chunk(
         &self,
         input: &[String],
         config: &EmbeddingConfig,
@@ -103,46 +105,22 @@ impl JinaEmbeddings {
             .endpoint
             .post("/v1/embeddings", &self.wire_body(input, config)?)
             .await?;
-        Ok(Chunk {
-            vectors: vectors::decode_data(&raw)?,
-            input_tokens: wire::count(raw.get("usage").and_then(|u| u.get("total_tokens"))),
-            response_id: wire::identifier(raw.get("id")),
-            model: wire::model(raw.get("model")),
-            raw,
-        })
+        Chunk::from_data(raw, "total_tokens")
     }
 }
 
 impl EmbeddingProvider for JinaEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
+    endpoint_identity!(SYSTEM);
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(async move {
-            self.request(&["ready".to_owned()], &EmbeddingConfig::new())
+            self.chunk(&["ready".to_owned()], &EmbeddingConfig::new())
                 .await
                 .map(|_| ())
         })
     }
 
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        // Jina batches server-side: one request, whatever the input count.
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            input.len(),
-            &self.endpoint.model,
-            move |all| self.request(all, config),
-        ))
-    }
+    embed_send_via_chunks!(whole);
 }
 
 #[cfg(test)]

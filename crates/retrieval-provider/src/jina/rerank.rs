@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
 use crate::cohere::query_body;
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::endpoint::{
+    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
 use crate::scored::{self, ResultShape};
@@ -105,13 +107,7 @@ impl JinaRerank {
 }
 
 impl RerankProvider for JinaRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
+    endpoint_identity!(SYSTEM);
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(async move {
@@ -120,12 +116,7 @@ impl RerankProvider for JinaRerank {
         })
     }
 
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
-    }
+    rerank_send_via_call!();
 }
 
 #[cfg(test)]

@@ -10,10 +10,12 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
+use crate::endpoint::{
+    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
+use crate::stitch::Chunk;
 use crate::{extras, openai, vectors};
 
 /// Builds a [`TeiEmbeddings`] provider.
@@ -152,30 +154,13 @@ impl TeiEmbeddings {
 }
 
 impl EmbeddingProvider for TeiEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
+    endpoint_identity!(SYSTEM);
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe("/info"))
     }
 
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            self.chunk_size,
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
-    }
+    embed_send_via_chunks!(chunk_size);
 }
 
 #[cfg(test)]

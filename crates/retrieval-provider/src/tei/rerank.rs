@@ -13,7 +13,9 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::endpoint::{connection_options, Connect, Endpoint};
+use crate::endpoint::{
+    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
+};
 use crate::error::RetrievalError;
 use crate::rerank::{RerankConfig, RerankProvider, RerankRequest, RerankResponse};
 use crate::scored::{self, ResultShape};
@@ -138,24 +140,13 @@ impl TeiRerank {
 }
 
 impl RerankProvider for TeiRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
+    endpoint_identity!(SYSTEM);
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe("/info"))
     }
 
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
-    }
+    rerank_send_via_call!();
 }
 
 #[cfg(test)]
