@@ -8,12 +8,10 @@
 //! `output_vectors`) are always populated; renderers gate them (§5.5.4).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::llm_events::{LlmCallSite, LlmFailure};
-use crate::prompt_context::{self, PromptContext, PromptGroupIdentity, PromptIdentity};
+use crate::prompt_context::{self, PromptContext};
 
 /// An embedding usage record (retrieval-provider §4 `EmbeddingUsage`): the tokens
 /// billed for the call. A call whose provider reported no (or a malformed) figure has
@@ -73,15 +71,7 @@ impl EmbeddingRequestSummary {
         self.input_strings.len()
     }
 
-    /// The active prompt's identity at call time (`active_prompt`).
-    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
-        self.prompt_context.prompt()
-    }
-
-    /// The active prompt group's identity at call time (`active_prompt_group`).
-    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
-        self.prompt_context.group()
-    }
+    crate::retrieval_event_shapes::prompt_context_accessors!();
 }
 
 /// What a successful `embed()` call returned, as the event carries it.
@@ -119,70 +109,10 @@ impl EmbeddingOutcome {
     }
 }
 
-/// Typed embedding event (graph-engine §6): one per successful `embed()` call.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct EmbeddingEvent {
-    /// The calling node.
-    pub site: LlmCallSite,
-    /// The request.
-    pub request: EmbeddingRequestSummary,
-    /// The response side.
-    pub outcome: EmbeddingOutcome,
-    /// Wall-clock latency of the call, in milliseconds.
-    pub latency_ms: Option<f64>,
-    /// When the call ended (span builders stamp the span from this).
-    pub at: SystemTime,
-}
-
-impl EmbeddingEvent {
-    /// A success event, stamped now.
-    pub fn new(
-        site: LlmCallSite,
-        request: EmbeddingRequestSummary,
-        outcome: EmbeddingOutcome,
-        latency_ms: Option<f64>,
-    ) -> Self {
-        EmbeddingEvent {
-            site,
-            request,
-            outcome,
-            latency_ms,
-            at: SystemTime::now(),
-        }
-    }
-}
-
-/// Typed embedding failure event (graph-engine §6): one per `embed()` call that raised.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct EmbeddingFailedEvent {
-    /// The calling node.
-    pub site: LlmCallSite,
-    /// The request.
-    pub request: EmbeddingRequestSummary,
-    /// The raised error's category, type and message.
-    pub failure: LlmFailure,
-    /// Latency from `embed()` entry to the failure, in milliseconds.
-    pub latency_ms: Option<f64>,
-    /// When the call failed.
-    pub at: SystemTime,
-}
-
-impl EmbeddingFailedEvent {
-    /// A failure event, stamped now.
-    pub fn new(
-        site: LlmCallSite,
-        request: EmbeddingRequestSummary,
-        failure: LlmFailure,
-        latency_ms: Option<f64>,
-    ) -> Self {
-        EmbeddingFailedEvent {
-            site,
-            request,
-            failure,
-            latency_ms,
-            at: SystemTime::now(),
-        }
-    }
-}
+crate::retrieval_event_shapes::retrieval_event_pair!(
+    EmbeddingEvent,
+    EmbeddingFailedEvent,
+    EmbeddingRequestSummary,
+    EmbeddingOutcome,
+    "embed()"
+);

@@ -76,6 +76,7 @@ pub mod prompt_context;
 mod queue;
 pub mod reducers;
 mod rerank_events;
+mod retrieval_event_shapes;
 mod state;
 mod subgraph;
 mod tool_events;

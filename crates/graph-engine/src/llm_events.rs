@@ -16,9 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::node::NodeCtx;
 use crate::observer::Lineage;
-use crate::prompt_context::{
-    self, PromptContext, PromptGroupIdentity, PromptIdentity, TokenBudget,
-};
+use crate::prompt_context::{self, PromptContext, TokenBudget};
 
 /// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
 /// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
@@ -149,15 +147,7 @@ impl LlmRequestSummary {
         self
     }
 
-    /// The active prompt's identity at call time (`active_prompt`).
-    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
-        self.prompt_context.prompt()
-    }
-
-    /// The active prompt group's identity at call time (`active_prompt_group`).
-    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
-        self.prompt_context.group()
-    }
+    crate::retrieval_event_shapes::prompt_context_accessors!();
 
     /// The active prompt's declared token budget at call time (`token_budget`).
     pub fn token_budget(&self) -> Option<TokenBudget> {

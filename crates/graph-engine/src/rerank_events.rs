@@ -8,12 +8,10 @@
 //! gate them (§5.5.4).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::llm_events::{LlmCallSite, LlmFailure};
-use crate::prompt_context::{self, PromptContext, PromptGroupIdentity, PromptIdentity};
+use crate::prompt_context::{self, PromptContext};
 
 /// A rerank usage record (retrieval-provider §6 `RerankUsage`): present only when the
 /// provider reported at least one figure; each figure individually optional.
@@ -121,15 +119,7 @@ impl RerankRequestSummary {
         self.query.len()
     }
 
-    /// The active prompt's identity at call time (`active_prompt`).
-    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
-        self.prompt_context.prompt()
-    }
-
-    /// The active prompt group's identity at call time (`active_prompt_group`).
-    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
-        self.prompt_context.group()
-    }
+    crate::retrieval_event_shapes::prompt_context_accessors!();
 }
 
 /// What a successful `rerank()` call returned, as the event carries it.
@@ -168,70 +158,10 @@ impl RerankOutcome {
     }
 }
 
-/// Typed rerank event (graph-engine §6): one per successful `rerank()` call.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct RerankEvent {
-    /// The calling node.
-    pub site: LlmCallSite,
-    /// The request.
-    pub request: RerankRequestSummary,
-    /// The response side.
-    pub outcome: RerankOutcome,
-    /// Wall-clock latency of the call, in milliseconds.
-    pub latency_ms: Option<f64>,
-    /// When the call ended.
-    pub at: SystemTime,
-}
-
-impl RerankEvent {
-    /// A success event, stamped now.
-    pub fn new(
-        site: LlmCallSite,
-        request: RerankRequestSummary,
-        outcome: RerankOutcome,
-        latency_ms: Option<f64>,
-    ) -> Self {
-        RerankEvent {
-            site,
-            request,
-            outcome,
-            latency_ms,
-            at: SystemTime::now(),
-        }
-    }
-}
-
-/// Typed rerank failure event (graph-engine §6): one per `rerank()` call that raised.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct RerankFailedEvent {
-    /// The calling node.
-    pub site: LlmCallSite,
-    /// The request.
-    pub request: RerankRequestSummary,
-    /// The raised error's category, type and message.
-    pub failure: LlmFailure,
-    /// Latency from `rerank()` entry to the failure, in milliseconds.
-    pub latency_ms: Option<f64>,
-    /// When the call failed.
-    pub at: SystemTime,
-}
-
-impl RerankFailedEvent {
-    /// A failure event, stamped now.
-    pub fn new(
-        site: LlmCallSite,
-        request: RerankRequestSummary,
-        failure: LlmFailure,
-        latency_ms: Option<f64>,
-    ) -> Self {
-        RerankFailedEvent {
-            site,
-            request,
-            failure,
-            latency_ms,
-            at: SystemTime::now(),
-        }
-    }
-}
+crate::retrieval_event_shapes::retrieval_event_pair!(
+    RerankEvent,
+    RerankFailedEvent,
+    RerankRequestSummary,
+    RerankOutcome,
+    "rerank()"
+);

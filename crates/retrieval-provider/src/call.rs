@@ -6,6 +6,7 @@
 //! observers — dispatch exactly one success or failure event before returning. The
 //! error (from validation or the provider) still propagates to the caller.
 
+use std::future::Future;
 use std::time::Instant;
 
 use openarmature_graph::{
@@ -41,56 +42,75 @@ fn observed(node: Option<&NodeCtx>) -> Option<&NodeCtx> {
     node.filter(|ctx| ctx.has_observers())
 }
 
+/// One call of either protocol: builds the request summary where the call is made
+/// (so the prompt context in force is captured), runs `call` (validation, then the
+/// provider's send), and — inside an observed node — dispatches exactly one event,
+/// `success` or `failed`, before returning the result.
+async fn report<S, R, Fut>(
+    node: Option<&NodeCtx>,
+    summary: impl FnOnce() -> S,
+    call: Fut,
+    success: impl FnOnce(LlmCallSite, S, &R, Option<f64>) -> ObserverEvent,
+    failed: impl FnOnce(LlmCallSite, S, LlmFailure, Option<f64>) -> ObserverEvent,
+) -> Result<R, RetrievalError>
+where
+    Fut: Future<Output = Result<R, RetrievalError>>,
+{
+    register_category_probe();
+    let started = Instant::now();
+    let report = observed(node).map(|ctx| (ctx, LlmCallSite::from_ctx(ctx), summary()));
+    let result = call.await;
+    if let Some((ctx, site, summary)) = report {
+        let latency = millis(started);
+        let event = match &result {
+            Ok(r) => success(site, summary, r, latency),
+            Err(e) => failed(site, summary, failure(e), latency),
+        };
+        ctx.dispatch_event(event);
+    }
+    result
+}
+
 /// An `embed()` call.
 pub(crate) async fn embed<P: EmbeddingProvider + ?Sized>(
     provider: &P,
     request: &EmbeddingRequest,
 ) -> Result<EmbeddingResponse, RetrievalError> {
-    register_category_probe();
-    let started = Instant::now();
-    // Built where the call is made, so the prompt context in force is captured.
-    let report = observed(request.node.as_ref()).map(|ctx| {
-        (
-            ctx,
-            LlmCallSite::from_ctx(ctx),
-            EmbeddingRequestSummary::new(
-                provider.provider_name(),
-                provider.model(),
-                call_id(),
-                request.input.clone(),
-                request.config.request_params(),
-                request.config.extras.clone(),
-            ),
+    let summary = || {
+        EmbeddingRequestSummary::new(
+            provider.provider_name(),
+            provider.model(),
+            call_id(),
+            request.input.clone(),
+            request.config.request_params(),
+            request.config.extras.clone(),
         )
-    });
-    let result = match embedding::validate(request) {
-        Ok(()) => provider.send(&request.input, &request.config).await,
-        Err(e) => Err(e),
     };
-    if let Some((ctx, site, summary)) = report {
-        let event = match &result {
-            Ok(r) => ObserverEvent::Embedding(EmbeddingEvent::new(
-                site,
-                summary,
-                EmbeddingOutcome::new(
-                    Some(r.model.clone()),
-                    r.response_id.clone(),
-                    r.usage,
-                    u64::try_from(r.dimensions).ok(),
-                    r.vectors.clone(),
-                ),
-                millis(started),
-            )),
-            Err(e) => ObserverEvent::EmbeddingFailed(EmbeddingFailedEvent::new(
-                site,
-                summary,
-                failure(e),
-                millis(started),
-            )),
-        };
-        ctx.dispatch_event(event);
-    }
-    result
+    let call = async {
+        embedding::validate(request)?;
+        provider.send(&request.input, &request.config).await
+    };
+    report(
+        request.node.as_ref(),
+        summary,
+        call,
+        |site, summary, r: &EmbeddingResponse, latency| {
+            let outcome = EmbeddingOutcome::new(
+                Some(r.model.clone()),
+                r.response_id.clone(),
+                r.usage,
+                u64::try_from(r.dimensions).ok(),
+                r.vectors.clone(),
+            );
+            ObserverEvent::Embedding(EmbeddingEvent::new(site, summary, outcome, latency))
+        },
+        |site, summary, failure, latency| {
+            ObserverEvent::EmbeddingFailed(EmbeddingFailedEvent::new(
+                site, summary, failure, latency,
+            ))
+        },
+    )
+    .await
 }
 
 /// A `rerank()` call.
@@ -98,49 +118,38 @@ pub(crate) async fn rerank<P: RerankProvider + ?Sized>(
     provider: &P,
     request: &RerankRequest,
 ) -> Result<RerankResponse, RetrievalError> {
-    register_category_probe();
-    let started = Instant::now();
-    let report = observed(request.node.as_ref()).map(|ctx| {
-        (
-            ctx,
-            LlmCallSite::from_ctx(ctx),
-            RerankRequestSummary::new(
-                provider.provider_name(),
-                provider.model(),
-                call_id(),
-                request.query.clone(),
-                request.documents.clone(),
-                request.config.request_params(),
-                request.config.extras.clone(),
-            )
-            .with_top_k(request.top_k),
+    let summary = || {
+        RerankRequestSummary::new(
+            provider.provider_name(),
+            provider.model(),
+            call_id(),
+            request.query.clone(),
+            request.documents.clone(),
+            request.config.request_params(),
+            request.config.extras.clone(),
         )
-    });
-    let result = match rerank::validate(request) {
-        Ok(()) => provider.send(request).await,
-        Err(e) => Err(e),
+        .with_top_k(request.top_k)
     };
-    if let Some((ctx, site, summary)) = report {
-        let event = match &result {
-            Ok(r) => ObserverEvent::Rerank(RerankEvent::new(
-                site,
-                summary,
-                RerankOutcome::new(
-                    Some(r.model.clone()),
-                    r.response_id.clone(),
-                    r.usage,
-                    r.results.clone(),
-                ),
-                millis(started),
-            )),
-            Err(e) => ObserverEvent::RerankFailed(RerankFailedEvent::new(
-                site,
-                summary,
-                failure(e),
-                millis(started),
-            )),
-        };
-        ctx.dispatch_event(event);
-    }
-    result
+    let call = async {
+        rerank::validate(request)?;
+        provider.send(request).await
+    };
+    report(
+        request.node.as_ref(),
+        summary,
+        call,
+        |site, summary, r: &RerankResponse, latency| {
+            let outcome = RerankOutcome::new(
+                Some(r.model.clone()),
+                r.response_id.clone(),
+                r.usage,
+                r.results.clone(),
+            );
+            ObserverEvent::Rerank(RerankEvent::new(site, summary, outcome, latency))
+        },
+        |site, summary, failure, latency| {
+            ObserverEvent::RerankFailed(RerankFailedEvent::new(site, summary, failure, latency))
+        },
+    )
+    .await
 }

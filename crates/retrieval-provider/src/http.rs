@@ -152,18 +152,23 @@ pub(crate) fn category_of_status(status: u16) -> RetrievalCategory {
 }
 
 /// The error for a non-2xx answer: its status's category, with the vendor's message
-/// and type (`{"error": {"message", "type"}}` or a top-level `message`) when present.
+/// and type when present: OpenAI's `{"error": {"message", "type"}}`, Cohere's
+/// `{"message"}`, TEI's `{"error": "..", "error_type"}`, Jina's `{"detail", "code"}`.
 pub(crate) fn status_error(status: u16, body: &[u8]) -> RetrievalError {
     let json: Option<Value> = serde_json::from_slice(body).ok();
     let error = json.as_ref().and_then(|j| j.get("error"));
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let top = |key: &str| text(json.as_ref().and_then(|j| j.get(key)));
     let message = text(error.and_then(|e| e.get("message")))
         .or_else(|| text(error.filter(|e| e.is_string())))
-        .or_else(|| text(json.as_ref().and_then(|j| j.get("message"))))
+        .or_else(|| top("message"))
+        .or_else(|| top("detail"))
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| format!("the provider answered HTTP {status}"));
     let error_type = text(error.and_then(|e| e.get("type")))
         .or_else(|| text(error.and_then(|e| e.get("code"))))
+        .or_else(|| top("error_type"))
+        .or_else(|| top("code"))
         .filter(|t| !t.is_empty());
     RetrievalError::new(category_of_status(status), message)
         .with_error_type(error_type)
@@ -196,6 +201,16 @@ mod tests {
         let cohere = status_error(429, br#"{"message":"slow down"}"#);
         assert_eq!(cohere.category(), RetrievalCategory::RateLimit);
         assert_eq!(cohere.message(), "slow down");
+        let tei = status_error(413, br#"{"error":"too long","error_type":"Validation"}"#);
+        assert_eq!(
+            (tei.message(), tei.error_type()),
+            ("too long", Some("Validation"))
+        );
+        let jina = status_error(429, br#"{"detail":"slow","code":"RATE_LIMIT"}"#);
+        assert_eq!(
+            (jina.message(), jina.error_type()),
+            ("slow", Some("RATE_LIMIT"))
+        );
         let bare = status_error(500, b"oops");
         assert_eq!(bare.message(), "the provider answered HTTP 500");
         assert_eq!(bare.error_type(), None);

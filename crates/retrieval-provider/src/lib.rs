@@ -6,9 +6,20 @@
 //! ([`RerankResponse`], most relevant first). Providers are stateless and never retry;
 //! failures are [`RetrievalError`]s carrying one of the §7 categories.
 //!
-//! Wire mappings: [`OpenAiEmbeddings`] (§8.3, OpenAI-compatible `/v1/embeddings`,
-//! with batch chunking and base64 decoding) and [`CohereRerank`] (§8.4
-//! `/v2/rerank`).
+//! Wire mappings:
+//!
+//! | Provider | Spec | Wire |
+//! |---|---|---|
+//! | [`TeiEmbeddings`] | §8.1 | TEI `/embed` (`prompt_name` from `input_type`, chunked at 32) |
+//! | [`TeiRerank`] | §8.1 | TEI `/rerank` (`truncate: false`, chunk-and-stitch at 32) |
+//! | [`JinaEmbeddings`] | §8.2 | Jina `/v1/embeddings` (`task` from `input_type`) |
+//! | [`JinaRerank`] | §8.2 | Jina `/v1/rerank` (`return_documents` sent explicitly) |
+//! | [`OpenAiEmbeddings`] | §8.3 | OpenAI-compatible `/v1/embeddings` (chunked at 2048, base64) |
+//! | [`CohereRerank`] | §8.4 | Cohere `/v2/rerank` |
+//!
+//! Every mapping shares one transport (a JSON POST under a body-size cap, the §7
+//! status → category table) and one pre-send rule for extras that collide with a
+//! field the mapping manages (a conflicting value is `provider_invalid_request`).
 //!
 //! A call made with [`EmbeddingRequest::in_node`] / [`RerankRequest::in_node`] reports
 //! exactly one typed event to the node's observers (graph-engine §6
@@ -35,10 +46,17 @@ mod base64;
 mod call;
 pub mod cohere;
 mod embedding;
+mod endpoint;
 mod error;
+mod extras;
 mod http;
+pub mod jina;
 pub mod openai;
 mod rerank;
+mod scored;
+mod stitch;
+pub mod tei;
+mod vectors;
 mod wire;
 
 pub use cohere::{CohereRerank, CohereRerankBuilder};
@@ -46,10 +64,12 @@ pub use embedding::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage,
 };
 pub use error::{RetrievalCategory, RetrievalError};
+pub use jina::{JinaEmbeddings, JinaEmbeddingsBuilder, JinaRerank, JinaRerankBuilder};
 pub use openai::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
 pub use rerank::{
     RerankConfig, RerankProvider, RerankRequest, RerankResponse, RerankUsage, ScoredDocument,
 };
+pub use tei::{TeiEmbeddings, TeiEmbeddingsBuilder, TeiRerank, TeiRerankBuilder};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "retrieval-provider";

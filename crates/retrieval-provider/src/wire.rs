@@ -3,7 +3,10 @@
 //!
 //! A figure that is present but malformed (not a non-negative integer; a boolean; a
 //! string) is *not reported*: `None`, never coerced or clamped. An identifier that is
-//! not a string, or is empty, is absent.
+//! not a string, or is empty, is absent. Also the two shapes every mapping reads
+//! the same way: a list position (`index`) and the `raw` of a chunked call (§8
+//! *Batch chunking*: the list of the per-request responses, a single request's
+//! `raw` being that response itself).
 
 use serde_json::Value;
 
@@ -25,6 +28,20 @@ pub(crate) fn model(v: Option<&Value>) -> Option<String> {
     identifier(v)
 }
 
+/// A non-negative integer list position, or `None`.
+pub(crate) fn index(v: Option<&Value>) -> Option<usize> {
+    v?.as_u64().and_then(|i| usize::try_from(i).ok())
+}
+
+/// The `raw` of a call made of `raws.len()` requests, in request order.
+pub(crate) fn stitch_raw(mut raws: Vec<Value>) -> Value {
+    if raws.len() == 1 {
+        raws.pop().unwrap_or(Value::Null)
+    } else {
+        Value::Array(raws)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +61,13 @@ mod tests {
         assert_eq!(identifier(Some(&json!("id-1"))).as_deref(), Some("id-1"));
         assert_eq!(identifier(Some(&json!(""))), None);
         assert_eq!(identifier(Some(&json!(7))), None);
+    }
+
+    #[test]
+    fn one_response_is_its_own_raw_and_several_are_a_list() {
+        assert_eq!(stitch_raw(vec![json!([1])]), json!([1]));
+        assert_eq!(stitch_raw(vec![json!([1]), json!([2])]), json!([[1], [2]]));
+        assert_eq!(index(Some(&json!(3))), Some(3));
+        assert_eq!(index(Some(&json!(-1))), None);
     }
 }

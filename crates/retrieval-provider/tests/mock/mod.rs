@@ -1,5 +1,6 @@
 //! A minimal HTTP/1.1 mock on 127.0.0.1: answers each request with the next scripted
-//! `(status, JSON body)` and records every request's path and JSON body.
+//! `(status, JSON body)` and records every request's path, JSON body and
+//! `Authorization` header.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use tokio::net::TcpListener;
 pub struct Mock {
     pub origin: String,
     requests: Arc<Mutex<Vec<(String, Value)>>>,
+    auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl Mock {
@@ -22,10 +24,13 @@ impl Mock {
         let queue = Arc::new(Mutex::new(VecDeque::from(replies)));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&requests);
+        let auth = Arc::new(Mutex::new(Vec::new()));
+        let auth_seen = Arc::clone(&auth);
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let queue = Arc::clone(&queue);
                 let seen = Arc::clone(&seen);
+                let auth_seen = Arc::clone(&auth_seen);
                 tokio::spawn(async move {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 4096];
@@ -52,6 +57,12 @@ impl Mock {
                     let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
                     let body = serde_json::from_slice(&buf[head_end..head_end + length])
                         .unwrap_or(Value::Null);
+                    let authorization = head.lines().find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("authorization")
+                            .then(|| value.trim().to_owned())
+                    });
+                    auth_seen.lock().unwrap().push(authorization);
                     seen.lock().unwrap().push((path, body));
                     let (status, reply) = queue
                         .lock()
@@ -67,11 +78,21 @@ impl Mock {
                 });
             }
         });
-        Mock { origin, requests }
+        Mock {
+            origin,
+            requests,
+            auth,
+        }
     }
 
     /// Every request so far: `(path, JSON body)`.
     pub fn requests(&self) -> Vec<(String, Value)> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// Every request's `Authorization` header so far, in arrival order.
+    #[allow(dead_code)]
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.auth.lock().unwrap().clone()
     }
 }

@@ -1,0 +1,150 @@
+//! Spec: retrieval-provider §8.2 `/v1/rerank` (the Jina rerank provider).
+//!
+//! `POST {base_url}/v1/rerank` with `{"model", "query", "documents": [..], "top_n"?,
+//! "return_documents", "truncation": false}` plus the extras bag.
+//! `return_documents` is always sent (Jina defaults to `true`, OpenArmature to
+//! `false`). The answer `{model, usage: {total_tokens}, results: [{index,
+//! relevance_score, document?}]}` gives the sorted results (a string echo verbatim,
+//! a `{"text"}` object its text, an image or other text-less object `None`, a
+//! number / boolean / array `provider_invalid_response`), `usage.total_tokens` as
+//! `RerankUsage::input_tokens` (Jina meters rerank by tokens) and the model.
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{DEFAULT_ORIGIN, SYSTEM};
+use crate::cohere::query_body;
+use crate::endpoint::{
+    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
+};
+use crate::error::RetrievalError;
+use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
+use crate::scored::{self, ResultShape};
+use crate::{extras, wire};
+
+/// Builds a [`JinaRerank`] provider.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct JinaRerankBuilder {
+    conn: Connect,
+}
+
+impl JinaRerankBuilder {
+    connection_options!("https://api.jina.ai");
+
+    /// Builds the provider.
+    ///
+    /// # Errors
+    /// `provider_invalid_request` for an empty model, a base URL that is not
+    /// `http(s)`, or a client that cannot be built.
+    pub fn build(self) -> Result<JinaRerank, RetrievalError> {
+        Ok(JinaRerank {
+            endpoint: self.conn.open()?,
+        })
+    }
+}
+
+/// A Jina rerank provider (`gen_ai.system` `jina`).
+#[derive(Debug, Clone)]
+pub struct JinaRerank {
+    endpoint: Endpoint,
+}
+
+/// Jina's result entries: `{index, relevance_score, document?}`.
+const SHAPE: ResultShape = ResultShape {
+    score: "relevance_score",
+    echo: Some("document"),
+};
+
+impl JinaRerank {
+    /// Starts a builder bound to `model`.
+    pub fn builder(model: impl Into<String>) -> JinaRerankBuilder {
+        JinaRerankBuilder {
+            conn: Connect::new(model.into(), DEFAULT_ORIGIN),
+        }
+    }
+
+    /// The wire body (key order: model, query, documents, top_n, return_documents,
+    /// truncation, then the extras in the caller's order).
+    ///
+    /// # Errors
+    /// `provider_invalid_request` for an extras `truncation` other than `false` or an
+    /// extras `return_documents` conflicting with the config's.
+    pub fn wire_body(&self, request: &RerankRequest) -> Result<Value, RetrievalError> {
+        let extras_bag = &request.config.extras;
+        let mut body = query_body(&self.endpoint.model, request);
+        if let Some(k) = request.top_k {
+            body.insert("top_n".into(), Value::from(k));
+        }
+        let echo = Value::Bool(request.config.return_documents.unwrap_or(false));
+        extras::insert_managed(&mut body, extras_bag, "return_documents", echo)?;
+        extras::insert_managed(&mut body, extras_bag, "truncation", Value::Bool(false))?;
+        extras::append(&mut body, extras_bag, &[]);
+        Ok(Value::Object(body))
+    }
+
+    async fn call(&self, request: &RerankRequest) -> Result<RerankResponse, RetrievalError> {
+        let raw = self
+            .endpoint
+            .post("/v1/rerank", &self.wire_body(request)?)
+            .await?;
+        let results = scored::parse(raw.get("results"), SHAPE)?;
+        let tokens = wire::count(raw.get("usage").and_then(|u| u.get("total_tokens")));
+        let usage = tokens.map(|t| RerankUsage {
+            search_units: None,
+            input_tokens: Some(t),
+        });
+        RerankResponse::checked(
+            results,
+            request.documents.len(),
+            request.top_k,
+            wire::model(raw.get("model")).unwrap_or_else(|| self.endpoint.model.clone()),
+            usage,
+            wire::identifier(raw.get("id")),
+            raw,
+        )
+    }
+}
+
+impl RerankProvider for JinaRerank {
+    endpoint_identity!(SYSTEM);
+
+    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
+        Box::pin(async move {
+            let probe = RerankRequest::new("ready", ["ready"]);
+            self.call(&probe).await.map(|_| ())
+        })
+    }
+
+    rerank_send_via_call!();
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::rerank::RerankConfig;
+    use serde_json::json;
+
+    #[test]
+    fn the_body_sends_return_documents_and_truncation_explicitly() {
+        let p = JinaRerank::builder("jina-rerank").build().unwrap();
+        let plain = RerankRequest::new("q", ["a", "b"]);
+        assert_eq!(
+            serde_json::to_string(&p.wire_body(&plain).unwrap()).unwrap(),
+            r#"{"model":"jina-rerank","query":"q","documents":["a","b"],"return_documents":false,"truncation":false}"#
+        );
+        let top = RerankRequest::new("q", ["a"]).top_k(1).config(
+            RerankConfig::new()
+                .return_documents(true)
+                .extra("truncation", json!(false)),
+        );
+        assert_eq!(
+            serde_json::to_string(&p.wire_body(&top).unwrap()).unwrap(),
+            r#"{"model":"jina-rerank","query":"q","documents":["a"],"top_n":1,"return_documents":true,"truncation":false}"#
+        );
+        let flip = RerankRequest::new("q", ["a"])
+            .config(RerankConfig::new().extra("truncation", json!(true)));
+        assert!(p.wire_body(&flip).is_err());
+    }
+}
