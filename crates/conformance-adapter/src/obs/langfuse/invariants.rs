@@ -555,7 +555,10 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 fail(format!("invocation ids {got:?}, expected {want}"))
             }
         }),
-        other => return super::stream_invariants::check(other, v, traces, run),
+        other => {
+            return super::stream_invariants::check(other, v, traces, run)
+                .or_else(|| super::nested_invariants::check(other, v, traces, run))
+        }
     };
     Some(verdict)
 }

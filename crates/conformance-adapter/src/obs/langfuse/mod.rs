@@ -15,6 +15,7 @@
 pub(crate) mod client;
 pub(crate) mod expect;
 pub(crate) mod invariants;
+mod nested_invariants;
 mod stream_invariants;
 
 use openarmature_observability::langfuse::{
