@@ -96,6 +96,9 @@
 //!   that (without `inputs`) projects in the items fields its fan-outs do not declare,
 //!   with its output targets typed `any`; initial-state fields the case graph does
 //!   not declare are declared `any` (see [`desugar`]).
+//! - O22 `checkpointer: in_memory` / `resume: {from_first_run}` /
+//!   `first_run_expected(_error)` (037's resume case) run a resume of the first
+//!   invocation after it (see [`resume`]).
 //! - O20 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
 //!   used (O6); a `{error: {status}}` chunk marker is an HTTP answer of that status
 //!   when it opens a wire attempt (116), else an OpenAI-style mid-stream error chunk
@@ -120,6 +123,7 @@ mod metric_invariants;
 mod metrics;
 mod orphan_invariants;
 mod prompts;
+mod resume;
 mod retrieval;
 mod retrieval_invariants;
 mod retrieval_records;
