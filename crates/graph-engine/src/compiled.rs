@@ -196,12 +196,24 @@ impl<S: State> CompiledGraph<S> {
         let listening = scope.recipients.iter().any(|r| r.invocation_events);
         if listening {
             let entry = Arc::clone(&self.inner.nodes[self.inner.entry].name);
+            let initial_state: Option<StateRef> =
+                match (&options.resume_invocation, &scope.inv.checkpoint) {
+                    (None, _) => Some(Arc::new(initial.clone())),
+                    (Some(_), Some(runtime)) => runtime.restored_state().and_then(|v| {
+                        crate::checkpoint::runtime::state_from_json(&self.inner.defaults, v.clone())
+                            .ok()
+                            .map(|s| Arc::new(s) as StateRef)
+                    }),
+                    (Some(_), None) => None,
+                };
             let started = InvocationStarted {
                 invocation_id: Arc::clone(&id),
                 correlation_id: correlation,
                 metadata: Arc::clone(scope.inv.metadata.as_arc()),
                 session_id: scope.inv.session_id.clone(),
                 entry,
+                initial_state,
+                resumed_from: options.resume_invocation.as_deref().map(Arc::from),
                 at: std::time::SystemTime::now(),
             };
             scope.inv.queue.dispatch(

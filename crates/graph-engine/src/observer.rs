@@ -252,6 +252,13 @@ pub struct InvocationStarted {
     pub session_id: Option<Arc<str>>,
     /// The graph's entry node.
     pub entry: Arc<str>,
+    /// The state the invocation starts from: the caller's initial state, or on a
+    /// resume (pipeline-utilities §10.4) the outermost state restored from the
+    /// checkpoint record. `None` when a record's state does not fit the schema (the
+    /// run then fails with `checkpoint_record_invalid`).
+    pub initial_state: Option<StateRef>,
+    /// The invocation this run resumes, when it is a resume.
+    pub resumed_from: Option<Arc<str>>,
     /// When the invocation began (wall clock).
     pub at: std::time::SystemTime,
 }

@@ -232,11 +232,15 @@ impl<'a> Builder<'a> {
                 "middleware",
                 "when",
                 "augment_metadata",
+                "augment_metadata_from_outer_item",
             ])?;
-            let augment = spec
+            let mut augment = spec
                 .get("augment_metadata")
                 .map(|a| augment_middleware(&a))
                 .transpose()?;
+            if let Some(a) = spec.get("augment_metadata_from_outer_item") {
+                augment = Some(outer_item_middleware(&a)?);
+            }
             let mut branch = Branch::empty();
             if let Some(sub) = spec.get("subgraph") {
                 let graph = match self.subgraph(sub.str()?, &sub)? {
@@ -307,6 +311,39 @@ fn augment_middleware(y: &Y<'_>) -> Result<Arc<dyn Middleware<DynState>>, Adapte
 }
 
 struct AugmentFirst(Vec<(String, Value)>);
+
+/// Register O7 / O21: the state field a fan-out over an inner subgraph puts its item
+/// in (the observability runner's `inner_subgraphs` shorthand).
+pub(crate) const ITEM_SLOT: &str = "input";
+
+/// Register O21: a branch's `augment_metadata_from_outer_item: {key: item_key}`
+/// (observability 039) is the innermost branch middleware writing each `key` from
+/// `item_key` of the enclosing fan-out instance's item, which the observability
+/// runner projects into the branch state's [`ITEM_SLOT`].
+fn outer_item_middleware(y: &Y<'_>) -> Result<Arc<dyn Middleware<DynState>>, AdapterError> {
+    Ok(Arc::new(AugmentFromOuterItem(pairs(y)?)))
+}
+
+struct AugmentFromOuterItem(Vec<(String, String)>);
+
+impl Middleware<DynState> for AugmentFromOuterItem {
+    fn call<'a>(
+        &'a self,
+        state: Arc<DynState>,
+        ctx: NodeCtx,
+        next: Next<'a, DynState>,
+    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+        Box::pin(async move {
+            let item = state.get(ITEM_SLOT).cloned().unwrap_or(Value::Null);
+            let entries = self.0.iter().map(|(key, item_key)| {
+                let value = item.get(item_key).cloned().unwrap_or(Value::Null);
+                (key.clone(), value)
+            });
+            ctx.set_invocation_metadata(entries)?;
+            next.run(state, ctx).await
+        })
+    }
+}
 
 impl Middleware<DynState> for AugmentFirst {
     fn call<'a>(

@@ -4,7 +4,7 @@
 mod assert;
 pub(crate) mod build;
 mod checkpoint;
-mod composite;
+pub(crate) mod composite;
 mod event_invariants;
 pub(crate) mod harness;
 mod middleware;

@@ -22,7 +22,7 @@ use super::prompts::PromptHarness;
 use super::setup::{canonical_json, graph_defs, mentions, subgraph_nodes, GlobalOtel};
 use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
-use super::{attempts, err, langfuse, meta, metrics, Outcome, Run, CASE_KEYS, FILE_KEYS};
+use super::{attempts, err, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Harness};
 use crate::yaml::Y;
@@ -81,14 +81,14 @@ fn flag(case: &Y<'_>, key: &str) -> Result<Option<bool>, String> {
 
 /// Runs one case (on the current runtime).
 async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(), String> {
+    let mut keys = CASE_KEYS.to_vec();
+    keys.extend_from_slice(resume::CASE_KEYS);
     if case.value == doc.value {
-        let mut keys = CASE_KEYS.to_vec();
         keys.push("conformance_version");
-        case.check_keys(&keys).map_err(err)?;
     } else {
         doc.check_keys(FILE_KEYS).map_err(err)?;
-        case.check_keys(CASE_KEYS).map_err(err)?;
     }
+    case.check_keys(&keys).map_err(err)?;
 
     attempts::check_observers(case).map_err(err)?;
     let global = match flag(case, "caller_global_otel_active")? {
@@ -212,6 +212,9 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     if case.value != doc.value {
         builder.collect_defs(case).map_err(err)?;
     }
+    if let Some(cp) = resume::checkpointer(case)? {
+        builder.configure_outer = Some(Box::new(move |b| b.checkpointer(Arc::clone(&cp))));
+    }
     let initial = match case.get("initial_state") {
         None => Value::Null,
         Some(y) if y.is_null() || y.value.is_mapping() => y.json().map_err(err)?,
@@ -287,27 +290,8 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         None => serde_json::Map::new(),
     };
 
-    let mut outcomes = Vec::new();
-    let mut invocation_ids = Vec::new();
-    for i in 0..count {
-        let (own_session, own_initial) = per_invocation.get(i).cloned().unwrap_or_default();
-        let state: DynState = graph
-            .defaults()
-            .schema()
-            .state_from_json(own_initial.as_ref().unwrap_or(&initial))
-            .map_err(|e| format!("initial_state: {e}"))?;
-        let mut options = InvokeOptions {
-            correlation_id: correlation_id.clone(),
-            metadata: metadata.clone(),
-            session_id: own_session.or_else(|| session_id.clone()),
-            ..InvokeOptions::default()
-        };
+    let attach = |mut options: InvokeOptions| {
         options = options.observer(recorder.clone());
-        options.invocation_id = meta
-            .sequence
-            .get(i)
-            .map(|(_, id)| id.clone())
-            .or_else(|| caller_invocation_id.clone());
         for q in &meta.observers {
             options = options.observer(q.registration());
         }
@@ -317,26 +301,47 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         if let Some(lf) = &langfuse_observer {
             options = options.observer(lf.registration());
         }
-        outcomes.push(match observer.invoke(&graph, state, options).await {
-            Ok(done) => {
-                invocation_ids.push(done.invocation_id);
-                Outcome::Completed(State::to_json(&done.state))
-            }
-            Err(InvokeError::Graph(e)) => {
-                invocation_ids.push(e.invocation_id().to_owned());
-                Outcome::Failed {
-                    category: e.category_name().to_owned(),
-                    node: e.node().to_owned(),
-                    llm: LlmError::find_in(e.cause())
-                        .map(|l| l.category().as_str().to_owned())
-                        .or_else(|| {
-                            openarmature_retrieval::RetrievalError::find_in(e.cause())
-                                .map(|r| r.category().as_str().to_owned())
-                        }),
-                }
-            }
-            Err(_) => Outcome::Rejected,
+        options
+    };
+    let mut outcomes = Vec::new();
+    let mut invocation_ids = Vec::new();
+    for i in 0..count {
+        let (own_session, own_initial) = per_invocation.get(i).cloned().unwrap_or_default();
+        let state: DynState = graph
+            .defaults()
+            .schema()
+            .state_from_json(own_initial.as_ref().unwrap_or(&initial))
+            .map_err(|e| format!("initial_state: {e}"))?;
+        let mut options = attach(InvokeOptions {
+            correlation_id: correlation_id.clone(),
+            metadata: metadata.clone(),
+            session_id: own_session.or_else(|| session_id.clone()),
+            ..InvokeOptions::default()
         });
+        options.invocation_id = meta
+            .sequence
+            .get(i)
+            .map(|(_, id)| id.clone())
+            .or_else(|| caller_invocation_id.clone());
+        let result = observer.invoke(&graph, state, options).await;
+        outcomes.push(outcome(result, &mut invocation_ids));
+    }
+    // Register O22: `resume:` runs once more, resuming the first run.
+    let mut before_resume = Vec::new();
+    if let Some(from) = resume::resume_from(case, invocation_ids.first().map(String::as_str))? {
+        graph.drain_events_for(&from, None).await;
+        if let Some(lf) = &langfuse_observer {
+            before_resume = lf.traces();
+        }
+        let options = attach(InvokeOptions {
+            metadata: metadata.clone(),
+            ..InvokeOptions::default()
+        })
+        .resume_invocation(from);
+        let result = observer
+            .invoke(&graph, graph.defaults().clone(), options)
+            .await;
+        outcomes.push(outcome(result, &mut invocation_ids));
     }
     graph.drain(None).await;
     *lock(&meta.finals) = outcomes
@@ -423,6 +428,12 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     if let Some(e) = case.get("expected_error") {
         expected_error(&e, &outcomes).map_err(|m| format!("expected_error: {m}"))?;
     }
+    if resume::present(case) {
+        resume::check(case, &run, &outcomes, &before_resume)?;
+        if case.get("expected").is_none() {
+            return Ok(());
+        }
+    }
     let expected = case.req("expected").map_err(err)?;
     assert_expected(
         &expected,
@@ -434,4 +445,31 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     )?;
     meta::expect::check_expected(&expected, &run, &outcomes)?;
     attempts::check_expected(&expected, &run)
+}
+
+/// The outcome of one invocation; its id goes to `ids`.
+fn outcome(
+    result: Result<openarmature_graph::Completed<DynState>, InvokeError<DynState>>,
+    ids: &mut Vec<String>,
+) -> Outcome {
+    match result {
+        Ok(done) => {
+            ids.push(done.invocation_id);
+            Outcome::Completed(State::to_json(&done.state))
+        }
+        Err(InvokeError::Graph(e)) => {
+            ids.push(e.invocation_id().to_owned());
+            Outcome::Failed {
+                category: e.category_name().to_owned(),
+                node: e.node().to_owned(),
+                llm: LlmError::find_in(e.cause())
+                    .map(|l| l.category().as_str().to_owned())
+                    .or_else(|| {
+                        openarmature_retrieval::RetrievalError::find_in(e.cause())
+                            .map(|r| r.category().as_str().to_owned())
+                    }),
+            }
+        }
+        Err(_) => Outcome::Rejected,
+    }
 }

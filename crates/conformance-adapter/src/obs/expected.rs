@@ -48,7 +48,7 @@ const EXPECTED_KEYS: &[&str] = &[
     "langfuse_observations_on_global",
 ];
 
-pub(super) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), String> {
+pub(crate) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), String> {
     e.check_keys(&["category", "raised_from"]).map_err(err)?;
     let Some(Outcome::Failed {
         category,

@@ -264,6 +264,9 @@ fn if_field_edge(
     ))
 }
 
+/// The `fan_out:` keys the extension's instance middleware handles.
+static FAN_OUT_KEYS: [&str; 2] = [super::meta::FAN_OUT_KEYS[0], super::item_spread::KEY];
+
 impl Extension for ObsExtension {
     fn node_keys(&self) -> &'static [&'static str] {
         &ALL_NODE_KEYS
@@ -279,14 +282,18 @@ impl Extension for ObsExtension {
     }
 
     fn fan_out_keys(&self) -> &'static [&'static str] {
-        super::meta::FAN_OUT_KEYS
+        &FAN_OUT_KEYS
     }
 
     fn instance_middleware(
         &self,
         fan_out: &Y<'_>,
     ) -> Result<Vec<Arc<dyn openarmature_graph::Middleware<DynState>>>, AdapterError> {
-        super::meta::instance_middleware(fan_out, &self.meta)
+        let mut chain: Vec<_> = super::item_spread::middleware(fan_out)?
+            .into_iter()
+            .collect();
+        chain.extend(super::meta::instance_middleware(fan_out, &self.meta)?);
+        Ok(chain)
     }
 
     fn wrap_node(

@@ -88,6 +88,17 @@
 //!   (the per-attempt LLM signal carries no timestamp).
 //! - O15 `observers: [{behavior: record}]` (119) is served by the implicit recorder;
 //!   other behaviours are refused (see [`attempts`]).
+//! - O21 `inner_subgraphs` with an explicit `state` (039) keep it, plus the implied
+//!   fields; an inner subgraph's fan-out over a field it does not declare reads that
+//!   key of the enclosing instance's item (see [`item_spread`]); a branch's
+//!   `augment_metadata_from_outer_item` reads the instance item projected into the
+//!   branch's `input`; `subgraph_call: {subgraph, inputs, outputs}` is a subgraph node
+//!   that (without `inputs`) projects in the items fields its fan-outs do not declare,
+//!   with its output targets typed `any`; initial-state fields the case graph does
+//!   not declare are declared `any` (see [`desugar`]).
+//! - O22 `checkpointer: in_memory` / `resume: {from_first_run}` /
+//!   `first_run_expected(_error)` (037's resume case) run a resume of the first
+//!   invocation after it (see [`resume`]).
 //! - O20 streaming (111–118): the bound model is `gpt-test` when `mock_llm_stream` is
 //!   used (O6); a `{error: {status}}` chunk marker is an HTTP answer of that status
 //!   when it opens a wire attempt (116), else an OpenAI-style mid-stream error chunk
@@ -101,6 +112,7 @@ mod desugar;
 mod expected;
 mod ext;
 mod invariants;
+mod item_spread;
 mod langfuse;
 mod lineage_invariants;
 mod llm;
@@ -111,6 +123,7 @@ mod metric_invariants;
 mod metrics;
 mod orphan_invariants;
 mod prompts;
+mod resume;
 mod retrieval;
 mod retrieval_invariants;
 mod retrieval_records;

@@ -68,6 +68,9 @@ pub(crate) struct CheckpointRuntime {
     pub(super) live: Mutex<Vec<FanOutProgress>>,
     /// The loaded record's fan-out progress, consumed as fan-outs re-enter.
     pub(super) saved: Mutex<Vec<FanOutProgress>>,
+    /// On resume: the loaded record's outermost state, migrated (the state the
+    /// resumed invocation starts from, as observers see it).
+    restored: Option<Value>,
 }
 
 /// Which Checkpointer seam a save goes through (§10.11.4).
@@ -94,6 +97,7 @@ impl CheckpointRuntime {
             save_lock: tokio::sync::Mutex::new(()),
             live: Mutex::new(Vec::new()),
             saved: Mutex::new(Vec::new()),
+            restored: None,
         }
     }
 
@@ -188,6 +192,7 @@ impl CheckpointRuntime {
             save_lock: tokio::sync::Mutex::new(()),
             live: Mutex::new(Vec::new()),
             saved: Mutex::new(fan_out_progress),
+            restored: states.first().cloned(),
         };
         // Nothing completed yet: the outermost level restarts from its entry with the
         // saved state.
@@ -202,6 +207,12 @@ impl CheckpointRuntime {
             }
         }
         Ok((runtime, next_step))
+    }
+
+    /// On resume, the loaded record's outermost state (migrated to the current schema
+    /// version); `None` for a fresh run.
+    pub(crate) fn restored_state(&self) -> Option<&Value> {
+        self.restored.as_ref()
     }
 
     /// The correlation id the run carries (the record's on resume).

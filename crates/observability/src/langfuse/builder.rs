@@ -134,7 +134,8 @@ impl LangfuseObserverBuilder {
     }
 
     /// The `trace_input_from_state` hook (§8.4.1): called once per invocation with the
-    /// state the first node starts from; `None` falls through.
+    /// state it starts from (on a resume, the restored checkpoint state); `None` falls
+    /// through.
     pub fn trace_input_from_state<F>(mut self, hook: F) -> Self
     where
         F: Fn(&dyn StateView) -> Option<Value> + Send + Sync + 'static,

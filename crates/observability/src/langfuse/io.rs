@@ -27,7 +27,7 @@ pub(crate) struct IoConfig {
 pub(crate) struct InvocationIo {
     pub(crate) entry: Option<String>,
     pub(crate) correlation_id: Option<String>,
-    /// The state the first node started from (the restored state on a resume).
+    /// The state the invocation starts from (the restored state on a resume).
     initial: Option<StateRef>,
     /// The input hook's value, computed once at entry.
     hooked_input: Option<Value>,
@@ -41,7 +41,18 @@ pub(crate) struct InvocationIo {
 }
 
 impl InvocationIo {
-    /// Folds one node event in.
+    /// Takes the state the invocation starts from, from its lifecycle event: the
+    /// caller's initial state, or the restored state of a resume (§8.4.1: the input
+    /// hook fires once, at entry, before any node runs).
+    pub(crate) fn on_start(&mut self, config: &IoConfig, state: Option<&StateRef>) {
+        if let (Some(state), None) = (state, &self.initial) {
+            self.hooked_input = config.input_hook.as_ref().and_then(|h| h(&**state));
+            self.initial = Some(state.clone());
+        }
+    }
+
+    /// Folds one node event in (the first `started` stands in for the entry state
+    /// when the lifecycle event was not seen).
     pub(crate) fn on_node(&mut self, config: &IoConfig, e: &NodeEvent) {
         let outermost = e.parent_states.first().cloned();
         if e.phase == Phase::Started && self.initial.is_none() {

@@ -121,18 +121,54 @@ impl std::fmt::Debug for LangfuseObserver {
     }
 }
 
-/// Finishes an invocation whose [`LangfuseObserver::invoke`] future was dropped.
+/// Finishes an invocation whose [`LangfuseObserver::invoke`] future was dropped
+/// (once its id is known).
 struct FinishOnDrop<'a> {
     observer: &'a LangfuseObserver,
-    invocation_id: Option<String>,
+    invocation_id: Option<Arc<Mutex<Option<String>>>>,
+}
+
+impl FinishOnDrop<'_> {
+    /// The run returned: nothing to finish on drop.
+    fn disarm(mut self) {
+        self.invocation_id = None;
+    }
 }
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
-        if let Some(id) = self.invocation_id.take() {
+        let id = self
+            .invocation_id
+            .take()
+            .and_then(|slot| lock(&slot).take());
+        if let Some(id) = id {
             self.observer.shared.otel.end_invocation(&id, None);
             self.observer.finish(&id, None);
         }
+    }
+}
+
+/// The observer as [`LangfuseObserver::invoke_traced`] attaches it to one run: the
+/// run's first event binds its invocation id (minted by the engine on a resume) to
+/// the call's trace options, and marks the run as finished by the call.
+struct Claim {
+    observer: LangfuseObserver,
+    trace: Mutex<Option<TraceOptions>>,
+    id: Arc<Mutex<Option<String>>>,
+}
+
+impl Observer for Claim {
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        if let ObserverEvent::InvocationStarted(e) = &*event {
+            if let Some(trace) = lock(&self.trace).take() {
+                let id = e.invocation_id.to_string();
+                let mut inner = lock(&self.observer.shared.inner);
+                inner.owned.insert(id.clone());
+                inner.options.insert(id.clone(), trace);
+                *lock(&self.id) = Some(id);
+            }
+        }
+        self.observer.on_event(event)
     }
 }
 
@@ -170,7 +206,10 @@ impl LangfuseObserver {
     /// Runs `graph` once with this observer attached, the trace named and grouped per
     /// `trace`, and returns when its trace is finished: the caller metadata is
     /// validated first (§3.4), a missing invocation id is minted (UUIDv4), and
-    /// `trace.output` comes from the run's final state. Finished traces are in
+    /// `trace.output` comes from the run's final state. A resume
+    /// ([`InvokeOptions::resume_invocation`]) gets its own trace under the id the
+    /// engine mints for it, its `trace.input` taken from the restored checkpoint
+    /// state (§8.4.1, pipeline-utilities §10.4). Finished traces are in
     /// [`LangfuseObserver::traces`] and handed to the client; call
     /// [`LangfuseObserver::flush`] to send them.
     ///
@@ -187,34 +226,37 @@ impl LangfuseObserver {
         trace: TraceOptions,
     ) -> Result<Completed<S>, InvokeError<S>> {
         metadata::user_attributes(&options.metadata)?;
-        let id = options
-            .invocation_id
-            .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
-            .clone();
-        {
-            let mut inner = lock(&self.shared.inner);
-            inner.owned.insert(id.clone());
-            inner.options.insert(id.clone(), trace.clone());
-        }
-        let mut guard = FinishOnDrop {
-            observer: self,
-            invocation_id: Some(id.clone()),
+        // A resume runs under an id the engine mints (pipeline-utilities §10.4): the
+        // claim learns it from the run's first event.
+        let known = match options.resume_invocation {
+            Some(_) => None,
+            None => Some(
+                options
+                    .invocation_id
+                    .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
+                    .clone(),
+            ),
         };
-        options.observers.push(self.registration());
+        let claimed = Arc::new(Mutex::new(known));
+        let claim = Claim {
+            observer: self.clone(),
+            trace: Mutex::new(Some(trace)),
+            id: Arc::clone(&claimed),
+        };
+        let guard = FinishOnDrop {
+            observer: self,
+            invocation_id: Some(claimed),
+        };
+        options.observers.push(
+            Registration::shared(REGISTRATION_NAME, Arc::new(claim) as Arc<dyn Observer>)
+                .with_invocation_events(),
+        );
         let result = graph.invoke_with(initial, options).await;
-        guard.invocation_id = None;
-        // A resumed run mints its own id (pipeline-utilities §10.4).
+        guard.disarm();
         let real = match &result {
             Ok(done) => done.invocation_id.clone(),
             Err(e) => e.invocation_id().to_owned(),
         };
-        if real != id {
-            let mut inner = lock(&self.shared.inner);
-            inner.owned.remove(&id);
-            inner.options.remove(&id);
-            inner.owned.insert(real.clone());
-            inner.options.insert(real.clone(), trace);
-        }
         graph
             .drain_events_for(&real, Some(self.shared.close_timeout))
             .await;
@@ -340,6 +382,7 @@ impl LangfuseObserver {
                     .or_default();
                 io.entry = Some(e.entry.to_string());
                 io.correlation_id = Some(e.correlation_id.to_string());
+                io.on_start(&self.shared.io, e.initial_state.as_ref());
                 None
             }
             ObserverEvent::Node(e) => {

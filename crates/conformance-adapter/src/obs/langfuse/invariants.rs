@@ -558,6 +558,8 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
         other => {
             return super::stream_invariants::check(other, v, traces, run)
                 .or_else(|| super::session_invariants::check(other, v, traces, run))
+                .or_else(|| super::nested_invariants::check(other, v, traces, run))
+                .or_else(|| crate::obs::resume::invariant(other, v, run))
         }
     };
     Some(verdict)

@@ -15,6 +15,7 @@
 pub(crate) mod client;
 pub(crate) mod expect;
 pub(crate) mod invariants;
+mod nested_invariants;
 mod session_invariants;
 mod stream_invariants;
 
@@ -52,10 +53,10 @@ pub(crate) fn wanted(case: &Y<'_>) -> bool {
 }
 
 /// A harness trace hook.
-type Hook = fn(&dyn openarmature_graph::StateView) -> Option<Value>;
+pub(crate) type Hook = fn(&dyn openarmature_graph::StateView) -> Option<Value>;
 
 /// The harness hook named by `y`.
-fn hook(y: &Y<'_>) -> Result<Hook, String> {
+pub(crate) fn hook(y: &Y<'_>) -> Result<Hook, String> {
     Ok(match y.str().map_err(err)? {
         "returns_job_input_summary" => |_| Some(json!({"summary": "job-input"})),
         "returns_job_output_summary" => |_| Some(json!({"summary": "job-output"})),
