@@ -76,6 +76,7 @@ pub mod prompt_context;
 mod queue;
 pub mod reducers;
 mod rerank_events;
+pub mod session;
 mod state;
 mod subgraph;
 mod tool_events;
