@@ -107,6 +107,7 @@ pub struct GraphBuilder<S: State> {
     observers: Vec<Registration>,
     sink: Option<ObserverErrorSink>,
     checkpoint: CheckpointSetup,
+    sessions: Option<crate::session::SessionConfig>,
 }
 
 /// What the builder collected for pipeline-utilities §10.
@@ -136,6 +137,7 @@ impl<S: State> GraphBuilder<S> {
                 schema_version: crate::checkpoint::UNVERSIONED.to_owned(),
                 ..CheckpointSetup::default()
             },
+            sessions: None,
         }
     }
 
@@ -256,6 +258,15 @@ impl<S: State> GraphBuilder<S> {
         self
     }
 
+    /// Registers the graph's SessionStore and session rules (sessions §3–§8): an
+    /// invocation given [`crate::InvokeOptions::session_id`] loads the session at entry
+    /// and saves it at `END`. At most one per graph; a later call replaces an earlier
+    /// one. Only the outermost graph's registration is used. See [`crate::session`].
+    pub fn sessions(mut self, config: crate::session::SessionConfig) -> Self {
+        self.sessions = Some(config);
+        self
+    }
+
     /// Attaches an observer to the compiled graph (graph-attached registration).
     pub fn observer(mut self, registration: Registration) -> Self {
         self.observers.push(registration);
@@ -285,6 +296,10 @@ impl<S: State> GraphBuilder<S> {
                 to: node,
             });
         }
+        let sessions = match self.sessions {
+            Some(c) => Some(c.compile(&self.defaults, &self.checkpoint.schema_version)?),
+            None => None,
+        };
         let checkpoint = self.checkpoint.compile()?;
         let entry = self.entry.clone().ok_or(CompileError::NoDeclaredEntry)?;
         let entry_index =
@@ -373,6 +388,7 @@ impl<S: State> GraphBuilder<S> {
                 sink: self.sink.unwrap_or_else(default_sink),
                 warnings,
                 checkpoint,
+                sessions,
             }),
         })
     }

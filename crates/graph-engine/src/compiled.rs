@@ -46,6 +46,8 @@ pub(crate) struct Inner<S: State> {
     pub(crate) warnings: Vec<CompileWarning>,
     /// The registered Checkpointer, schema version and migrations (§10), if any.
     pub(crate) checkpoint: Option<Arc<crate::checkpoint::runtime::CheckpointConfig>>,
+    /// The registered SessionStore and its rules (sessions §5–§8), if any.
+    pub(crate) sessions: Option<Arc<crate::session::SessionConfig>>,
 }
 
 /// Orders observer attach/detach against invocation starts, so an invocation's
@@ -162,6 +164,10 @@ impl<S: State> CompiledGraph<S> {
                 })
             }
         };
+        let (initial, session) = self
+            .inner
+            .open_session(initial, options.session_id.as_deref(), resuming, &id)
+            .await?;
         let queue = EventQueue::start(
             &self.inner.registry,
             Arc::clone(&id),
@@ -176,6 +182,7 @@ impl<S: State> CompiledGraph<S> {
             metadata: InvocationMetadata::unchecked(options.metadata),
             step: AtomicU64::new(first_step),
             checkpoint,
+            session,
             queue,
             invocation_observers: options.observers,
         });
@@ -253,7 +260,7 @@ impl<S: State> CompiledGraph<S> {
                 Arc::clone(&scope.recipients),
             );
         }
-        let state = result?;
+        let state = self.inner.finish_session(&scope.inv, result?).await?;
         Ok(Completed {
             state: unwrap_arc(state),
             invocation_id: id.to_string(),

@@ -311,6 +311,18 @@ pub enum RuntimeCategory {
     /// reserved key or a value that is not an OTel attribute value); rejected at the
     /// `invoke` boundary before any work begins.
     InvocationMetadataInvalid,
+    /// The SessionStore's `load` raised, or the stored session does not fit (sessions §10).
+    SessionLoadFailed,
+    /// The SessionStore's `save` raised (sessions §10).
+    SessionSaveFailed,
+    /// No migration chain bridges a loaded session's schema version (sessions §10).
+    SessionStateMigrationMissing,
+    /// A session migration raised (sessions §10).
+    SessionStateMigrationFailed,
+    /// The session migrations are ambiguous (sessions §10).
+    SessionStateMigrationChainAmbiguous,
+    /// An optimistic-concurrency session save conflicted (sessions §8.2).
+    SessionWriteConflict,
 }
 
 impl RuntimeCategory {
@@ -332,6 +344,14 @@ impl RuntimeCategory {
             RuntimeCategory::InvocationMetadataInvalid => {
                 crate::metadata::INVOCATION_METADATA_INVALID
             }
+            RuntimeCategory::SessionLoadFailed => "session_load_failed",
+            RuntimeCategory::SessionSaveFailed => "session_save_failed",
+            RuntimeCategory::SessionStateMigrationMissing => "session_state_migration_missing",
+            RuntimeCategory::SessionStateMigrationFailed => "session_state_migration_failed",
+            RuntimeCategory::SessionStateMigrationChainAmbiguous => {
+                "session_state_migration_chain_ambiguous"
+            }
+            RuntimeCategory::SessionWriteConflict => "session_write_conflict",
         }
     }
 }
@@ -508,6 +528,9 @@ pub fn category_of<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e str> {
         return Some(e.category());
     }
     if let Some(e) = err.downcast_ref::<crate::metadata::MetadataError>() {
+        return Some(e.category());
+    }
+    if let Some(e) = err.downcast_ref::<crate::session::SessionError>() {
         return Some(e.category());
     }
     let probes = PROBES

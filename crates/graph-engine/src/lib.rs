@@ -77,6 +77,7 @@ mod queue;
 pub mod reducers;
 mod rerank_events;
 mod retrieval_event_shapes;
+pub mod session;
 mod state;
 mod subgraph;
 mod tool_events;

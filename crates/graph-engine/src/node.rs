@@ -135,6 +135,8 @@ pub(crate) struct Invocation {
     pub(crate) step: AtomicU64,
     /// Checkpoint bookkeeping, when the graph registered a Checkpointer.
     pub(crate) checkpoint: Option<Arc<crate::checkpoint::runtime::CheckpointRuntime>>,
+    /// The bound session, when the graph registered sessions and a session id was given.
+    pub(crate) session: Option<Arc<crate::session::runtime::SessionRuntime>>,
     pub(crate) queue: EventQueue,
     pub(crate) invocation_observers: Vec<Registration>,
 }

@@ -68,6 +68,8 @@ mod isolation;
 pub mod retry;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
+#[cfg(feature = "sqlite")]
+mod sqlite_session;
 mod timing;
 
 pub use branches::{
@@ -78,6 +80,8 @@ pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};
 #[cfg(feature = "sqlite")]
 pub use sqlite_checkpoint::{SqliteCheckpointError, SqliteCheckpointer};
+#[cfg(feature = "sqlite")]
+pub use sqlite_session::{SqliteSessionError, SqliteSessionStore};
 pub use timing::{MonotonicClock, OnComplete, Outcome, TimingMiddleware, TimingRecord, TokioClock};
 
 /// The §6.4 classification of an error: its cause chain and derived category.
