@@ -69,6 +69,8 @@ pub mod retry;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]
+mod sqlite_db;
+#[cfg(feature = "sqlite")]
 mod sqlite_session;
 mod timing;
 

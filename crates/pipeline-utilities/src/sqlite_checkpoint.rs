@@ -8,8 +8,6 @@
 //! pool, never on the caller's worker thread.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
@@ -17,6 +15,8 @@ use openarmature_graph::checkpoint::{
 };
 use openarmature_graph::BoxError;
 use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::sqlite_db::{from_ns, to_ns, SqliteDb};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
     invocation_id TEXT PRIMARY KEY,
@@ -82,8 +82,7 @@ impl SqliteCheckpointError {
 /// share the connection).
 #[derive(Debug, Clone)]
 pub struct SqliteCheckpointer {
-    conn: Arc<Mutex<Connection>>,
-    path: PathBuf,
+    db: SqliteDb,
 }
 
 impl SqliteCheckpointer {
@@ -93,23 +92,12 @@ impl SqliteCheckpointer {
     /// # Errors
     /// [`SqliteCheckpointError::Open`] when the file cannot be opened or prepared.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteCheckpointError> {
-        let path = path.as_ref().to_path_buf();
-        let open = |path: &Path| -> Result<Connection, rusqlite::Error> {
-            let conn = Connection::open(path)?;
-            conn.busy_timeout(Duration::from_secs(5))?;
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            conn.execute(SCHEMA, [])?;
-            Ok(conn)
-        };
-        let conn = open(&path).map_err(|source| SqliteCheckpointError::Open {
-            path: path.clone(),
+        let path = path.as_ref();
+        let db = SqliteDb::open(path, SCHEMA).map_err(|source| SqliteCheckpointError::Open {
+            path: path.to_path_buf(),
             source,
         })?;
-        Ok(SqliteCheckpointer {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
-        })
+        Ok(SqliteCheckpointer { db })
     }
 
     /// A private in-memory database (not durable; for tests).
@@ -117,22 +105,16 @@ impl SqliteCheckpointer {
     /// # Errors
     /// [`SqliteCheckpointError::Open`] if SQLite cannot allocate it.
     pub fn in_memory() -> Result<Self, SqliteCheckpointError> {
-        let path = PathBuf::from(":memory:");
-        let conn = Connection::open_in_memory()
-            .and_then(|c| c.execute(SCHEMA, []).map(|_| c))
-            .map_err(|source| SqliteCheckpointError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(SqliteCheckpointer {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
-        })
+        let db = SqliteDb::in_memory(SCHEMA).map_err(|source| SqliteCheckpointError::Open {
+            path: PathBuf::from(":memory:"),
+            source,
+        })?;
+        Ok(SqliteCheckpointer { db })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.db.path()
     }
 
     /// Runs `f` on the connection on tokio's blocking pool.
@@ -141,23 +123,11 @@ impl SqliteCheckpointer {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, SqliteCheckpointError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&guard)
-        })
-        .await
-        .map_err(|e| SqliteCheckpointError::Task(e.to_string()))?
+        self.db
+            .run(move |conn| f(conn))
+            .await
+            .map_err(SqliteCheckpointError::Task)?
     }
-}
-
-fn to_ns(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-fn from_ns(ns: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
 
 fn boxed<T>(r: Result<T, SqliteCheckpointError>) -> Result<T, BoxError> {

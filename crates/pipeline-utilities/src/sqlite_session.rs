@@ -8,8 +8,7 @@
 //! run on tokio's blocking pool, never on the caller's worker thread.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use futures::future::BoxFuture;
 use openarmature_graph::session::{
@@ -18,6 +17,8 @@ use openarmature_graph::session::{
 };
 use openarmature_graph::BoxError;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::sqlite_db::{from_ns, to_ns, SqliteDb};
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS openarmature_sessions (
     session_id TEXT PRIMARY KEY,
@@ -99,8 +100,7 @@ impl SqliteSessionError {
 /// share the connection).
 #[derive(Debug, Clone)]
 pub struct SqliteSessionStore {
-    conn: Arc<Mutex<Connection>>,
-    path: PathBuf,
+    db: SqliteDb,
 }
 
 impl SqliteSessionStore {
@@ -111,23 +111,12 @@ impl SqliteSessionStore {
     /// # Errors
     /// [`SqliteSessionError::Open`] when the file cannot be opened or prepared.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteSessionError> {
-        let path = path.as_ref().to_path_buf();
-        let open = |path: &Path| -> Result<Connection, rusqlite::Error> {
-            let conn = Connection::open(path)?;
-            conn.busy_timeout(Duration::from_secs(5))?;
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn.pragma_update(None, "synchronous", "NORMAL")?;
-            conn.execute(SCHEMA, [])?;
-            Ok(conn)
-        };
-        let conn = open(&path).map_err(|source| SqliteSessionError::Open {
-            path: path.clone(),
+        let path = path.as_ref();
+        let db = SqliteDb::open(path, SCHEMA).map_err(|source| SqliteSessionError::Open {
+            path: path.to_path_buf(),
             source,
         })?;
-        Ok(SqliteSessionStore {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
-        })
+        Ok(SqliteSessionStore { db })
     }
 
     /// A private in-memory database (not durable; for tests).
@@ -135,22 +124,16 @@ impl SqliteSessionStore {
     /// # Errors
     /// [`SqliteSessionError::Open`] if SQLite cannot allocate it.
     pub fn in_memory() -> Result<Self, SqliteSessionError> {
-        let path = PathBuf::from(":memory:");
-        let conn = Connection::open_in_memory()
-            .and_then(|c| c.execute(SCHEMA, []).map(|_| c))
-            .map_err(|source| SqliteSessionError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(SqliteSessionStore {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
-        })
+        let db = SqliteDb::in_memory(SCHEMA).map_err(|source| SqliteSessionError::Open {
+            path: PathBuf::from(":memory:"),
+            source,
+        })?;
+        Ok(SqliteSessionStore { db })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.db.path()
     }
 
     /// Runs `f` on the connection on tokio's blocking pool.
@@ -159,32 +142,14 @@ impl SqliteSessionStore {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, BoxError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut guard)
-        })
-        .await
-        .map_err(|e| {
-            Box::new(SqliteSessionError::Task {
-                operation,
-                message: e.to_string(),
-            }) as BoxError
+        self.db.run(f).await.map_err(|message| {
+            Box::new(SqliteSessionError::Task { operation, message }) as BoxError
         })?
     }
 }
 
 fn db(operation: &'static str) -> impl Fn(rusqlite::Error) -> BoxError {
     move |source| Box::new(SqliteSessionError::Database { operation, source })
-}
-
-fn to_ns(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-}
-
-fn from_ns(ns: i64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
 
 fn to_u64(v: i64) -> u64 {
