@@ -28,7 +28,7 @@ state! {
     }
 }
 
-async fn split(doc: Arc<Doc>, _ctx: NodeCtx) -> Result<DocUpdate, openarmature::graph::BoxError> {
+async fn split(doc: Arc<Doc>, _ctx: NodeCtx) -> Result<DocUpdate, openarmature::graph::NodeError> {
     let chunks: Vec<String> = doc
         .text
         .split(". ")
@@ -42,7 +42,7 @@ async fn split(doc: Arc<Doc>, _ctx: NodeCtx) -> Result<DocUpdate, openarmature::
 async fn classify(
     doc: Arc<Doc>,
     _ctx: NodeCtx,
-) -> Result<DocUpdate, openarmature::graph::BoxError> {
+) -> Result<DocUpdate, openarmature::graph::NodeError> {
     let labels = doc
         .chunks
         .iter()
@@ -63,7 +63,7 @@ async fn classify(
 async fn summarize(
     doc: Arc<Doc>,
     _ctx: NodeCtx,
-) -> Result<DocUpdate, openarmature::graph::BoxError> {
+) -> Result<DocUpdate, openarmature::graph::NodeError> {
     let incidents = doc.labels.values().filter(|l| *l == "incident").count();
     let summary = format!("{} chunks, {incidents} incident(s)", doc.chunks.len());
     Ok(DocUpdate::default()

@@ -63,7 +63,7 @@
 //!         let request = CompletionRequest::new(vec![Message::user(s.question.clone())])
 //!             .retry(RetryConfig::default().max_attempts(3)) // call level
 //!             .in_node(&ctx); // typed LLM events on the node's observer queue
-//!         let response = llm.complete(&request).await.map_err(LlmError::into_box_error)?;
+//!         let response = llm.complete(&request).await?;
 //!         Ok(QaUpdate::default().answer(response.content().unwrap_or_default().to_owned()))
 //!     }
 //! };

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use openarmature::graph::{
-    state, BoxError, CompileError, CompiledGraph, GraphBuilder, NodeCtx, END,
+    state, CompileError, CompiledGraph, GraphBuilder, NodeCtx, NodeError, END,
 };
 use openarmature::llm::{
     CompletionRequest, HonorRetryAfter, LlmError, LlmRetryConfig, OpenAiProvider, Provider,
@@ -196,7 +196,7 @@ async fn extract(
     waits: Arc<Waits>,
     state: Arc<Chunk>,
     ctx: NodeCtx,
-) -> Result<ChunkUpdate, BoxError> {
+) -> Result<ChunkUpdate, NodeError> {
     let index = ctx.fan_out_index();
     let backoff = Recorded {
         inner: HonorRetryAfter {
@@ -228,10 +228,7 @@ async fn extract(
         .retry(retry)
         .in_node(&ctx); // typed LLM events go to this node's observer queue
                         // Inside the prompt's context: the call's events and spans name the prompt.
-    let response = rendered
-        .scope(provider.complete(&request))
-        .await
-        .map_err(LlmError::into_box_error)?;
+    let response = rendered.scope(provider.complete(&request)).await?;
     Ok(ChunkUpdate::default().result(response.parsed.unwrap_or(Value::Null)))
 }
 

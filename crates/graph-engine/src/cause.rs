@@ -20,6 +20,9 @@ pub struct CauseLink {
 
 /// Whether `err` is one of the engine's carrier wrappers.
 pub fn is_carrier(err: &(dyn StdError + 'static)) -> bool {
+    if let Some(e) = err.downcast_ref::<crate::NodeError>() {
+        return is_carrier(e.inner());
+    }
     err.is::<SubgraphFailure>() || err.is::<Carrier>()
 }
 
@@ -28,7 +31,7 @@ pub fn is_carrier(err: &(dyn StdError + 'static)) -> bool {
 /// the wrapped error as its source, so cause-chain classification looks through it.
 #[derive(Debug)]
 pub struct Carrier {
-    category: &'static str,
+    category: crate::Category,
     message: String,
     branch_name: Option<String>,
     source: crate::BoxError,
@@ -37,7 +40,7 @@ pub struct Carrier {
 impl Carrier {
     /// Wraps `source` under `category` with a context `message`.
     pub fn new(
-        category: &'static str,
+        category: crate::Category,
         message: impl Into<String>,
         source: crate::BoxError,
     ) -> Self {
@@ -61,7 +64,7 @@ impl Carrier {
     }
 
     /// The carrier's category.
-    pub fn category(&self) -> &'static str {
+    pub fn category(&self) -> crate::Category {
         self.category
     }
 
@@ -74,6 +77,12 @@ impl Carrier {
 impl std::fmt::Display for Carrier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.message, self.source)
+    }
+}
+
+impl crate::Categorized for Carrier {
+    fn category(&self) -> Option<crate::Category> {
+        Some(self.category)
     }
 }
 
@@ -104,7 +113,7 @@ pub fn cause_chain(err: &(dyn StdError + 'static)) -> Vec<CauseLink> {
         }
         seen.push(address);
         chain.push(CauseLink {
-            category: category_of(e).map(str::to_owned),
+            category: category_of(e).map(|c| c.as_str().to_owned()),
             message: e.to_string(),
             carrier: is_carrier(e),
         });
@@ -134,20 +143,20 @@ pub fn derive(chain: &[CauseLink]) -> (Option<String>, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CategorizedError;
+    use crate::{CategorizedError, Category};
 
     #[test]
     fn chain_and_derivation() {
-        let inner = CategorizedError::new(Some("provider_unavailable"), "origin");
-        let outer =
-            CategorizedError::new(Some("provider_invalid_response"), "surface").with_source(inner);
+        let inner = CategorizedError::new(Category::PROVIDER_UNAVAILABLE, "origin");
+        let outer = CategorizedError::new(Category::PROVIDER_INVALID_RESPONSE, "surface")
+            .with_source(inner);
         let chain = cause_chain(&outer);
         assert_eq!(chain.len(), 2);
         assert_eq!(
             derive(&chain),
             (Some("provider_invalid_response".into()), "surface".into())
         );
-        let bare = CategorizedError::new(None, "bare");
+        let bare = CategorizedError::uncategorized("bare");
         assert_eq!(derive(&cause_chain(&bare)), (None, "bare".into()));
     }
 }

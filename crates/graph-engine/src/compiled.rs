@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use crate::builder::EdgeFn;
 use crate::checkpoint::engine::{instance, originates_here, parent_json, saves_here, Start};
 use crate::checkpoint::NodePosition;
-use crate::error::{BoxError, CompileWarning, GraphError, RuntimeCategory};
+use crate::error::{BoxError, CompileWarning, GraphError, NodeError, RuntimeCategory};
 use crate::metadata::{enter_node, scoped, InvocationMetadata, MetadataCell};
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
@@ -501,7 +501,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
         &'a self,
         state: Arc<S>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         Box::pin(async move {
             let ctx = ctx.unscoped();
             ctx.latest_attempt
@@ -523,7 +523,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                 let failure = result
                     .as_ref()
                     .err()
-                    .map(|err| EventError::capture(node_failure_category(&**err).as_str(), &**err));
+                    .map(|err| EventError::capture(node_failure_category(err).as_str(), err));
                 let success = match (&result, self.keep_updates) {
                     (Ok(update), true) => Some(update.clone()),
                     _ => None,
@@ -552,6 +552,9 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
 
 /// The category a node failure carries: a nested subgraph keeps its own.
 fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
+    if let Some(node_error) = err.downcast_ref::<NodeError>() {
+        return node_failure_category(node_error.inner());
+    }
     if let Some(cp) = err.downcast_ref::<crate::checkpoint::CheckpointError>() {
         // A composite node's own checkpoint failure (fan-out count drift, an
         // instance-completed save that raised) keeps its §10.10 category.
@@ -688,7 +691,8 @@ impl<S: State> Inner<S> {
             enter_node(ctx.clone());
             let result = Next::new(&node.chain, &terminal)
                 .run(Arc::clone(&state), ctx)
-                .await;
+                .await
+                .map_err(crate::error::erase);
             let open = terminal.take_open();
 
             let update = match result {
@@ -844,11 +848,11 @@ pub async fn run_unit<S, F, Fut>(
     name: &str,
     state: Arc<S>,
     f: F,
-) -> Result<S::Update, BoxError>
+) -> Result<S::Update, NodeError>
 where
     S: State,
     F: FnOnce(Arc<S>, NodeCtx) -> Fut,
-    Fut: std::future::Future<Output = Result<S::Update, BoxError>>,
+    Fut: std::future::Future<Output = Result<S::Update, NodeError>>,
 {
     let scope = &ctx.scope;
     let unit = NodeCtx {
@@ -880,7 +884,7 @@ where
             Ok(update)
         }
         Err(err) => {
-            let error = EventError::capture(RuntimeCategory::NodeException.as_str(), &*err);
+            let error = EventError::capture(RuntimeCategory::NodeException.as_str(), &err);
             emit(&unit, Phase::Completed, &state, None, Some(error));
             Err(err)
         }

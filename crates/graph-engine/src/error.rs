@@ -4,10 +4,10 @@
 
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::Arc;
 
-/// A boxed, thread-safe error: what node bodies, edges and observers return.
-pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+pub use openarmature_core::{
+    find_in, BoxError, Categorized, CategorizedError, Category, NodeError,
+};
 
 /// Canonical runtime category identifiers (graph-engine §4).
 pub mod category {
@@ -208,80 +208,6 @@ impl StateValidationError {
     }
 }
 
-/// An error with an explicit category and transience: the concrete error type the
-/// framework's classifiers recognise (pipeline-utilities §6.1/§6.4 walk chains of these).
-///
-/// Node bodies may return any error; wrap it in a `CategorizedError` to give it a
-/// category.
-///
-/// # Examples
-/// ```
-/// use openarmature_graph::CategorizedError;
-/// let err = CategorizedError::new(Some("provider_rate_limit"), "slow down").transient(true);
-/// assert_eq!(err.category(), Some("provider_rate_limit"));
-/// assert_eq!(err.to_string(), "slow down");
-/// ```
-#[derive(Debug, Clone)]
-pub struct CategorizedError {
-    category: Option<String>,
-    message: String,
-    transient: bool,
-    source: Option<Arc<dyn StdError + Send + Sync + 'static>>,
-}
-
-impl CategorizedError {
-    /// An error with `category` (`None` = uncategorised) and `message`.
-    pub fn new(category: Option<&str>, message: impl Into<String>) -> Self {
-        CategorizedError {
-            category: category.map(str::to_owned),
-            message: message.into(),
-            transient: false,
-            source: None,
-        }
-    }
-
-    /// Marks the error transient (informational; classifiers decide from the category).
-    pub fn transient(mut self, transient: bool) -> Self {
-        self.transient = transient;
-        self
-    }
-
-    /// Attaches a cause.
-    pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
-        self.source = Some(Arc::new(source));
-        self
-    }
-
-    /// The category, if any.
-    pub fn category(&self) -> Option<&str> {
-        self.category.as_deref()
-    }
-
-    /// The transience flag.
-    pub fn is_transient(&self) -> bool {
-        self.transient
-    }
-
-    /// The message (equal to `Display`).
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for CategorizedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl StdError for CategorizedError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn StdError + 'static))
-    }
-}
-
 /// The runtime error categories of graph-engine §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -356,6 +282,13 @@ impl RuntimeCategory {
     }
 }
 
+impl RuntimeCategory {
+    /// The typed [`Category`].
+    pub fn as_category(self) -> Category {
+        Category::from_name(self.as_str())
+    }
+}
+
 impl fmt::Display for RuntimeCategory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -398,7 +331,9 @@ impl<S> GraphError<S> {
     /// `parallel_branches_branch_failed`) — the subtype's.
     pub fn category_name(&self) -> &str {
         match self.source.downcast_ref::<crate::Carrier>() {
-            Some(carrier) if self.category == RuntimeCategory::NodeException => carrier.category(),
+            Some(carrier) if self.category == RuntimeCategory::NodeException => {
+                carrier.category().as_str()
+            }
             _ => self.category.as_str(),
         }
     }
@@ -486,55 +421,86 @@ impl<S: fmt::Debug> StdError for GraphError<S> {
     }
 }
 
-/// Recognises another crate's error type: returns its category when `err` is one.
-pub type CategoryProbe = fn(&(dyn StdError + 'static)) -> Option<&'static str>;
-
-static PROBES: std::sync::RwLock<Vec<CategoryProbe>> = std::sync::RwLock::new(Vec::new());
-
-/// Registers a [`CategoryProbe`] so [`category_of`] (and with it the retry
-/// classifier, failure isolation and event error chains) recognises a foreign
-/// error type — e.g. `openarmature-llm` registers its `LlmError`, so `?` on one
-/// inside a node keeps its category. Registering the same probe twice is a no-op.
-pub fn register_category_probe(probe: CategoryProbe) {
-    let mut probes = PROBES
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !probes.iter().any(|p| std::ptr::fn_addr_eq(*p, probe)) {
-        probes.push(probe);
-    }
-}
-
-/// The category of one error-chain link: a [`CategorizedError`]'s category, a
+/// The category of one error-chain link: a [`NodeError`]'s captured category (or, when
+/// it captured none, its wrapped error's), a [`CategorizedError`]'s category, a
 /// [`MergeError`]'s `reducer_error`, a [`RoutingError`]'s `routing_error`, a
-/// [`StateValidationError`]'s `state_validation_error`, or a nested subgraph
-/// failure's category. `None` for any other error.
-pub fn category_of<'e>(err: &'e (dyn StdError + 'static)) -> Option<&'e str> {
+/// [`StateValidationError`]'s `state_validation_error`, a nested subgraph failure's or a
+/// carrier's category, a metadata or session error's. `None` for any other error.
+///
+/// An error of another crate (an `LlmError`, say) has its category here when it was
+/// converted into a [`NodeError`] (which `?` in a node body does): no registry is involved.
+pub fn category_of(err: &(dyn StdError + 'static)) -> Option<Category> {
+    if let Some(e) = err.downcast_ref::<NodeError>() {
+        return e.category().or_else(|| category_of(e.inner()));
+    }
     if let Some(e) = err.downcast_ref::<CategorizedError>() {
         return e.category();
     }
     if err.is::<MergeError>() {
-        return Some(category::REDUCER_ERROR);
+        return Some(Category::REDUCER_ERROR);
     }
     if err.is::<RoutingError>() {
-        return Some(category::ROUTING_ERROR);
+        return Some(Category::ROUTING_ERROR);
     }
     if err.is::<StateValidationError>() {
-        return Some(category::STATE_VALIDATION_ERROR);
+        return Some(Category::STATE_VALIDATION_ERROR);
     }
     if let Some(e) = err.downcast_ref::<crate::subgraph::SubgraphFailure>() {
-        return Some(e.category().as_str());
+        return Some(e.category().as_category());
     }
     if let Some(e) = err.downcast_ref::<crate::cause::Carrier>() {
         return Some(e.category());
     }
     if let Some(e) = err.downcast_ref::<crate::metadata::MetadataError>() {
-        return Some(e.category());
+        return Some(Category::from_name(e.category()));
     }
     if let Some(e) = err.downcast_ref::<crate::session::SessionError>() {
-        return Some(e.category());
+        return Some(Category::from_name(e.category()));
     }
-    let probes = PROBES
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    probes.iter().find_map(|probe| probe(err))
+    if let Some(e) = err.downcast_ref::<crate::checkpoint::CheckpointError>() {
+        return Some(Category::from_name(e.category()));
+    }
+    None
+}
+
+/// Whether `err` is transient: a [`NodeError`] or [`CategorizedError`] says so, or its
+/// category is transient by default.
+pub fn is_transient_link(err: &(dyn StdError + 'static)) -> bool {
+    if let Some(e) = err.downcast_ref::<NodeError>() {
+        return e.is_transient() || is_transient_link(e.inner());
+    }
+    if let Some(e) = err.downcast_ref::<CategorizedError>() {
+        return e.is_transient();
+    }
+    category_of(err).is_some_and(Category::is_transient)
+}
+
+/// The engine's conversion of a [`NodeError`] into a plain boxed error (what carriers and
+/// `GraphError` hold): the wrapped error itself when it has no category or the engine
+/// recognises its category unaided (a carrier, a subgraph failure, a checkpoint error, a
+/// [`CategorizedError`], ...), else the `NodeError`, boxed, so [`category_of`] still finds
+/// the category it captured.
+pub fn erase(err: NodeError) -> BoxError {
+    if err.category().is_none() || category_of(err.inner()).is_some() {
+        return err.into_inner();
+    }
+    Box::new(err)
+}
+
+impl Categorized for MergeError {
+    fn category(&self) -> Option<Category> {
+        Some(Category::REDUCER_ERROR)
+    }
+}
+
+impl Categorized for RoutingError {
+    fn category(&self) -> Option<Category> {
+        Some(Category::ROUTING_ERROR)
+    }
+}
+
+impl Categorized for StateValidationError {
+    fn category(&self) -> Option<Category> {
+        Some(Category::STATE_VALIDATION_ERROR)
+    }
 }

@@ -93,9 +93,9 @@ pub use embedding_events::{
     EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, EmbeddingUsage,
 };
 pub use error::{
-    category, category_of, register_category_probe, BoxError, CategorizedError, CategoryProbe,
-    CompileError, CompileWarning, GraphError, MergeError, RoutingError, RuntimeCategory,
-    StateValidationError,
+    category, category_of, erase, find_in, is_transient_link, BoxError, Categorized,
+    CategorizedError, Category, CompileError, CompileWarning, GraphError, MergeError, NodeError,
+    RoutingError, RuntimeCategory, StateValidationError,
 };
 pub use extension_event::ExtensionEvent;
 pub use llm_events::{

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::error::BoxError;
+use crate::error::NodeError;
 use crate::node::NodeCtx;
 use crate::state::State;
 
@@ -20,7 +20,7 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>>;
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>>;
 
     /// The concrete middleware, for compile-time checks by composite nodes (e.g. a
     /// fan-out inspecting a failure-isolation middleware's static degraded update).
@@ -32,7 +32,7 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
 
 /// The target a chain wraps when it is not a graph node: what [`run_chain`] calls
 /// at the inner end (a fan-out instance's subgraph run, a branch's invocation).
-pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> BoxFuture<'a, Result<<S as State>::Update, BoxError>>
+pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> BoxFuture<'a, Result<<S as State>::Update, NodeError>>
     + Send
     + Sync
     + 'a;
@@ -44,7 +44,7 @@ impl<S: State> Terminal<S> for TargetTerminal<'_, S> {
         &'b self,
         state: Arc<S>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'b, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'b, Result<S::Update, NodeError>> {
         Box::pin(async move {
             // §3.4 per-attempt scoping: a failed attempt's metadata writes are
             // discarded (an instance re-run by its retry middleware starts over).
@@ -73,7 +73,7 @@ pub async fn run_chain<'a, S: State>(
     state: Arc<S>,
     ctx: NodeCtx,
     target: &'a ChainTarget<'a, S>,
-) -> Result<S::Update, BoxError> {
+) -> Result<S::Update, NodeError> {
     let terminal = TargetTerminal(target);
     crate::metadata::scoped(
         Some(ctx.clone()),
@@ -84,8 +84,11 @@ pub async fn run_chain<'a, S: State>(
 
 /// The innermost step of a chain: dispatches events and runs the node.
 pub(crate) trait Terminal<S: State>: Send + Sync {
-    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx)
-        -> BoxFuture<'a, Result<S::Update, BoxError>>;
+    fn run<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>>;
 
     /// A re-attempting middleware saw the current attempt fail: close it.
     fn attempt_failed(&self);
@@ -120,7 +123,7 @@ impl<'a, S: State> Next<'a, S> {
     /// middleware, such as retry, starting an attempt), a failure returned through
     /// this call closes that attempt: its `completed` event is dispatched with the
     /// error before the caller decides what to do next.
-    pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         let scoped = ctx.attempt_scoped;
         let ctx = ctx.unscoped();
         let terminal = self.terminal;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::error::{BoxError, CompileError, CompileWarning};
+use crate::error::{CompileError, CompileWarning, NodeError};
 use crate::metadata::{InvocationMetadata, MetadataCell};
 use crate::observer::{Registration, StateRef};
 use crate::queue::{DrainSummary, EventQueue};
@@ -16,11 +16,12 @@ use crate::state::State;
 
 /// An async unit of work: receives the current state, returns a partial update.
 ///
-/// Async closures `Fn(Arc<S>, NodeCtx) -> impl Future<Output = Result<S::Update, BoxError>>`
-/// are nodes.
+/// Async closures `Fn(Arc<S>, NodeCtx) -> impl Future<Output = Result<S::Update, NodeError>>`
+/// are nodes. `?` inside one converts any categorized error (an `LlmError`, a
+/// `CategorizedError`, ...) into the [`NodeError`] and keeps its category.
 pub trait Node<S: State>: Send + Sync + 'static {
     /// Runs the node once (one attempt).
-    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>>;
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, NodeError>>;
 
     /// The resolved configuration this node reports on its own `started` /
     /// `completed` events (fan-out and parallel-branches nodes); computed by the
@@ -52,9 +53,9 @@ impl<S, F, Fut> Node<S> for F
 where
     S: State,
     F: Fn(Arc<S>, NodeCtx) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<S::Update, BoxError>> + Send + 'static,
+    Fut: Future<Output = Result<S::Update, NodeError>> + Send + 'static,
 {
-    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, BoxError>> {
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, NodeError>> {
         Box::pin(self(state, ctx))
     }
 }

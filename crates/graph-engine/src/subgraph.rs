@@ -10,7 +10,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::compiled::CompiledGraph;
-use crate::error::{BoxError, CompileError, CompileWarning, RuntimeCategory};
+use crate::error::{BoxError, CompileError, CompileWarning, NodeError, RuntimeCategory};
 use crate::node::{Boundary, Node, NodeCtx};
 use crate::observer::StateRef;
 use crate::state::State;
@@ -82,6 +82,12 @@ impl fmt::Display for SubgraphFailure {
             self.namespace.join("/"),
             self.inner
         )
+    }
+}
+
+impl crate::Categorized for SubgraphFailure {
+    fn category(&self) -> Option<crate::Category> {
+        Some(self.category.as_category())
     }
 }
 
@@ -231,36 +237,41 @@ fn undeclared(node: &str, side: &'static str, field: &str) -> CompileError {
     }
 }
 
-impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
-        Box::pin(async move {
-            let mut child = self.graph.defaults().clone();
-            for (sub_field, parent_field) in self.in_pairs() {
-                let value = state.field_json(&parent_field).unwrap_or(Value::Null);
-                child = child.with_field_json(&sub_field, value).map_err(|e| {
-                    self.fail(
-                        RuntimeCategory::StateValidationError,
-                        ctx.namespace.to_vec(),
-                        Box::new(e),
-                    )
-                })?;
-            }
-
-            let nested = ctx.enter(Arc::clone(&state) as StateRef, Boundary::Subgraph);
-            let done = self.graph.run_within(child, &nested).await?;
-            let fields = self
-                .out_pairs(&state)
-                .into_iter()
-                .map(|(p, s)| (p, done.field_json(&s).unwrap_or(Value::Null)))
-                .collect();
-            state.update_from_json(fields).map_err(|e| {
+impl<P: State, C: State> SubgraphNode<P, C> {
+    /// One run of the subgraph as a node, failing with the engine's boxed errors.
+    async fn run_boxed(&self, state: Arc<P>, ctx: NodeCtx) -> Result<P::Update, BoxError> {
+        let mut child = self.graph.defaults().clone();
+        for (sub_field, parent_field) in self.in_pairs() {
+            let value = state.field_json(&parent_field).unwrap_or(Value::Null);
+            child = child.with_field_json(&sub_field, value).map_err(|e| {
                 self.fail(
                     RuntimeCategory::StateValidationError,
                     ctx.namespace.to_vec(),
                     Box::new(e),
                 )
-            })
+            })?;
+        }
+
+        let nested = ctx.enter(Arc::clone(&state) as StateRef, Boundary::Subgraph);
+        let done = self.graph.run_within(child, &nested).await?;
+        let fields = self
+            .out_pairs(&state)
+            .into_iter()
+            .map(|(p, s)| (p, done.field_json(&s).unwrap_or(Value::Null)))
+            .collect();
+        state.update_from_json(fields).map_err(|e| {
+            self.fail(
+                RuntimeCategory::StateValidationError,
+                ctx.namespace.to_vec(),
+                Box::new(e),
+            )
         })
+    }
+}
+
+impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
+        Box::pin(async move { self.run_boxed(state, ctx).await.map_err(NodeError::from) })
     }
 
     fn emits_node_events(&self) -> bool {

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeCtx, ToolExecution, END};
+//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeError, NodeCtx, ToolExecution, END};
 //! use serde_json::json;
 //!
 //! state! {
@@ -32,7 +32,7 @@
 //!             .tool_call_id("call_1")
 //!             .arguments(json!({"city": "Paris"}));
 //!         let result = ctx.instrument_tool(call, get_weather("Paris")).await?;
-//!         Ok::<_, BoxError>(TurnUpdate::default().weather(result.to_string()))
+//!         Ok::<_, NodeError>(TurnUpdate::default().weather(result.to_string()))
 //!     })
 //!     .add_edge("act", END)
 //!     .entry("act")
@@ -241,7 +241,10 @@ impl NodeCtx {
 /// The name a failure event gives an error of type `E`.
 fn error_type_of<E: Display + 'static>(err: &E) -> Option<String> {
     if let Some(boxed) = (err as &dyn Any).downcast_ref::<BoxError>() {
-        return category_of(boxed.as_ref()).map(str::to_owned);
+        return category_of(boxed.as_ref()).map(|c| c.as_str().to_owned());
+    }
+    if let Some(node_error) = (err as &dyn Any).downcast_ref::<crate::NodeError>() {
+        return category_of(node_error).map(|c| c.as_str().to_owned());
     }
     short_type_name(std::any::type_name::<E>())
 }

@@ -13,7 +13,7 @@ use openarmature_graph::checkpoint::{
     NodePosition,
 };
 use openarmature_graph::{
-    state, BoxError, CompileError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx,
+    state, BoxError, CompileError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
     RuntimeCategory, SubgraphNode, END,
 };
 use serde_json::json;
@@ -93,7 +93,7 @@ fn linear(script: &Script, cp: Arc<dyn Checkpointer>) -> CompiledGraph<Run> {
             async move {
                 script.runs.lock().unwrap().push(name.into());
                 if name == "b" && script.fail.load(Ordering::SeqCst) {
-                    return Err::<RunUpdate, BoxError>("b failed".into());
+                    return Err::<RunUpdate, NodeError>("b failed".into());
                 }
                 Ok(RunUpdate::default().log(vec![name.to_owned()]))
             }
@@ -192,7 +192,7 @@ async fn resume_of_a_run_that_never_completed_a_node_restarts_at_the_entry() {
                 async move {
                     script.runs.lock().unwrap().push("b".into());
                     if script.fail.swap(false, Ordering::SeqCst) {
-                        return Err::<RunUpdate, BoxError>("first run fails".into());
+                        return Err::<RunUpdate, NodeError>("first run fails".into());
                     }
                     Ok(RunUpdate::default().log(vec!["b".to_owned()]))
                 }
@@ -267,7 +267,7 @@ async fn resume_re_enters_a_subgraph_after_its_last_completed_inner_node() {
                 let failing = fail.load(Ordering::SeqCst);
                 async move {
                     if failing {
-                        return Err::<SubUpdate, BoxError>("s2 failed".into());
+                        return Err::<SubUpdate, NodeError>("s2 failed".into());
                     }
                     Ok(SubUpdate::default().inner(s.steps.join("+")))
                 }

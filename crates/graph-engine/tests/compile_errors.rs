@@ -7,8 +7,8 @@ use std::sync::Arc;
 use openarmature_graph::reducers::json::field_key;
 use openarmature_graph::reducers::Reducer;
 use openarmature_graph::{
-    state, BoxError, CompileError, DynSchema, DynState, DynUpdate, FieldType, GraphBuilder,
-    NodeCtx, State, Target, END,
+    state, CompileError, DynSchema, DynState, DynUpdate, FieldType, GraphBuilder, NodeCtx,
+    NodeError, State, Target, END,
 };
 use serde_json::json;
 
@@ -21,7 +21,7 @@ state! {
     }
 }
 
-fn noop(_s: Arc<S>, _c: NodeCtx) -> futures::future::Ready<Result<SUpdate, BoxError>> {
+fn noop(_s: Arc<S>, _c: NodeCtx) -> futures::future::Ready<Result<SUpdate, NodeError>> {
     futures::future::ready(Ok(SUpdate::default()))
 }
 
@@ -153,7 +153,10 @@ fn multiple_outgoing_edges_static_plus_conditional() {
     assert_eq!(cat, "multiple_outgoing_edges");
 }
 
-fn dyn_noop(_s: Arc<DynState>, _c: NodeCtx) -> futures::future::Ready<Result<DynUpdate, BoxError>> {
+fn dyn_noop(
+    _s: Arc<DynState>,
+    _c: NodeCtx,
+) -> futures::future::Ready<Result<DynUpdate, NodeError>> {
     futures::future::ready(Ok(DynUpdate::new()))
 }
 

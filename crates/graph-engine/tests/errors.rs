@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use openarmature_graph::reducers::Reducer;
 use openarmature_graph::{
     state, BoxError, DynSchema, DynState, DynUpdate, FieldType, GraphBuilder, MergeError, NodeCtx,
-    RoutingError, RuntimeCategory, State, StateValidationError, Target, END,
+    NodeError, RoutingError, RuntimeCategory, State, StateValidationError, Target, END,
 };
 use serde_json::json;
 
@@ -26,7 +26,7 @@ state! {
 
 fn visit(
     name: &'static str,
-) -> impl Fn(Arc<Flow>, NodeCtx) -> futures::future::Ready<Result<FlowUpdate, BoxError>>
+) -> impl Fn(Arc<Flow>, NodeCtx) -> futures::future::Ready<Result<FlowUpdate, NodeError>>
        + Send
        + Sync
        + 'static {
@@ -117,7 +117,7 @@ async fn routing_to_an_undeclared_name_is_a_routing_error_with_post_merge_state(
         .add_node("b", visit("b"))
         .add_node("c", move |_s: Arc<Flow>, _c: NodeCtx| {
             *ran.lock().unwrap() = true;
-            futures::future::ready(Ok::<_, BoxError>(FlowUpdate::default()))
+            futures::future::ready(Ok::<_, NodeError>(FlowUpdate::default()))
         })
         .add_edge("a", "b")
         .add_conditional_edge(
@@ -160,7 +160,7 @@ async fn node_error_is_node_exception_with_pre_node_state() {
     let graph = GraphBuilder::new(Flow::default())
         .add_node("a", visit("a"))
         .add_node("b", |_s: Arc<Flow>, _c: NodeCtx| async move {
-            Err::<FlowUpdate, BoxError>("b exploded: disk full".into())
+            Err::<FlowUpdate, NodeError>("b exploded: disk full".into())
         })
         .add_node("c", visit("c"))
         .add_edge("a", "b")
@@ -314,7 +314,7 @@ async fn initial_state_failing_validation_is_state_validation_error() {
     let graph = GraphBuilder::new(schema.defaults())
         .add_node("a", move |_s: Arc<DynState>, _c: NodeCtx| {
             *ran2.lock().unwrap() = true;
-            futures::future::ready(Ok::<_, BoxError>(DynUpdate::new()))
+            futures::future::ready(Ok::<_, NodeError>(DynUpdate::new()))
         })
         .add_edge("a", END)
         .entry("a")

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    observer_fn, state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, NodeEvent, ObserverEvent,
+    observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, NodeEvent, ObserverEvent,
     Registration, Target, END,
 };
 use serde_json::{json, Value};
@@ -60,7 +60,7 @@ async fn dropping_the_invoke_future_stops_the_run() {
         })
         .add_node("c", move |_s: Arc<Loop>, _c: NodeCtx| {
             cr.fetch_add(1, Ordering::SeqCst);
-            futures::future::ready(Ok::<_, BoxError>(LoopUpdate::default()))
+            futures::future::ready(Ok::<_, NodeError>(LoopUpdate::default()))
         })
         .add_edge("a", "b")
         .add_edge("b", "c")

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    observer_fn, state, BoxError, GraphBuilder, Middleware, Next, NodeCtx, NodeEvent,
+    observer_fn, state, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeEvent,
     ObserverEvent, Phase, Registration, END,
 };
 
@@ -35,7 +35,7 @@ impl Middleware<Doc> for Recorder {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             self.log
                 .lock()
@@ -61,7 +61,7 @@ fn recorder(label: &'static str, log: &Log) -> Arc<dyn Middleware<Doc>> {
 fn logging_node(
     name: &'static str,
     log: &Log,
-) -> impl Fn(Arc<Doc>, NodeCtx) -> futures::future::Ready<Result<DocUpdate, BoxError>>
+) -> impl Fn(Arc<Doc>, NodeCtx) -> futures::future::Ready<Result<DocUpdate, NodeError>>
        + Send
        + Sync
        + 'static {
@@ -139,7 +139,7 @@ impl Middleware<Doc> for Reattempt {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             let mut last = None;
             for i in 0..self.attempts {
@@ -169,7 +169,7 @@ async fn reattempting_middleware_produces_one_event_pair_per_attempt_sharing_one
             let n = c.fetch_add(1, Ordering::SeqCst);
             sa.lock().unwrap().push((ctx.attempt_index(), ctx.step()));
             futures::future::ready(if n < 2 {
-                Err::<DocUpdate, BoxError>(format!("transient {n}").into())
+                Err::<DocUpdate, NodeError>(format!("transient {n}").into())
             } else {
                 Ok(DocUpdate::default().log(vec!["flaky".into()]))
             })
@@ -225,7 +225,7 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
             let ordinals = [ctx.next_call_ordinal(), ctx.next_call_ordinal()];
             sink.lock().unwrap().push((ctx.attempt_index(), ordinals));
             futures::future::ready(if ctx.attempt_index() < 2 {
-                Err::<DocUpdate, BoxError>("again".into())
+                Err::<DocUpdate, NodeError>("again".into())
             } else {
                 Ok(DocUpdate::default())
             })
@@ -234,7 +234,7 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
             futures::future::ready(if ctx.next_call_ordinal() == 0 {
                 Ok(DocUpdate::default().note("fresh".to_owned()))
             } else {
-                Err::<DocUpdate, BoxError>("a new node execution counts from 0".into())
+                Err::<DocUpdate, NodeError>("a new node execution counts from 0".into())
             })
         })
         .add_edge("calls", "next")
@@ -255,7 +255,7 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
 async fn reattempts_exhausted_surface_the_last_error() {
     let graph = GraphBuilder::new(Doc::default())
         .add_node("always", |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            Err::<DocUpdate, BoxError>(format!("fail {}", ctx.attempt_index()).into())
+            Err::<DocUpdate, NodeError>(format!("fail {}", ctx.attempt_index()).into())
         })
         .entry("always")
         .node_middleware("always", Arc::new(Reattempt { attempts: 3 }))
@@ -276,7 +276,7 @@ impl Middleware<Doc> for RunTwice {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             let _first = next
                 .run(Arc::clone(&state), ctx.with_attempt_index(0))
@@ -324,7 +324,7 @@ impl Middleware<Doc> for ShortCircuit {
         _state: Arc<Doc>,
         _ctx: NodeCtx,
         _next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             Ok(DocUpdate::default()
                 .log(vec!["cached".into()])
@@ -377,7 +377,7 @@ impl Middleware<Doc> for Transform {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             let mut modified = (*state).clone();
             modified.note = "seen-by-middleware".into();
@@ -397,7 +397,7 @@ async fn middleware_can_transform_input_state_and_output_update() {
     let graph = GraphBuilder::new(Doc::default())
         .add_node("a", move |s: Arc<Doc>, _c: NodeCtx| {
             *s2.lock().unwrap() = s.note.clone();
-            futures::future::ready(Ok::<_, BoxError>(
+            futures::future::ready(Ok::<_, NodeError>(
                 DocUpdate::default().log(vec!["a".into()]),
             ))
         })
@@ -421,7 +421,7 @@ impl Middleware<Doc> for FailAfter {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
         Box::pin(async move {
             let _ = next.run(state, ctx).await?;
             Err("post-phase failed".into())

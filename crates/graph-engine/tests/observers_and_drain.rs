@@ -9,7 +9,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     observer_fn, state, timeout_from_secs, BoxError, CompiledGraph, DrainSummary, GraphBuilder,
-    InvokeOptions, NodeCtx, NodeEvent, Observer, ObserverEvent, Phase, PhaseSet, Registration, END,
+    InvokeOptions, NodeCtx, NodeError, NodeEvent, Observer, ObserverEvent, Phase, PhaseSet,
+    Registration, END,
 };
 use serde_json::{json, Value};
 
@@ -30,7 +31,7 @@ fn new_log() -> Log {
 
 fn visit(
     name: &'static str,
-) -> impl Fn(Arc<Trail>, NodeCtx) -> futures::future::Ready<Result<TrailUpdate, BoxError>>
+) -> impl Fn(Arc<Trail>, NodeCtx) -> futures::future::Ready<Result<TrailUpdate, NodeError>>
        + Send
        + Sync
        + 'static {
@@ -363,7 +364,7 @@ async fn failed_node_completed_event_carries_the_error() {
     let graph = GraphBuilder::new(Trail::default())
         .add_node("a", visit("a"))
         .add_node("b", |_s: Arc<Trail>, _c: NodeCtx| async move {
-            Err::<TrailUpdate, BoxError>("b failed".into())
+            Err::<TrailUpdate, NodeError>("b failed".into())
         })
         .add_edge("a", "b")
         .add_edge("b", END)
@@ -642,7 +643,7 @@ async fn observer_attached_during_a_run_takes_effect_from_the_next_invocation() 
                 let graph = cell_in.get().expect("graph stored before invoke");
                 graph.attach_observer(labeller("late", Arc::clone(&log_in)));
             }
-            futures::future::ready(Ok::<_, BoxError>(
+            futures::future::ready(Ok::<_, NodeError>(
                 TrailUpdate::default().log(vec!["a".into()]),
             ))
         })

@@ -21,7 +21,7 @@ async fn optimistic_concurrency_turns_a_lost_update_into_a_write_conflict() {
             async move {
                 entered.notify_one();
                 release.notified().await;
-                Ok::<_, BoxError>(ChatUpdate::default().value(s.value + 1))
+                Ok::<_, NodeError>(ChatUpdate::default().value(s.value + 1))
             }
         })
         .add_edge("slow", END)
@@ -95,7 +95,10 @@ async fn the_in_memory_store_satisfies_the_protocol() {
         .save("a", SessionRecord::new("a", "v1", json!({"x": 2})), Some(0))
         .await
         .unwrap_err();
-    assert_eq!(category_of(&*stale), Some("session_write_conflict"));
+    assert_eq!(
+        category_of(&*stale).map(|c| c.as_str()),
+        Some("session_write_conflict")
+    );
     assert_eq!(
         store
             .save("a", SessionRecord::new("a", "v1", json!({"x": 2})), Some(1))
@@ -144,5 +147,8 @@ async fn a_failed_auto_save_reports_after_completion_with_the_final_state() {
         3,
         "the run's result is not rolled back"
     );
-    assert_eq!(category_of(err.cause()), Some("session_save_failed"));
+    assert_eq!(
+        category_of(err.cause()).map(|c| c.as_str()),
+        Some("session_save_failed")
+    );
 }

@@ -125,16 +125,16 @@ async fn auto_save_off_skips_the_save_at_end() {
 fn crash_after_save(store: &InMemorySessionStore, auto_save: bool) -> GraphBuilder<Chat> {
     GraphBuilder::new(Chat::default())
         .add_node("A", |_s: Arc<Chat>, _c: NodeCtx| async {
-            Ok::<_, BoxError>(ChatUpdate::default().summary("A".to_string()))
+            Ok::<_, NodeError>(ChatUpdate::default().summary("A".to_string()))
         })
         .add_node("B", |s: Arc<Chat>, ctx: NodeCtx| async move {
             let update = ChatUpdate::default().summary("B".to_string());
             let version = ctx.save_session(&s.merge(update.clone())?).await?;
             assert_eq!(version, Some(1));
-            Ok::<_, BoxError>(update)
+            Ok::<_, NodeError>(update)
         })
         .add_node("C", |_s: Arc<Chat>, _c: NodeCtx| async {
-            Err::<ChatUpdate, BoxError>("boom".into())
+            Err::<ChatUpdate, NodeError>("boom".into())
         })
         .add_edge("A", "B")
         .add_edge("B", "C")
@@ -169,7 +169,7 @@ async fn mid_invoke_saves_persist_with_auto_save_off_and_are_inert_without_an_id
         .add_node("B", |s: Arc<Chat>, ctx: NodeCtx| async move {
             let update = ChatUpdate::default().value(s.value + 5);
             let saved = ctx.save_session(&s.merge(update.clone())?).await?;
-            Ok::<_, BoxError>(update.summary(format!("{saved:?}")))
+            Ok::<_, NodeError>(update.summary(format!("{saved:?}")))
         })
         .add_edge("B", END)
         .entry("B")
@@ -214,7 +214,7 @@ async fn a_subgraph_sees_only_its_projection_and_never_saves_the_session() {
                 let refused = ctx.save_session(&*s).await.unwrap_err();
                 assert_eq!(refused.category(), "session_save_failed");
                 assert_eq!(ctx.session_id(), Some("s10"), "the id still propagates");
-                Ok::<_, BoxError>(InnerUpdate::default().inner_output("inner-done".to_string()))
+                Ok::<_, NodeError>(InnerUpdate::default().inner_output("inner-done".to_string()))
             }
         })
         .add_edge("inner_node", END)
@@ -268,7 +268,7 @@ async fn the_session_id_reaches_nodes_and_full_state_sessions_default_to_the_gra
     let store = InMemorySessionStore::new();
     let graph = GraphBuilder::new(Chat::default())
         .add_node("n", |_s: Arc<Chat>, ctx: NodeCtx| async move {
-            Ok::<_, BoxError>(
+            Ok::<_, NodeError>(
                 ChatUpdate::default().summary(ctx.session_id().unwrap_or("-").to_owned()),
             )
         })

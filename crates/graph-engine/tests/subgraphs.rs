@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
-    observer_fn, state, BoxError, CompileError, CompiledGraph, GraphBuilder, InvokeOptions,
-    NodeCtx, NodeEvent, ObserverEvent, Phase, Registration, RuntimeCategory, SubgraphFailure,
+    observer_fn, state, CompileError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx,
+    NodeError, NodeEvent, ObserverEvent, Phase, Registration, RuntimeCategory, SubgraphFailure,
     Target, END,
 };
 use serde_json::json;
@@ -71,27 +71,27 @@ fn child_graph(seen: Seen) -> GraphBuilder<Child> {
                 .log(vec!["work1".into()])
                 .scratch(s.scratch + 1)
                 .result(format!("topic={} text={}", s.topic, s.text));
-            futures::future::ready(Ok::<_, BoxError>(update))
+            futures::future::ready(Ok::<_, NodeError>(update))
         })
         .add_node("work2", move |s: Arc<Child>, _c: NodeCtx| {
             seen2.lock().unwrap().push((*s).clone());
             let update = ChildUpdate::default()
                 .log(vec!["work2".into()])
                 .topic(format!("{}+child", s.topic));
-            futures::future::ready(Ok::<_, BoxError>(update))
+            futures::future::ready(Ok::<_, NodeError>(update))
         })
         .add_edge("work1", "work2")
         .add_edge("work2", END)
         .entry("work1")
 }
 
-fn prep(_s: Arc<Parent>, _c: NodeCtx) -> futures::future::Ready<Result<ParentUpdate, BoxError>> {
+fn prep(_s: Arc<Parent>, _c: NodeCtx) -> futures::future::Ready<Result<ParentUpdate, NodeError>> {
     futures::future::ready(Ok(ParentUpdate::default()
         .log(vec!["prep".into()])
         .count(1)))
 }
 
-fn finish(_s: Arc<Parent>, _c: NodeCtx) -> futures::future::Ready<Result<ParentUpdate, BoxError>> {
+fn finish(_s: Arc<Parent>, _c: NodeCtx) -> futures::future::Ready<Result<ParentUpdate, NodeError>> {
     futures::future::ready(Ok(ParentUpdate::default().log(vec!["finish".into()])))
 }
 
@@ -373,7 +373,7 @@ fn failing_child(category_kind: &'static str) -> CompiledGraph<Child> {
     let b = match category_kind {
         "node" => b
             .add_node("work2", |_s: Arc<Child>, _c: NodeCtx| async move {
-                Err::<ChildUpdate, BoxError>("inner boom".into())
+                Err::<ChildUpdate, NodeError>("inner boom".into())
             })
             .add_edge("work1", "work2")
             .add_edge("work2", END),
@@ -458,7 +458,7 @@ async fn inner_node_ctx_namespace_is_the_full_path() {
                 ctx.namespace().to_vec(),
                 ctx.step(),
             ));
-            futures::future::ready(Ok::<_, BoxError>(ChildUpdate::default()))
+            futures::future::ready(Ok::<_, NodeError>(ChildUpdate::default()))
         })
         .entry("inner")
         .compile()
@@ -712,7 +712,7 @@ async fn subgraph_observer_attached_during_a_run_waits_for_the_next_invocation()
             if !attached.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 child_handle.attach_observer(labeller("late", Arc::clone(&late)));
             }
-            futures::future::ready(Ok::<_, BoxError>(ParentUpdate::default()))
+            futures::future::ready(Ok::<_, NodeError>(ParentUpdate::default()))
         })
         .add_node("sub", sub(child))
         .add_edge("prep", "sub")

@@ -103,7 +103,6 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     stream: bool,
     caller: Option<&UnboundedSender<StreamEvent>>,
 ) -> Result<Response, LlmError> {
-    crate::error::register_category_probe();
     // A v4 UUID from the thread-local CSPRNG (no `getrandom` syscall per call).
     let call_id = uuid::Builder::from_random_bytes(rand::random())
         .into_uuid()

@@ -4,27 +4,24 @@
 //! [`category`](LlmError::category) is the spec identifier and
 //! [`is_transient`](LlmError::is_transient) the §7 retry classification.
 //!
-//! # The engine bridge
+//! # In a node body
 //!
-//! The graph engine and the pipeline-utilities classifier recognise categories on
-//! [`CategorizedError`] (they cannot depend on this crate). An [`LlmError`] converts
-//! into one with [`LlmError::into_categorized`] (or `From`), keeping the typed error as
-//! its `source()`, so retry middleware, failure isolation and node events see the
-//! category while [`LlmError::find_in`] still recovers the typed error (its
+//! [`LlmError`] implements [`Categorized`]: `?` inside a node converts it into the
+//! engine's [`NodeError`](openarmature_graph::NodeError) with its category and
+//! transience captured, so retry middleware, failure isolation and node events see the
+//! category, and [`LlmError::find_in`] still recovers the typed error (its
 //! `retry_after`, its structured-output surface) from any cause chain.
 //!
-//! In a node body `?` is enough: building a provider (and every `complete()` call)
-//! registers a category probe with the engine
-//! ([`openarmature_graph::register_category_probe`]), so a bare boxed [`LlmError`]
-//! keeps its category too. [`LlmError::into_box_error`] makes the bridge explicit:
-//!
 //! ```
-//! # use openarmature_llm::LlmError;
-//! # use openarmature_graph::BoxError;
-//! fn node_error(e: LlmError) -> BoxError {
-//!     e.into_box_error() // a CategorizedError carrying the LlmError as source
+//! # use openarmature_llm::{ErrorCategory, LlmError};
+//! # use openarmature_graph::{Category, NodeError};
+//! fn node_step() -> Result<(), NodeError> {
+//!     Err(LlmError::new(ErrorCategory::ProviderRateLimit, "slow down"))?
 //! }
-//! # let _ = node_error;
+//! let err = node_step().unwrap_err();
+//! assert_eq!(err.category(), Some(Category::PROVIDER_RATE_LIMIT));
+//! assert!(err.is_transient());
+//! assert!(LlmError::find_in(&*err).is_some());
 //! ```
 
 use std::error::Error as StdError;
@@ -32,7 +29,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{BoxError, CategorizedError};
+use openarmature_graph::{Categorized, CategorizedError, Category};
 use serde_json::Value;
 
 use crate::response::{FinishReason, Usage};
@@ -420,50 +417,48 @@ impl LlmError {
     /// The error as the engine's classifiers see it: a [`CategorizedError`] with this
     /// category, transience and message, and this error as its `source()`.
     pub fn into_categorized(self) -> CategorizedError {
-        CategorizedError::new(Some(self.category().as_str()), self.to_string())
+        CategorizedError::new(LlmError::category(&self).as_category(), self.to_string())
             .transient(self.is_transient())
             .with_source(self)
-    }
-
-    /// [`LlmError::into_categorized`], boxed: what a node body returns.
-    pub fn into_box_error(self) -> BoxError {
-        Box::new(self.into_categorized())
     }
 
     /// The first [`LlmError`] in `error`'s cause chain (itself included), e.g. under
     /// the [`CategorizedError`] of [`LlmError::into_categorized`].
     pub fn find_in<'e>(error: &'e (dyn StdError + 'static)) -> Option<&'e LlmError> {
-        let mut current = Some(error);
-        let mut hops = 0;
-        while let Some(e) = current {
-            if let Some(found) = e.downcast_ref::<LlmError>() {
-                return Some(found);
-            }
-            hops += 1;
-            if hops > 64 {
-                return None;
-            }
-            current = e.source();
-        }
-        None
+        openarmature_graph::find_in::<LlmError>(error)
     }
 }
 
-/// The engine [`CategoryProbe`](openarmature_graph::CategoryProbe) for [`LlmError`]:
-/// its §7 category when `error` is one.
-pub(crate) fn category_probe(error: &(dyn StdError + 'static)) -> Option<&'static str> {
-    error
-        .downcast_ref::<LlmError>()
-        .map(|e| e.category().as_str())
+impl ErrorCategory {
+    /// The shared [`Category`] of this category (same name and transience).
+    pub fn as_category(self) -> Category {
+        match self {
+            ErrorCategory::ProviderAuthentication => Category::PROVIDER_AUTHENTICATION,
+            ErrorCategory::ProviderUnavailable => Category::PROVIDER_UNAVAILABLE,
+            ErrorCategory::ProviderInvalidModel => Category::PROVIDER_INVALID_MODEL,
+            ErrorCategory::ProviderModelNotLoaded => Category::PROVIDER_MODEL_NOT_LOADED,
+            ErrorCategory::ProviderRateLimit => Category::PROVIDER_RATE_LIMIT,
+            ErrorCategory::ProviderInvalidResponse => Category::PROVIDER_INVALID_RESPONSE,
+            ErrorCategory::ProviderInvalidRequest => Category::PROVIDER_INVALID_REQUEST,
+            ErrorCategory::ProviderUnsupportedContentBlock => {
+                Category::PROVIDER_UNSUPPORTED_CONTENT_BLOCK
+            }
+            ErrorCategory::StructuredOutputInvalid => Category::STRUCTURED_OUTPUT_INVALID,
+            ErrorCategory::ProviderCircuitOpen => Category::PROVIDER_CIRCUIT_OPEN,
+            ErrorCategory::RetryBudgetExhausted => Category::RETRY_BUDGET_EXHAUSTED,
+            ErrorCategory::RetryAfterExceeded => Category::RETRY_AFTER_EXCEEDED,
+        }
+    }
 }
 
-/// Registers [`category_probe`] with the engine once per process, so an [`LlmError`]
-/// returned from a node with `?` (a plain `Box<dyn Error>`) keeps its category for
-/// `category_of`, the retry classifiers, failure isolation and event cause chains.
-/// Called when a provider is built and by every `complete()` call.
-pub(crate) fn register_category_probe() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| openarmature_graph::register_category_probe(category_probe));
+impl Categorized for LlmError {
+    fn category(&self) -> Option<Category> {
+        Some(LlmError::category(self).as_category())
+    }
+
+    fn is_transient(&self) -> bool {
+        LlmError::is_transient(self)
+    }
 }
 
 impl From<LlmError> for CategorizedError {
@@ -476,7 +471,7 @@ impl From<LlmError> for CategorizedError {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use openarmature_graph::category_of;
+    use openarmature_graph::{category_of, NodeError};
 
     #[test]
     fn categories_and_transience() {
@@ -505,7 +500,10 @@ mod tests {
         let e = LlmError::new(ErrorCategory::ProviderRateLimit, "slow")
             .with_retry_after(Some(Duration::from_secs(3)));
         let c = e.into_categorized();
-        assert_eq!(category_of(&c), Some("provider_rate_limit"));
+        assert_eq!(
+            category_of(&c).map(|c| c.as_str()),
+            Some("provider_rate_limit")
+        );
         assert!(c.is_transient());
         let typed = LlmError::find_in(&c).map(LlmError::retry_after);
         assert_eq!(typed, Some(Some(Duration::from_secs(3))));
@@ -513,13 +511,25 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_llm_error_keeps_its_category_once_the_probe_is_registered() {
-        register_category_probe();
-        register_category_probe();
-        let boxed: BoxError = Box::new(LlmError::new(ErrorCategory::ProviderUnavailable, "down"));
-        assert_eq!(category_of(&*boxed), Some("provider_unavailable"));
-        assert!(openarmature_pipeline::retry::is_transient(&*boxed));
-        let other: BoxError = "plain".into();
+    fn question_mark_in_a_node_keeps_the_category_without_a_registry() {
+        fn node() -> Result<(), NodeError> {
+            Err(LlmError::new(ErrorCategory::ProviderUnavailable, "down"))?
+        }
+        let err = node().unwrap_err();
+        assert_eq!(category_of(&*err), Some(Category::PROVIDER_UNAVAILABLE));
+        assert!(openarmature_pipeline::retry::is_transient(&*err));
+        // Stored by the engine as a boxed error, the category is still found.
+        let boxed = openarmature_graph::erase(err);
+        assert_eq!(category_of(&*boxed), Some(Category::PROVIDER_UNAVAILABLE));
+        assert!(LlmError::find_in(&*boxed).is_some());
+        let other: openarmature_graph::BoxError = "plain".into();
         assert_eq!(category_of(&*other), None);
+        for c in ErrorCategory::ALL
+            .iter()
+            .chain(ErrorCategory::EXTENSIONS.iter())
+        {
+            assert_eq!(c.as_category().as_str(), c.as_str());
+            assert_eq!(c.as_category().is_transient(), c.is_transient());
+        }
     }
 }

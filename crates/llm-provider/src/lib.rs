@@ -59,7 +59,7 @@
 //! Around a node that calls a provider, compose, outermost first:
 //! [`openarmature_pipeline::FailureIsolationMiddleware`] →
 //! [`openarmature_pipeline::RetryMiddleware`] → the node body, which returns
-//! [`LlmError::into_box_error`] so both middleware see the category. What escapes both
+//! the `LlmError` with `?` (its category is kept) so both middleware see it. What escapes both
 //! lanes degrades the node instead of failing the run. `cargo run --example
 //! resilient_extraction` (in the workspace root) shows all of it against a
 //! fault-injecting server.

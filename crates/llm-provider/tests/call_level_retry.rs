@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    category_of, observer_fn, state, BoxError, GraphBuilder, InvokeOptions, LlmAttemptOutcome,
-    NodeCtx, ObserverEvent, Registration, END,
+    category_of, observer_fn, state, GraphBuilder, InvokeOptions, LlmAttemptOutcome, NodeCtx,
+    ObserverEvent, Registration, END,
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig, Message,
@@ -102,7 +102,7 @@ async fn the_same_record_as_retry_middleware_retries_transients() {
             let seen = Arc::clone(&seen_in);
             async move {
                 // The engine's view: a categorized error carrying the typed one.
-                let category = category_of(&*e).map(str::to_owned);
+                let category = category_of(&*e).map(|c| c.as_str().to_owned());
                 let typed = LlmError::find_in(&*e).map(|l| l.to_string());
                 seen.lock().unwrap().push((i, category, typed));
             }
@@ -286,7 +286,7 @@ fn recorder() -> (Registration, Arc<Mutex<Vec<Arc<ObserverEvent>>>>) {
             let sink = Arc::clone(&sink);
             async move {
                 sink.lock().unwrap().push(e);
-                Ok::<(), BoxError>(())
+                Ok::<(), openarmature_graph::BoxError>(())
             }
         }),
     );
@@ -308,10 +308,7 @@ fn asking_graph(
                 if let Some(r) = call_retry {
                     request = request.retry(r);
                 }
-                let response = p
-                    .complete(&request)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
+                let response = p.complete(&request).await?;
                 Ok(SUpdate::default().answer(response.content().unwrap_or_default().to_owned()))
             }
         })

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    state, BoxError, CompiledGraph, GraphBuilder, NodeCtx, Registration, END,
+    state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::resilience::{
     BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ManualClock, ResilientProvider,
     UsageAggregator,
 };
-use openarmature_llm::{CompletionRequest, LlmError, Message, OpenAiProvider, Provider};
+use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider};
 use openarmature_pipeline::retry::{
     Constant, RetryConfig, TokenBucket, TokenBucketConfig, TokioSleeper,
 };
@@ -134,11 +134,8 @@ fn pipeline(
                 let request = CompletionRequest::new(vec![Message::user("extract")])
                     .retry(retry)
                     .in_node(&ctx);
-                let r = p
-                    .complete(&request)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
-                Ok::<OutUpdate, BoxError>(
+                let r = p.complete(&request).await?;
+                Ok::<OutUpdate, NodeError>(
                     OutUpdate::default().answer(r.content().unwrap_or_default().into()),
                 )
             }

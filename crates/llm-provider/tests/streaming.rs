@@ -220,10 +220,7 @@ async fn a_streamed_call_in_a_node_dispatches_token_events_before_its_completion
             let p = Arc::clone(&p);
             async move {
                 let request = ask().stream(true).in_node(&ctx);
-                let r = p
-                    .complete(&request)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
+                let r = p.complete(&request).await?;
                 Ok(SUpdate::default().answer(r.content().unwrap_or_default().to_owned()))
             }
         })

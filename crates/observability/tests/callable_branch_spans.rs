@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
 use openarmature_llm::LlmError;
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
@@ -48,13 +48,13 @@ async fn callable_dispatch_spans_carry_the_node_attempt_under_node_retry() {
         let calls = Arc::clone(&calls);
         async move {
             if calls.fetch_add(1, Ordering::SeqCst) == 0 {
-                return Err(LlmError::unavailable("throttled").into_box_error());
+                return Err(LlmError::unavailable("throttled").into());
             }
-            Ok::<_, BoxError>(DocUpdate::default().v(1))
+            Ok::<_, NodeError>(DocUpdate::default().v(1))
         }
     });
     let fts = CallBranch::new(|_s: Arc<Doc>, _c: NodeCtx| async {
-        Ok::<_, BoxError>(DocUpdate::default().f(2))
+        Ok::<_, NodeError>(DocUpdate::default().f(2))
     });
     let node = ParallelBranchesNode::new()
         .branch("vector", Branch::call(vector))

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, Registration, END,
+    state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::resilience::{
     BreakerPolicy, CircuitBreaker, Endpoint, ManualClock, ResilientProvider, UsageAggregator,
@@ -134,14 +134,10 @@ async fn the_logical_call_id_is_stable_across_both_retry_lanes() {
                 let first = CompletionRequest::new(vec![Message::user("a")])
                     .in_node(&ctx)
                     .retry(LlmRetryConfig::from(zero().max_attempts(2)));
-                llm.complete(&first)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
+                llm.complete(&first).await?;
                 let second = CompletionRequest::new(vec![Message::user("b")]).in_node(&ctx);
-                llm.complete(&second)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
-                Ok::<DocUpdate, BoxError>(DocUpdate::default().done(true))
+                llm.complete(&second).await?;
+                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
             }
         })
         .node_middleware(
@@ -238,7 +234,7 @@ async fn breaker_transitions_are_span_events_on_the_calling_node_span() {
             async move {
                 let request = CompletionRequest::new(vec![Message::user("a")]).in_node(&ctx);
                 let done = llm.complete(&request).await.is_ok();
-                Ok::<DocUpdate, BoxError>(DocUpdate::default().done(done))
+                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(done))
             }
         })
         .add_edge("ask", END)

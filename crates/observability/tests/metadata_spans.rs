@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    set_invocation_metadata, state, BoxError, CompiledGraph, GraphBuilder, InvokeOptions,
-    Middleware, Next, NodeCtx, END,
+    set_invocation_metadata, state, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next,
+    NodeCtx, NodeError, END,
 };
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::FanOutNode;
@@ -169,7 +169,7 @@ impl Middleware<Item> for TagItem {
         state: Arc<Item>,
         ctx: NodeCtx,
         next: Next<'a, Item>,
-    ) -> BoxFuture<'a, Result<ItemUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<ItemUpdate, NodeError>> {
         Box::pin(async move {
             set_invocation_metadata([("productId", json!(state.x))])?;
             next.run(state, ctx).await

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
-use openarmature_graph::{BoxError, GraphBuilder, NodeCtx, END};
+use openarmature_graph::{GraphBuilder, NodeCtx, NodeError, END};
 use openarmature_llm::{
     AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, LlmRetryConfig, Message,
     Provider, Response, Usage, WireRequest,
@@ -107,8 +107,8 @@ async fn run(setup: Setup, script: Vec<Result<Response, LlmError>>) -> Vec<Point
                     .retry(LlmRetryConfig::from(retry));
                 let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
                 let result = scope_prompt(id, budget, llm.complete(&request)).await;
-                result.map_err(LlmError::into_box_error)?;
-                Ok::<DocUpdate, BoxError>(DocUpdate::default().done(true))
+                result?;
+                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
             }
         })
         .add_edge("ask", END)

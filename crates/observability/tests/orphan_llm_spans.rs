@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    state, BoxError, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, State,
+    state, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError, State,
     END,
 };
 use openarmature_llm::{
@@ -98,7 +98,7 @@ struct Guard {
 }
 
 impl Guard {
-    async fn side_call(&self, ctx: &NodeCtx) -> Result<(), BoxError> {
+    async fn side_call(&self, ctx: &NodeCtx) -> Result<(), NodeError> {
         for _ in 0..self.yields {
             tokio::task::yield_now().await;
         }
@@ -114,7 +114,7 @@ impl<S: State> Middleware<S> for Guard {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         Box::pin(async move {
             if self.pre {
                 self.side_call(&ctx).await?;
@@ -131,7 +131,7 @@ impl<S: State> Middleware<S> for Guard {
 fn leaf(guard: Guard) -> CompiledGraph<Leaf> {
     GraphBuilder::new(Leaf::default())
         .add_node("guard", |s: Arc<Leaf>, _c: NodeCtx| async move {
-            Ok::<_, BoxError>(LeafUpdate::default().y(s.x))
+            Ok::<_, NodeError>(LeafUpdate::default().y(s.x))
         })
         .node_middleware("guard", Arc::new(guard))
         .add_edge("guard", END)
@@ -253,7 +253,7 @@ async fn a_mixed_nesting_orphan_parents_under_the_innermost_instance() {
             .unwrap();
         let idle = GraphBuilder::new(Leaf::default())
             .add_node("idle", |_s: Arc<Leaf>, _c: NodeCtx| async {
-                Ok::<_, BoxError>(LeafUpdate::default())
+                Ok::<_, NodeError>(LeafUpdate::default())
             })
             .add_edge("idle", END)
             .entry("idle")

@@ -19,11 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    state, BoxError, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, END,
+    state, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END,
 };
-use openarmature_llm::{
-    CompletionRequest, LlmError, LlmRetryConfig, Message, OpenAiProvider, Provider,
-};
+use openarmature_llm::{CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider};
 use openarmature_observability::attributes as a;
 use openarmature_observability::export::{OtlpExport, Protocol};
 use openarmature_observability::OtelObserver;
@@ -95,9 +93,12 @@ async fn a_retried_invocation_arrives_over_otlp_http() {
             let counter = Arc::clone(&counter);
             async move {
                 if counter.fetch_add(1, Ordering::SeqCst) == 0 {
-                    let err = CategorizedError::new(Some("provider_rate_limit"), "slow down")
-                        .transient(true);
-                    return Err(Box::new(err) as openarmature_graph::BoxError);
+                    let err = CategorizedError::new(
+                        openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                        "slow down",
+                    )
+                    .transient(true);
+                    return Err(err.into());
                 }
                 Ok(DocUpdate::default().done(true))
             }
@@ -322,11 +323,8 @@ async fn a_retried_llm_call_arrives_over_otlp_http() {
                 let request = CompletionRequest::new(vec![Message::user("hi")])
                     .retry(LlmRetryConfig::from(retry))
                     .in_node(&ctx);
-                let response = llm
-                    .complete(&request)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
-                Ok::<DocUpdate, BoxError>(
+                let response = llm.complete(&request).await?;
+                Ok::<DocUpdate, NodeError>(
                     DocUpdate::default().done(response.content() == Some("hello")),
                 )
             }

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
-    observer_fn, state, BoxError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx,
+    observer_fn, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
     ObserverEvent, Registration, ToolExecution, END,
 };
 use openarmature_observability::attributes as a;
@@ -33,6 +33,8 @@ state! {
 #[error("upstream timed out")]
 struct TimeoutError;
 
+impl openarmature_graph::Categorized for TimeoutError {}
+
 type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
 
 fn graph(events: &Events) -> CompiledGraph<Doc> {
@@ -55,7 +57,7 @@ fn graph(events: &Events) -> CompiledGraph<Doc> {
             tokio::spawn(async move { scope.fail(Some("E42"), "") })
                 .await
                 .unwrap();
-            Ok::<_, BoxError>(
+            Ok::<_, NodeError>(
                 DocUpdate::default()
                     .temp(temp["c"].as_i64().unwrap())
                     .tool_error(err.to_string()),

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use openarmature_graph::{
-    state, BoxError, CategorizedError, CompiledGraph, GraphBuilder, NodeCtx, Target, END,
+    state, CategorizedError, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Target, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -80,10 +80,13 @@ fn flaky(failures: u32) -> (CompiledGraph<Counter>, Arc<AtomicU32>) {
             let counter = Arc::clone(&counter);
             async move {
                 if counter.fetch_add(1, Ordering::Relaxed) % (failures + 1) < failures {
-                    Err::<CounterUpdate, BoxError>(Box::new(CategorizedError::new(
-                        Some("provider_unavailable"),
-                        "down",
-                    )))
+                    Err::<CounterUpdate, NodeError>(
+                        CategorizedError::new(
+                            openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                            "down",
+                        )
+                        .into(),
+                    )
                 } else {
                     Ok(CounterUpdate::default().n(1))
                 }

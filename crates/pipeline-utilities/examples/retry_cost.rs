@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openarmature_graph::{state, BoxError, CategorizedError, GraphBuilder, NodeCtx, END};
+use openarmature_graph::{state, CategorizedError, GraphBuilder, NodeCtx, NodeError, END};
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
 
@@ -21,10 +21,13 @@ fn main() {
             let counter = Arc::clone(&counter);
             async move {
                 if counter.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
-                    Err::<CU, BoxError>(Box::new(CategorizedError::new(
-                        Some("provider_unavailable"),
-                        "down",
-                    )))
+                    Err::<CU, NodeError>(
+                        CategorizedError::new(
+                            openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                            "down",
+                        )
+                        .into(),
+                    )
                 } else {
                     Ok(CU::default().n(1))
                 }

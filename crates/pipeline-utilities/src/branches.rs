@@ -6,8 +6,8 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use indexmap::IndexMap;
 use openarmature_graph::{
-    category_of, run_chain, run_unit, strip_subgraph_carrier, Boundary, BoxError, Carrier,
-    CompileError, CompileWarning, CompiledGraph, Middleware, Node, NodeConfig, NodeCtx,
+    category_of, erase, run_chain, run_unit, strip_subgraph_carrier, Boundary, Carrier, Category,
+    CompileError, CompileWarning, CompiledGraph, Middleware, Node, NodeConfig, NodeCtx, NodeError,
     ParallelBranchesConfig, State, StateRef,
 };
 use serde_json::{json, Value};
@@ -23,7 +23,7 @@ pub trait BranchWork<P: State>: Send + Sync + 'static {
         name: &'a str,
         parent: Arc<P>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, BoxError>>;
+    ) -> BoxFuture<'a, Result<P::Update, NodeError>>;
 
     /// Compile-time checks against the parent's state.
     ///
@@ -90,7 +90,7 @@ impl<P: State, C: State> BranchWork<P> for SubgraphBranch<P, C> {
         name: &'a str,
         parent: Arc<P>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<P::Update, NodeError>> {
         Box::pin(async move {
             let mut initial = self.graph.defaults().clone();
             for (sub, par) in &self.inputs {
@@ -105,7 +105,7 @@ impl<P: State, C: State> BranchWork<P> for SubgraphBranch<P, C> {
             let outputs = &self.outputs;
             let target = move |state: Arc<C>,
                                bctx: NodeCtx|
-                  -> BoxFuture<'_, Result<C::Update, BoxError>> {
+                  -> BoxFuture<'_, Result<C::Update, NodeError>> {
                 Box::pin(async move {
                     let done = graph.run_within((*state).clone(), &bctx).await?;
                     let fields = outputs
@@ -177,7 +177,7 @@ impl<P: State, C: State> BranchWork<P> for SubgraphBranch<P, C> {
 
 /// The function an inline-callable branch runs: parent state in, parent update out.
 pub type BranchFn<P> = Arc<
-    dyn Fn(Arc<P>, NodeCtx) -> BoxFuture<'static, Result<<P as State>::Update, BoxError>>
+    dyn Fn(Arc<P>, NodeCtx) -> BoxFuture<'static, Result<<P as State>::Update, NodeError>>
         + Send
         + Sync,
 >;
@@ -195,7 +195,7 @@ impl<P: State> CallBranch<P> {
     pub fn new<F, Fut>(call: F) -> Self
     where
         F: Fn(Arc<P>, NodeCtx) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<P::Update, BoxError>> + Send + 'static,
+        Fut: std::future::Future<Output = Result<P::Update, NodeError>> + Send + 'static,
     {
         CallBranch {
             call: Arc::new(move |s, c| Box::pin(call(s, c))),
@@ -216,17 +216,18 @@ impl<P: State> BranchWork<P> for CallBranch<P> {
         name: &'a str,
         parent: Arc<P>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<P::Update, NodeError>> {
         Box::pin(async move {
             let branch_ctx = ctx.enter(
                 Arc::clone(&parent) as StateRef,
                 Boundary::Branch(name.to_owned()),
             );
             let call = &self.call;
-            let target =
-                move |state: Arc<P>, bctx: NodeCtx| -> BoxFuture<'_, Result<P::Update, BoxError>> {
-                    Box::pin(async move { run_unit(&bctx, name, state, |s, c| call(s, c)).await })
-                };
+            let target = move |state: Arc<P>,
+                               bctx: NodeCtx|
+                  -> BoxFuture<'_, Result<P::Update, NodeError>> {
+                Box::pin(async move { run_unit(&bctx, name, state, |s, c| call(s, c)).await })
+            };
             run_chain(&self.middleware, parent, branch_ctx, &target).await
         })
     }
@@ -340,7 +341,7 @@ impl<P: State> ParallelBranchesNode<P> {
 }
 
 impl<P: State> Node<P> for ParallelBranchesNode<P> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
         Box::pin(async move {
             // Reuse the dispatch decision the engine resolved at entry (`when` runs
             // once per dispatch, §11.10).
@@ -374,12 +375,12 @@ impl<P: State> Node<P> for ParallelBranchesNode<P> {
                     Err(error) if self.error_policy == ErrorPolicy::FailFast => {
                         drop(running);
                         let failed = Carrier::new(
-                            "parallel_branches_branch_failed",
+                            Category::PARALLEL_BRANCHES_BRANCH_FAILED,
                             format!("branch `{name}` failed"),
-                            strip_subgraph_carrier(error),
+                            strip_subgraph_carrier(erase(error)),
                         )
                         .with_branch(name.clone());
-                        return Err(Box::new(failed) as BoxError);
+                        return Err(failed.into());
                     }
                     other => other,
                 };
@@ -397,7 +398,7 @@ impl<P: State> Node<P> for ParallelBranchesNode<P> {
                     }
                     Err(error) => errors.push(json!({
                         "branch_name": name,
-                        "category": category_of(&*error).unwrap_or("node_exception"),
+                        "category": category_of(&error).map_or("node_exception", |c| c.as_str()),
                         "message": error.to_string(),
                     })),
                 }

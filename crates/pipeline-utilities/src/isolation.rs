@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, ObserverEvent,
+    CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, NodeError, ObserverEvent,
     State, StateRef,
 };
 
@@ -146,15 +146,18 @@ impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         Box::pin(async move {
             let error = match next.run(Arc::clone(&state), ctx.clone()).await {
                 Ok(update) => return Ok(update),
                 Err(error) => error,
             };
+            // Predicates and `on_caught` see the error itself (a subgraph failure, a
+            // carrier, ...); a foreign categorized error stays wrapped, keeping its category.
+            let error = openarmature_graph::erase(error);
             let caught = CaughtException::capture(&*error);
             if !self.catches(&*error, &caught) {
-                return Err(error);
+                return Err(error.into());
             }
             let update = (self.degraded)(&state);
             let event = FailureIsolationEvent::new(

@@ -46,7 +46,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let graph = GraphBuilder::new(Out::default())
 //!     .add_node("extract", |_s: Arc<Out>, _c: NodeCtx| async {
-//!         Err::<OutUpdate, _>(CategorizedError::new(Some("provider_unavailable"), "down").into())
+//!         Err::<OutUpdate, _>(CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down").into())
 //!     })
 //!     .node_middleware("extract", Arc::new(
 //!         FailureIsolationMiddleware::<Out>::new("extract_failed", |_| OutUpdate::default().result("degraded".into())),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{category_of, BoxError, Middleware, Next, NodeCtx, State};
+use openarmature_graph::{category_of, Middleware, Next, NodeCtx, NodeError, State};
 
 /// A monotonic clock: time since an arbitrary fixed origin. Injectable so tests
 /// can count reads.
@@ -70,15 +70,15 @@ pub struct TimingRecord {
 /// apparent duration, and its error fails the node (`node_exception`).
 pub trait OnComplete: Send + Sync + 'static {
     /// Handles one record.
-    fn on_complete(&self, record: TimingRecord) -> BoxFuture<'static, Result<(), BoxError>>;
+    fn on_complete(&self, record: TimingRecord) -> BoxFuture<'static, Result<(), NodeError>>;
 }
 
 impl<F, Fut> OnComplete for F
 where
     F: Fn(TimingRecord) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+    Fut: std::future::Future<Output = Result<(), NodeError>> + Send + 'static,
 {
-    fn on_complete(&self, record: TimingRecord) -> BoxFuture<'static, Result<(), BoxError>> {
+    fn on_complete(&self, record: TimingRecord) -> BoxFuture<'static, Result<(), NodeError>> {
         Box::pin(self(record))
     }
 }
@@ -137,7 +137,7 @@ impl<S: State> Middleware<S> for TimingMiddleware {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         Box::pin(async move {
             let node_name = self
                 .node_name
@@ -148,7 +148,10 @@ impl<S: State> Middleware<S> for TimingMiddleware {
             let elapsed = self.clock.now().saturating_sub(started);
             let (outcome, exception_category) = match &result {
                 Ok(_) => (Outcome::Success, None),
-                Err(e) => (Outcome::Exception, category_of(&**e).map(str::to_owned)),
+                Err(e) => (
+                    Outcome::Exception,
+                    category_of(e).map(|c| c.as_str().to_owned()),
+                ),
             };
             let record = TimingRecord {
                 node_name,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
-    BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState, DynUpdate,
-    FieldType, GraphBuilder, Middleware, NodeCtx, NodeEvent, ParallelBranchesConfig, Phase,
+    CategorizedError, CompileError, CompiledGraph, DynSchema, DynState, DynUpdate, FieldType,
+    GraphBuilder, Middleware, NodeCtx, NodeError, NodeEvent, ParallelBranchesConfig, Phase,
     RuntimeCategory, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
@@ -71,15 +71,15 @@ fn load(c: &Arc<AtomicU32>) -> u32 {
     c.load(Ordering::SeqCst)
 }
 
-fn fail(category: &str, message: impl Into<String>) -> BoxError {
-    CategorizedError::new(Some(category), message).into()
+fn fail(category: &str, message: impl Into<String>) -> NodeError {
+    CategorizedError::new(openarmature_graph::Category::from_name(category), message).into()
 }
 
 /// A one-node subgraph (`work`) running `body`.
 fn sub<F, Fut>(body: F) -> CompiledGraph<B>
 where
     F: Fn(Arc<B>, NodeCtx) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<BUpdate, BoxError>> + Send + 'static,
+    Fut: Future<Output = Result<BUpdate, NodeError>> + Send + 'static,
 {
     GraphBuilder::new(B::default())
         .add_node("work", body)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use openarmature_graph::{
-    BoxError, CategorizedError, CauseLink, CompiledGraph, GraphBuilder, Middleware, Phase,
+    CategorizedError, CauseLink, CompiledGraph, GraphBuilder, Middleware, NodeError, Phase,
     SubgraphNode, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
@@ -184,7 +184,7 @@ async fn per_graph_timing_around_the_three_piece_chain_sees_the_total() {
     let r = Arc::clone(&records);
     let timing = TimingMiddleware::for_graph(move |rec: TimingRecord| {
         r.lock().unwrap().push(rec);
-        async { Ok::<(), BoxError>(()) }
+        async { Ok::<(), NodeError>(()) }
     });
     let calls = counter();
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -229,9 +229,15 @@ async fn subgraph_failure() -> openarmature_graph::GraphError<S> {
         .add_node(
             "call",
             child_flaky(&counter(), u32::MAX, |_| {
-                CategorizedError::new(Some("provider_invalid_response"), "bad json")
-                    .with_source(CategorizedError::new(Some("provider_rate_limit"), "slow"))
-                    .into()
+                CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
+                    "bad json",
+                )
+                .with_source(CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                    "slow",
+                ))
+                .into()
             }),
         )
         .add_edge("call", END)
@@ -286,7 +292,8 @@ async fn classify_derives_the_category_skipping_carriers() {
         .add_node(
             "call",
             child_flaky(&counter(), u32::MAX, |_| {
-                CategorizedError::new(Some("provider_unavailable"), "down").into()
+                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
+                    .into()
             }),
         )
         .add_edge("call", END)
@@ -319,23 +326,25 @@ async fn classify_derives_the_category_skipping_carriers() {
 
 #[test]
 fn classify_plain_errors() {
-    let plain: BoxError = "plain".into();
+    let plain: NodeError = "plain".into();
     let c = classify(&*plain);
     assert_eq!(c.chain, vec![link(None, "plain", false)]);
     assert_eq!(c.category, None);
     assert_eq!(c.message, "plain");
 
     // No categorised link: the outermost non-carrier's message.
-    let wrapped =
-        CategorizedError::new(None, "outer").with_source(CategorizedError::new(None, "inner"));
+    let wrapped = CategorizedError::uncategorized("outer")
+        .with_source(CategorizedError::uncategorized("inner"));
     let c = classify(&wrapped);
     assert_eq!(c.category, None);
     assert_eq!(c.message, "outer");
     assert_eq!(c.chain.len(), 2);
 
     // An empty category does not count.
-    let e = CategorizedError::new(Some(""), "blank")
-        .with_source(CategorizedError::new(Some("provider_unavailable"), "down"));
+    let e =
+        CategorizedError::new(openarmature_graph::Category::from_name(""), "blank").with_source(
+            CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down"),
+        );
     let c = classify(&e);
     assert_eq!(c.category.as_deref(), Some("provider_unavailable"));
     assert_eq!(c.message, "down");
@@ -348,7 +357,11 @@ async fn three_piece_around_a_subgraph_reports_the_last_attempt_in_the_lineage()
         .add_node(
             "call",
             child_flaky(&calls, u32::MAX, |n| {
-                CategorizedError::new(Some("provider_unavailable"), format!("down {n}")).into()
+                CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                    format!("down {n}"),
+                )
+                .into()
             }),
         )
         .add_edge("call", END)

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
-    observer_fn, BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState,
-    DynUpdate, FanOutConfig, FieldType, GraphBuilder, InvokeOptions, Middleware, NodeCtx,
+    observer_fn, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState, DynUpdate,
+    FanOutConfig, FieldType, GraphBuilder, InvokeOptions, Middleware, NodeCtx, NodeError,
     NodeEvent, ObserverEvent, Phase, Registration, RuntimeCategory, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
@@ -67,7 +67,7 @@ type Shared<T> = Arc<Mutex<Vec<T>>>;
 fn worker<F, Fut>(body: F) -> CompiledGraph<Item>
 where
     F: Fn(Arc<Item>, NodeCtx) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<ItemUpdate, BoxError>> + Send + 'static,
+    Fut: Future<Output = Result<ItemUpdate, NodeError>> + Send + 'static,
 {
     GraphBuilder::new(Item::default())
         .add_node("work", body)
@@ -116,8 +116,8 @@ fn batch(xs: Vec<i64>) -> Batch {
     }
 }
 
-fn fail(category: &str, message: impl Into<String>) -> BoxError {
-    CategorizedError::new(Some(category), message).into()
+fn fail(category: &str, message: impl Into<String>) -> NodeError {
+    CategorizedError::new(openarmature_graph::Category::from_name(category), message).into()
 }
 
 /// Tracks how many instances run at once.
@@ -1242,7 +1242,7 @@ async fn invocation_scoped_observers_see_instance_events() {
                         sink.lock().unwrap().push(n.fan_out_index);
                     }
                 }
-                Ok::<(), BoxError>(())
+                Ok::<(), openarmature_graph::BoxError>(())
             }
         }),
     );

@@ -63,8 +63,11 @@ fn leaf(script: &Arc<Script>) -> CompiledGraph<Item> {
             async move {
                 script.ran.lock().unwrap().push(s.x);
                 if script.failing.load(Ordering::SeqCst) && script.fail_on.contains(&s.x) {
-                    return Err(Box::new(CategorizedError::new(Some("boom"), "scripted"))
-                        as openarmature_graph::BoxError);
+                    return Err(CategorizedError::new(
+                        openarmature_graph::Category::from_name("boom"),
+                        "scripted",
+                    )
+                    .into());
                 }
                 Ok(ItemUpdate::default().y(s.x).note(format!("n{}", s.x)))
             }

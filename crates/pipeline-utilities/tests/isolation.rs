@@ -13,8 +13,8 @@ use std::time::Duration;
 use common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    category_of, BoxError, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState,
-    DynUpdate, FieldType, GraphBuilder, Middleware, Next, NodeCtx, Phase, State, StateView,
+    category_of, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState, DynUpdate,
+    FieldType, GraphBuilder, Middleware, Next, NodeCtx, NodeError, Phase, State, StateView,
     SubgraphFailure, SubgraphNode, END,
 };
 use openarmature_pipeline::FailureIsolationMiddleware;
@@ -140,12 +140,16 @@ async fn a_static_degraded_update_on_dyn_state_merges_and_routing_continues() {
     );
     let graph = GraphBuilder::new(schema.defaults())
         .add_node("extract", |_s: Arc<DynState>, _c: NodeCtx| async {
-            Err::<DynUpdate, BoxError>(
-                CategorizedError::new(Some("provider_invalid_response"), "garbled").into(),
+            Err::<DynUpdate, NodeError>(
+                CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
+                    "garbled",
+                )
+                .into(),
             )
         })
         .add_node("next", |_s: Arc<DynState>, _c: NodeCtx| async {
-            Ok::<DynUpdate, BoxError>(DynUpdate::new().set("log", json!(["next"])))
+            Ok::<DynUpdate, NodeError>(DynUpdate::new().set("log", json!(["next"])))
         })
         .node_middleware("extract", Arc::new(isolate))
         .add_edge("extract", "next")
@@ -189,7 +193,7 @@ async fn a_successful_chain_passes_through_without_an_event() {
 /// `sub` (subgraph whose `call` raises `error`, wrapped in `middleware`) → `next`.
 fn subgraph_pipeline(
     calls: &Arc<AtomicU32>,
-    error: impl Fn(u32) -> BoxError + Send + Sync + 'static,
+    error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
     let child = GraphBuilder::new(Child::default())
@@ -212,8 +216,12 @@ fn subgraph_pipeline(
     (graph, events)
 }
 
-fn unavailable(n: u32) -> BoxError {
-    CategorizedError::new(Some("provider_unavailable"), format!("down {n}")).into()
+fn unavailable(n: u32) -> NodeError {
+    CategorizedError::new(
+        openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+        format!("down {n}"),
+    )
+    .into()
 }
 
 #[tokio::test(start_paused = true)]
@@ -272,9 +280,10 @@ async fn predicate_sees_the_surface_error() {
     let s = Arc::clone(&seen);
     let isolate = FailureIsolationMiddleware::<S>::new("sub_failed", |_| SUpdate::default())
         .predicate(move |e: &(dyn StdError + 'static)| {
-            s.lock()
-                .unwrap()
-                .push((e.is::<SubgraphFailure>(), category_of(e).map(str::to_owned)));
+            s.lock().unwrap().push((
+                e.is::<SubgraphFailure>(),
+                category_of(e).map(|c| c.as_str().to_owned()),
+            ));
             e.is::<SubgraphFailure>()
         });
     let (graph, events) = subgraph_pipeline(&counter(), unavailable, Arc::new(isolate));
@@ -288,15 +297,20 @@ async fn predicate_sees_the_surface_error() {
 
     // A surface-category predicate misses the carrier-wrapped transient.
     let isolate = FailureIsolationMiddleware::<S>::new("sub_failed", |_| SUpdate::default())
-        .predicate(|e: &(dyn StdError + 'static)| category_of(e) == Some("provider_unavailable"));
+        .predicate(|e: &(dyn StdError + 'static)| {
+            category_of(e).map(|c| c.as_str()) == Some("provider_unavailable")
+        });
     let (graph, events) = subgraph_pipeline(&counter(), unavailable, Arc::new(isolate));
     graph.invoke(S::default()).await.unwrap_err();
     graph.drain(None).await;
     assert!(isolation_events(&events).is_empty());
 
     // At node level the surface error is the raw one.
-    let isolate = FailureIsolationMiddleware::<S>::new("x", |_| SUpdate::default())
-        .predicate(|e: &(dyn StdError + 'static)| category_of(e) == Some("provider_unavailable"));
+    let isolate = FailureIsolationMiddleware::<S>::new("x", |_| SUpdate::default()).predicate(
+        |e: &(dyn StdError + 'static)| {
+            category_of(e).map(|c| c.as_str()) == Some("provider_unavailable")
+        },
+    );
     let (graph, _) = pipeline(
         failing(&counter(), Some("provider_unavailable")),
         Arc::new(isolate),
@@ -350,7 +364,7 @@ async fn on_caught_runs_once_after_the_event_with_the_original_error() {
                 }
                 let category = e
                     .downcast_ref::<CategorizedError>()
-                    .and_then(|c| c.category().map(str::to_owned));
+                    .and_then(|c| c.category().map(|c| c.as_str().to_owned()));
                 r.lock().unwrap().push((e.to_string(), category, delivered));
             }
         });
@@ -378,7 +392,8 @@ async fn on_caught_runs_once_after_the_event_with_the_original_error() {
 
 #[tokio::test(start_paused = true)]
 async fn an_uncategorised_error_has_no_category_and_catch_does_not_match_it() {
-    let node = |_s: Arc<S>, _c: NodeCtx| async { Err::<SUpdate, BoxError>("plain failure".into()) };
+    let node =
+        |_s: Arc<S>, _c: NodeCtx| async { Err::<SUpdate, NodeError>("plain failure".into()) };
 
     let (graph, events) = pipeline(
         node,
@@ -414,11 +429,15 @@ async fn an_uncategorised_error_has_no_category_and_catch_does_not_match_it() {
 async fn derived_category_is_the_outermost_categorised_non_carrier_link() {
     // A re-categorising wrapper over a transient: the outermost wins; the chain keeps both.
     let node = |_s: Arc<S>, _c: NodeCtx| async {
-        let inner = CategorizedError::new(Some("provider_rate_limit"), "slow");
-        Err::<SUpdate, BoxError>(
-            CategorizedError::new(Some("provider_invalid_response"), "bad json")
-                .with_source(inner)
-                .into(),
+        let inner =
+            CategorizedError::new(openarmature_graph::Category::PROVIDER_RATE_LIMIT, "slow");
+        Err::<SUpdate, NodeError>(
+            CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
+                "bad json",
+            )
+            .with_source(inner)
+            .into(),
         )
     };
     let (graph, events) = pipeline(
@@ -454,7 +473,7 @@ impl Middleware<S> for Recover {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<SUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<SUpdate, NodeError>> {
         Box::pin(async move {
             match next.run(state, ctx).await {
                 Ok(update) => Ok(update),

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    get_invocation_metadata, set_invocation_metadata, BoxError, CategorizedError, CompiledGraph,
-    GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, END,
+    get_invocation_metadata, set_invocation_metadata, CategorizedError, CompiledGraph,
+    GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -65,7 +65,7 @@ impl Middleware<Item> for TagItem {
         state: Arc<Item>,
         ctx: NodeCtx,
         next: Next<'a, Item>,
-    ) -> BoxFuture<'a, Result<ItemUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<ItemUpdate, NodeError>> {
         Box::pin(async move {
             set_invocation_metadata([("item", json!(state.x))])?;
             next.run(state, ctx).await
@@ -98,7 +98,11 @@ async fn fan_out_instances_get_isolated_copies_and_failed_attempts_roll_back() {
                 // Item 2's first attempt writes, then fails: its retry must not see it.
                 if s.x == 2 && counter.fetch_add(1, Ordering::SeqCst) == 0 {
                     set_invocation_metadata([("leaked", json!(true))])?;
-                    return Err(CategorizedError::new(Some("provider_unavailable"), "flaky").into());
+                    return Err(CategorizedError::new(
+                        openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                        "flaky",
+                    )
+                    .into());
                 }
                 Ok(ItemUpdate::default().seen(seen))
             }

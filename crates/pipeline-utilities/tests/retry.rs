@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CategorizedError, CompiledGraph, GraphBuilder, Middleware, Phase, RuntimeCategory,
+    CategorizedError, CompiledGraph, GraphBuilder, Middleware, NodeError, Phase, RuntimeCategory,
     StateView, SubgraphNode, END,
 };
 use openarmature_pipeline::retry::{Constant, FullJitter, Linear, RetryConfig, Sleeper};
@@ -172,7 +172,9 @@ async fn every_transient_category_and_a_transient_marked_error_are_retried() {
         let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async move {
             if n == 0 {
-                Err(CategorizedError::new(None, "marked").transient(true).into())
+                Err(CategorizedError::uncategorized("marked")
+                    .transient(true)
+                    .into())
             } else {
                 Ok(SUpdate::default().result("ok".into()))
             }
@@ -266,8 +268,12 @@ async fn on_retry_fires_before_each_sleep_and_the_sleeper_sees_n_minus_one_delay
         let n = log.iter().filter(|l| l.starts_with("run")).count();
         log.push(format!("run {n}"));
         async move {
-            Err::<SUpdate, BoxError>(
-                CategorizedError::new(Some("provider_unavailable"), format!("fail {n}")).into(),
+            Err::<SUpdate, NodeError>(
+                CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                    format!("fail {n}"),
+                )
+                .into(),
             )
         }
     };
@@ -419,8 +425,9 @@ async fn cancellation_during_an_attempt_stops_retrying() {
         c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async move {
             tokio::time::sleep(Duration::from_secs(10)).await;
-            Err::<SUpdate, BoxError>(
-                CategorizedError::new(Some("provider_unavailable"), "x").into(),
+            Err::<SUpdate, NodeError>(
+                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "x")
+                    .into(),
             )
         }
     };
@@ -435,11 +442,15 @@ async fn cancellation_during_an_attempt_stops_retrying() {
 async fn retry_config_run_without_a_graph() {
     let config = RetryConfig::default().max_attempts(3).backoff(zero());
     let mut indices = Vec::new();
-    let result: Result<(), BoxError> = config
+    let result: Result<(), NodeError> = config
         .run(None, |i| {
             indices.push(i);
             async move {
-                Err(CategorizedError::new(Some("provider_unavailable"), format!("fail {i}")).into())
+                Err(CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                    format!("fail {i}"),
+                )
+                .into())
             }
         })
         .await;
@@ -452,9 +463,13 @@ async fn retry_config_run_without_a_graph() {
             indices.push(i);
             async move {
                 if i == 0 {
-                    Err(CategorizedError::new(Some("provider_rate_limit"), "slow").into())
+                    Err(CategorizedError::new(
+                        openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                        "slow",
+                    )
+                    .into())
                 } else {
-                    Ok::<u32, BoxError>(42)
+                    Ok::<u32, NodeError>(42)
                 }
             }
         })
@@ -472,7 +487,7 @@ async fn retry_config_run_without_a_graph() {
             true
         },
     );
-    let result: Result<(), BoxError> = config.run(None, |_| async { Err("nope".into()) }).await;
+    let result: Result<(), NodeError> = config.run(None, |_| async { Err("nope".into()) }).await;
     assert_eq!(result.unwrap_err().to_string(), "nope");
     assert_eq!(*states.lock().unwrap(), vec![false, false]);
 }
@@ -482,7 +497,7 @@ async fn retry_config_run_without_a_graph() {
 fn parent_with_subgraph(
     calls: &Arc<std::sync::atomic::AtomicU32>,
     failures: u32,
-    error: impl Fn(u32) -> BoxError + Send + Sync + 'static,
+    error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
     let child = GraphBuilder::new(Child::default())
@@ -513,7 +528,13 @@ async fn retry_around_a_subgraph_retries_a_carried_transient_and_inner_events_ca
     let (graph, events) = parent_with_subgraph(
         &calls,
         1,
-        |n| CategorizedError::new(Some("provider_rate_limit"), format!("slow {n}")).into(),
+        |n| {
+            CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                format!("slow {n}"),
+            )
+            .into()
+        },
         retry(RetryConfig::default().backoff(zero())),
     );
     let result = graph.invoke(S::default()).await;
@@ -560,7 +581,13 @@ async fn retry_around_a_subgraph_does_not_retry_a_carried_non_transient() {
     let (graph, events) = parent_with_subgraph(
         &calls,
         1,
-        |n| CategorizedError::new(Some("provider_authentication"), format!("denied {n}")).into(),
+        |n| {
+            CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_AUTHENTICATION,
+                format!("denied {n}"),
+            )
+            .into()
+        },
         retry(RetryConfig::default().backoff(zero())),
     );
     let err = graph.invoke(S::default()).await.unwrap_err();
@@ -579,7 +606,8 @@ async fn the_default_classifier_looks_only_one_carrier_deep() {
         .add_node(
             "call",
             child_flaky(&calls, 1, |_| {
-                CategorizedError::new(Some("provider_unavailable"), "down").into()
+                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
+                    .into()
             }),
         )
         .add_edge("call", END)

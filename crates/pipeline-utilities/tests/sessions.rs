@@ -12,7 +12,7 @@ use openarmature_graph::session::{
     InMemorySessionStore, SessionConfig, SessionFilter, SessionRecord, SessionStore,
 };
 use openarmature_graph::{
-    category_of, state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, RuntimeCategory, END,
+    category_of, state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, RuntimeCategory, END,
 };
 use openarmature_pipeline::{FanOutNode, SqliteSessionError, SqliteSessionStore};
 use serde_json::json;
@@ -81,7 +81,10 @@ async fn sqlite_store_satisfies_the_protocol_and_survives_reopen() {
         .save("a", SessionRecord::new("a", "v1", json!({"x": 0})), Some(0))
         .await
         .unwrap_err();
-    assert_eq!(category_of(&*conflict), Some("session_write_conflict"));
+    assert_eq!(
+        category_of(&*conflict).map(|c| c.as_str()),
+        Some("session_write_conflict")
+    );
     let second = SessionRecord::new("a", "v1", json!({"x": 3}));
     assert_eq!(store.save("a", second, Some(1)).await.unwrap(), 2);
     drop(store);
@@ -113,7 +116,7 @@ async fn a_graph_resumes_its_session_from_a_reopened_database() {
     let build = |store: SqliteSessionStore| {
         GraphBuilder::new(Turns::default())
             .add_node("turn", |_s: Arc<Turns>, _c: NodeCtx| async {
-                Ok::<_, BoxError>(TurnsUpdate::default().history(vec!["t".into()]))
+                Ok::<_, NodeError>(TurnsUpdate::default().history(vec!["t".into()]))
             })
             .add_edge("turn", END)
             .entry("turn")
@@ -150,7 +153,7 @@ async fn an_unreadable_row_is_a_typed_load_failure() {
     assert_eq!(typed.category(), "session_load_failed");
     let graph = GraphBuilder::new(Turns::default())
         .add_node("n", |_s: Arc<Turns>, _c: NodeCtx| async {
-            Ok::<_, BoxError>(TurnsUpdate::default())
+            Ok::<_, NodeError>(TurnsUpdate::default())
         })
         .add_edge("n", END)
         .entry("n")
@@ -184,7 +187,7 @@ async fn fan_out_instances_see_only_their_item_never_the_session() {
                 // An instance cannot write the outer session (§9.2).
                 let refused = ctx.save_session(&*s).await.unwrap_err();
                 assert_eq!(refused.category(), "session_save_failed");
-                Ok::<_, BoxError>(PerItemUpdate::default().processed("ok".to_string()))
+                Ok::<_, NodeError>(PerItemUpdate::default().processed("ok".to_string()))
             }
         })
         .add_edge("process", END)

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use openarmature_graph::checkpoint::{CheckpointFilter, CheckpointRecord, Checkpointer};
-use openarmature_graph::{state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
 use openarmature_pipeline::{SqliteCheckpointError, SqliteCheckpointer};
 use serde_json::json;
 
@@ -103,7 +103,7 @@ async fn a_failed_run_resumes_from_a_reopened_database() {
                 async move {
                     ran.lock().unwrap().push(name.to_owned());
                     if fail {
-                        return Err::<RunUpdate, BoxError>("b is down".into());
+                        return Err::<RunUpdate, NodeError>("b is down".into());
                     }
                     Ok(RunUpdate::default().log(vec![name.to_owned()]))
                 }

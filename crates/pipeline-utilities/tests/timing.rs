@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use openarmature_graph::{
-    BoxError, CategorizedError, GraphBuilder, Middleware, NodeCtx, Phase, RuntimeCategory,
+    CategorizedError, GraphBuilder, Middleware, NodeCtx, NodeError, Phase, RuntimeCategory,
     SubgraphNode, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
@@ -23,7 +23,8 @@ type Records = Arc<Mutex<Vec<TimingRecord>>>;
 
 fn sink(
     records: &Records,
-) -> impl Fn(TimingRecord) -> futures::future::Ready<Result<(), BoxError>> + Send + Sync + 'static {
+) -> impl Fn(TimingRecord) -> futures::future::Ready<Result<(), NodeError>> + Send + Sync + 'static
+{
     let records = Arc::clone(records);
     move |r: TimingRecord| {
         records.lock().unwrap().push(r);
@@ -45,7 +46,7 @@ fn retry_const(ms: u64) -> Arc<dyn Middleware<S>> {
 fn slow(
     name: &'static str,
     ms: u64,
-) -> impl Fn(Arc<S>, NodeCtx) -> futures::future::BoxFuture<'static, Result<SUpdate, BoxError>>
+) -> impl Fn(Arc<S>, NodeCtx) -> futures::future::BoxFuture<'static, Result<SUpdate, NodeError>>
        + Send
        + Sync
        + 'static {
@@ -90,7 +91,7 @@ async fn for_graph_names_every_node_it_wraps_but_not_subgraph_internals() {
     let records: Records = Arc::default();
     let child = GraphBuilder::new(Child::default())
         .add_node("inner", |_s: Arc<Child>, _c: NodeCtx| async {
-            Ok::<ChildUpdate, BoxError>(ChildUpdate::default())
+            Ok::<ChildUpdate, NodeError>(ChildUpdate::default())
         })
         .add_edge("inner", END)
         .entry("inner")
@@ -276,7 +277,7 @@ async fn an_on_complete_error_fails_the_node_with_node_exception() {
         .node_middleware(
             "a",
             timing(TimingMiddleware::new("a", |_r: TimingRecord| async {
-                Err::<(), BoxError>(CategorizedError::new(None, "sink down").into())
+                Err::<(), NodeError>(CategorizedError::uncategorized("sink down").into())
             })),
         )
         .add_edge("a", "b")

@@ -18,7 +18,7 @@ use std::pin::Pin;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
-use crate::error::{register_category_probe, PromptError};
+use crate::error::PromptError;
 use crate::prompt::Prompt;
 
 /// A boxed, `Send` future (what [`PromptBackend::fetch`] returns).
@@ -78,7 +78,6 @@ pub struct InMemoryBackend {
 impl InMemoryBackend {
     /// An empty store.
     pub fn new() -> Self {
-        register_category_probe();
         InMemoryBackend::default()
     }
 

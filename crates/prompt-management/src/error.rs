@@ -14,7 +14,7 @@
 use std::error::Error as StdError;
 use std::sync::Arc;
 
-use openarmature_graph::{BoxError, CategorizedError};
+use openarmature_graph::{Categorized, CategorizedError, Category};
 use serde_json::{Map, Value};
 
 /// A shared underlying cause (an I/O error, a template error, a vendor SDK error, ...).
@@ -237,14 +237,12 @@ impl PromptError {
     /// The error as the engine's classifiers see it: a [`CategorizedError`] with this
     /// category, transience and message, and this error as its `source()`.
     pub fn into_categorized(self) -> CategorizedError {
-        CategorizedError::new(Some(self.category()), self.to_string())
-            .transient(self.is_transient())
-            .with_source(self)
-    }
-
-    /// [`PromptError::into_categorized`], boxed: what a node body returns.
-    pub fn into_box_error(self) -> BoxError {
-        Box::new(self.into_categorized())
+        CategorizedError::new(
+            openarmature_graph::Category::from_name(self.category()),
+            self.to_string(),
+        )
+        .transient(self.is_transient())
+        .with_source(self)
     }
 }
 
@@ -254,17 +252,13 @@ impl From<PromptError> for CategorizedError {
     }
 }
 
-/// The engine category probe for [`PromptError`].
-fn category_probe(error: &(dyn StdError + 'static)) -> Option<&'static str> {
-    error
-        .downcast_ref::<PromptError>()
-        .map(PromptError::category)
-}
+/// `?` on a [`PromptError`] inside a node keeps its category and transience.
+impl Categorized for PromptError {
+    fn category(&self) -> Option<Category> {
+        Some(Category::from_name(PromptError::category(self)))
+    }
 
-/// Registers [`category_probe`] with the engine once per process, so a bare boxed
-/// [`PromptError`] returned from a node keeps its category. Called when a manager or a
-/// bundled backend is built.
-pub(crate) fn register_category_probe() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| openarmature_graph::register_category_probe(category_probe));
+    fn is_transient(&self) -> bool {
+        PromptError::is_transient(self)
+    }
 }

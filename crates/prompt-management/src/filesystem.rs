@@ -51,7 +51,7 @@ use serde_json::{Map, Value};
 
 use crate::backend::{BoxFuture, PromptBackend};
 use crate::chat::ChatSegment;
-use crate::error::{register_category_probe, PromptError};
+use crate::error::PromptError;
 use crate::hash::HASH_PREFIX;
 use crate::prompt::{Prompt, Template};
 
@@ -89,7 +89,6 @@ pub struct FilesystemBackend {
 impl FilesystemBackend {
     /// A backend rooted at `root` with the per-label layout and per-prompt sidecars.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        register_category_probe();
         FilesystemBackend {
             root: root.into(),
             layout: FsLayout::default(),

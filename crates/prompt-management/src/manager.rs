@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::backend::PromptBackend;
-use crate::error::{register_category_probe, PromptError};
+use crate::error::PromptError;
 use crate::label::{LabelResolver, DEFAULT_LABEL};
 use crate::prompt::Prompt;
 use crate::render::{render_converted, render_prompt, to_variables, Placeholders, RenderOptions};
@@ -80,7 +80,6 @@ impl PromptManager {
     /// # Errors
     /// `invalid_argument` when `backends` is empty.
     pub fn new(backends: Vec<Arc<dyn PromptBackend>>) -> Result<Self, PromptError> {
-        register_category_probe();
         if backends.is_empty() {
             return Err(PromptError::invalid_argument(
                 "a prompt manager needs at least one backend",

@@ -16,7 +16,7 @@ use openarmature_graph::{
 };
 
 use crate::embedding::{self, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse};
-use crate::error::{register_category_probe, RetrievalError};
+use crate::error::RetrievalError;
 use crate::rerank::{self, RerankProvider, RerankRequest, RerankResponse};
 
 fn call_id() -> String {
@@ -56,7 +56,6 @@ async fn report<S, R, Fut>(
 where
     Fut: Future<Output = Result<R, RetrievalError>>,
 {
-    register_category_probe();
     let started = Instant::now();
     let report = observed(node).map(|ctx| (ctx, LlmCallSite::from_ctx(ctx), summary()));
     let result = call.await;

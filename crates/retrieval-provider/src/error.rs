@@ -2,14 +2,15 @@
 //! apply to embedding and rerank, and the exception-flow contract).
 //!
 //! A [`RetrievalError`] carries one [`RetrievalCategory`], a message, the vendor's
-//! error type when the provider named one, and the underlying cause. Inside a node it
-//! converts to the engine's [`CategorizedError`] (or is recognised through the
-//! registered category probe), so retry classifiers and failure isolation see its
-//! category.
+//! error type when the provider named one, and the underlying cause. It implements
+//! [`Categorized`], so `?` inside a node converts it into the engine's
+//! [`NodeError`](openarmature_graph::NodeError) with its category captured: retry
+//! classifiers and failure isolation see it. The categories are the llm-provider ones,
+//! shared through [`Category`] (same names, one definition in `openarmature-core`).
 
 use std::error::Error as StdError;
 
-use openarmature_graph::{BoxError, CategorizedError};
+use openarmature_graph::{BoxError, Categorized, CategorizedError, Category};
 
 /// The retrieval-applicable §7 categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,6 +43,19 @@ impl RetrievalCategory {
             RetrievalCategory::RateLimit => "provider_rate_limit",
             RetrievalCategory::InvalidResponse => "provider_invalid_response",
             RetrievalCategory::InvalidRequest => "provider_invalid_request",
+        }
+    }
+
+    /// The shared [`Category`] of this category.
+    pub fn as_category(self) -> Category {
+        match self {
+            RetrievalCategory::Authentication => Category::PROVIDER_AUTHENTICATION,
+            RetrievalCategory::Unavailable => Category::PROVIDER_UNAVAILABLE,
+            RetrievalCategory::InvalidModel => Category::PROVIDER_INVALID_MODEL,
+            RetrievalCategory::ModelNotLoaded => Category::PROVIDER_MODEL_NOT_LOADED,
+            RetrievalCategory::RateLimit => Category::PROVIDER_RATE_LIMIT,
+            RetrievalCategory::InvalidResponse => Category::PROVIDER_INVALID_RESPONSE,
+            RetrievalCategory::InvalidRequest => Category::PROVIDER_INVALID_REQUEST,
         }
     }
 
@@ -145,27 +159,14 @@ impl RetrievalError {
     /// The error as the engine's classifiers see it: a [`CategorizedError`] with this
     /// category, transience and message, and this error as its `source()`.
     pub fn into_categorized(self) -> CategorizedError {
-        CategorizedError::new(Some(self.category.as_str()), self.message.clone())
+        CategorizedError::new(self.category.as_category(), self.message.clone())
             .transient(self.is_transient())
             .with_source(self)
     }
 
-    /// [`RetrievalError::into_categorized`], boxed: what a node body returns.
-    pub fn into_box_error(self) -> BoxError {
-        Box::new(self.into_categorized())
-    }
-
     /// The first [`RetrievalError`] in `error`'s cause chain (itself included).
     pub fn find_in<'e>(error: &'e (dyn StdError + 'static)) -> Option<&'e RetrievalError> {
-        let mut current = Some(error);
-        for _ in 0..64 {
-            let e = current?;
-            if let Some(found) = e.downcast_ref::<RetrievalError>() {
-                return Some(found);
-            }
-            current = e.source();
-        }
-        None
+        openarmature_graph::find_in::<RetrievalError>(error)
     }
 }
 
@@ -175,37 +176,43 @@ impl From<RetrievalError> for CategorizedError {
     }
 }
 
-fn category_probe(error: &(dyn StdError + 'static)) -> Option<&'static str> {
-    error
-        .downcast_ref::<RetrievalError>()
-        .map(|e| e.category.as_str())
-}
+impl Categorized for RetrievalError {
+    fn category(&self) -> Option<Category> {
+        Some(self.category.as_category())
+    }
 
-/// Registers the engine category probe once per process, so a [`RetrievalError`]
-/// returned from a node with `?` keeps its category.
-pub(crate) fn register_category_probe() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| openarmature_graph::register_category_probe(category_probe));
+    fn is_transient(&self) -> bool {
+        RetrievalError::is_transient(self)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use openarmature_graph::category_of;
+    use openarmature_graph::{category_of, NodeError};
 
     #[test]
-    fn categories_reach_the_engine_through_both_paths() {
-        register_category_probe();
-        let boxed: BoxError = Box::new(RetrievalError::unavailable("down"));
-        assert_eq!(category_of(boxed.as_ref()), Some("provider_unavailable"));
-        let categorized = RetrievalError::invalid_request("bad").into_box_error();
+    fn categories_reach_the_engine_through_a_node_error() {
+        fn node() -> Result<(), NodeError> {
+            Err(RetrievalError::unavailable("down"))?
+        }
+        let err = node().unwrap_err();
+        assert_eq!(category_of(&*err), Some(Category::PROVIDER_UNAVAILABLE));
+        assert!(err.is_transient());
+        let boxed = openarmature_graph::erase(err);
+        assert_eq!(category_of(&*boxed), Some(Category::PROVIDER_UNAVAILABLE));
+        let categorized = RetrievalError::invalid_request("bad").into_categorized();
         assert_eq!(
-            category_of(categorized.as_ref()),
-            Some("provider_invalid_request")
+            category_of(&categorized),
+            Some(Category::PROVIDER_INVALID_REQUEST)
         );
-        let found = RetrievalError::find_in(categorized.as_ref()).unwrap();
+        let found = RetrievalError::find_in(&categorized).unwrap();
         assert_eq!(found.category(), RetrievalCategory::InvalidRequest);
+        // Retrieval keeps its own transience: a not-loaded model is not retried here.
+        let not_loaded =
+            NodeError::from(RetrievalError::new(RetrievalCategory::ModelNotLoaded, "m"));
+        assert!(!not_loaded.is_transient());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx,
+    CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx, NodeError,
 };
 use openarmature_pipeline::{
     Branch, CallBranch, ErrorPolicy, FanOutNode, OnEmpty, ParallelBranchesNode, SubgraphBranch,
@@ -79,7 +79,7 @@ impl Resolver {
         }
     }
 
-    fn eval(&self, state: &DynState) -> Result<Option<i64>, BoxError> {
+    fn eval(&self, state: &DynState) -> Result<Option<i64>, NodeError> {
         match self {
             Resolver::Literal(v) => Ok(*v),
             Resolver::Field(f) => match state.get(f) {
@@ -151,7 +151,7 @@ impl<'a> Builder<'a> {
                     node = node.count_with(move |s| {
                         other
                             .eval(s)?
-                            .ok_or_else(|| BoxError::from("count resolved to null"))
+                            .ok_or_else(|| NodeError::from("count resolved to null"))
                     })
                 }
             }
@@ -332,7 +332,7 @@ impl Middleware<DynState> for AugmentFromOuterItem {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let item = state.get(ITEM_SLOT).cloned().unwrap_or(Value::Null);
             let entries = self.0.iter().map(|(key, item_key)| {
@@ -351,7 +351,7 @@ impl Middleware<DynState> for AugmentFirst {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             ctx.set_invocation_metadata(self.0.iter().cloned())?;
             next.run(state, ctx).await

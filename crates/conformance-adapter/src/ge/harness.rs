@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CategorizedError, CompiledGraph, DrainSummary, DynState, DynUpdate, Node, NodeCtx,
+    CategorizedError, CompiledGraph, DrainSummary, DynState, DynUpdate, Node, NodeCtx, NodeError,
     Observer, ObserverEvent, Phase, State,
 };
 use serde_json::Value;
@@ -96,8 +96,13 @@ pub(crate) struct FailSpec {
 impl FailSpec {
     /// Builds the chained error (proposal 0070 `cause:`), outermost first.
     pub(crate) fn error(&self) -> CategorizedError {
-        let err = CategorizedError::new(self.category.as_deref(), self.message.clone())
-            .transient(self.transient);
+        let err = CategorizedError::with_category(
+            self.category
+                .as_deref()
+                .map(openarmature_graph::Category::from_name),
+            self.message.clone(),
+        )
+        .transient(self.transient);
         match &self.cause {
             Some(cause) => err.with_source(cause.error()),
             None => err,
@@ -281,7 +286,10 @@ impl HarnessObserver {
 }
 
 impl Observer for HarnessObserver {
-    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+    fn on_event(
+        &self,
+        event: Arc<ObserverEvent>,
+    ) -> BoxFuture<'_, Result<(), openarmature_graph::BoxError>> {
         Box::pin(async move {
             let ms = self.pace_for(event.invocation_id());
             if ms > 0 {
@@ -349,7 +357,7 @@ fn read_field(state: &DynState, value: &Value) -> Value {
     }
 }
 
-fn multiply(value: &Value, by: &Value) -> Result<Value, BoxError> {
+fn multiply(value: &Value, by: &Value) -> Result<Value, NodeError> {
     match (value.as_i64(), by.as_i64()) {
         (Some(a), Some(b)) => Ok(Value::from(a.checked_mul(b).ok_or("integer overflow")?)),
         _ => match (value.as_f64(), by.as_f64()) {
@@ -366,7 +374,7 @@ impl Node<DynState> for ScriptedNode {
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let mut update = DynUpdate::new();
             for step in &self.steps {
@@ -394,8 +402,13 @@ impl Node<DynState> for ScriptedNode {
                         *lock(&self.harness.flaky_calls)
                             .entry(self.name.clone())
                             .or_default() += 1;
-                        let err: BoxError =
-                            Box::new(CategorizedError::new(category.as_deref(), message.clone()));
+                        let err: NodeError = CategorizedError::with_category(
+                            category
+                                .as_deref()
+                                .map(openarmature_graph::Category::from_name),
+                            message.clone(),
+                        )
+                        .into();
                         return Err(err);
                     }
                     Step::Indexed(script) => {
@@ -422,7 +435,7 @@ impl Node<DynState> for ScriptedNode {
                             }
                         };
                         if fails {
-                            return Err(Box::new(script.failure.error()));
+                            return Err(script.failure.error().into());
                         }
                         for (field, value) in &script.success {
                             update
@@ -435,7 +448,7 @@ impl Node<DynState> for ScriptedNode {
                             .entry(self.name.clone())
                             .or_default() += 1;
                         if let Some(spec) = script.failure(ctx.invocation_id()) {
-                            return Err(Box::new(spec.error()));
+                            return Err(spec.error().into());
                         }
                         for (field, value) in &script.success {
                             update
@@ -491,7 +504,7 @@ impl Node<DynState> for OrderRecorder {
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         if ctx.attempt_index() == 0 {
             lock(&self.harness.order).push((ctx.invocation_id().to_owned(), self.name.clone()));
         }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    category_of, BoxError, CategorizedError, DynState, DynUpdate, Middleware, Next, NodeCtx, State,
-    StateView,
+    category_of, CategorizedError, DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError,
+    State, StateView,
 };
 use openarmature_pipeline::retry::{
     CategoryClassifier, Classifier, Constant, DefaultClassifier, RetryConfig, Sleeper,
@@ -238,7 +238,7 @@ fn isolation(
     if let Some(p) = m.get("predicate") {
         p.check_keys(&["matches_category"])?;
         let want = p.req("matches_category")?.str()?.to_owned();
-        fi = fi.predicate(move |e| category_of(e) == Some(want.as_str()));
+        fi = fi.predicate(move |e| category_of(e).is_some_and(|c| c == want.as_str()));
     }
     if let Some(c) = m.get("catch") {
         fi = fi.catch(c.strings()?);
@@ -302,7 +302,7 @@ impl Middleware<DynState> for TraceRecorder {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let index = {
                 let mut records = lock(&self.harness.trace_records);
@@ -348,7 +348,7 @@ impl Middleware<DynState> for ShortCircuit {
         _state: Arc<DynState>,
         _ctx: NodeCtx,
         _next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         let update = self.0.clone();
         Box::pin(async move { Ok(update) })
     }
@@ -362,7 +362,7 @@ impl Middleware<DynState> for ErrorRecovery {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             match next.run(state, ctx).await {
                 Ok(update) => Ok(update),
@@ -380,9 +380,9 @@ impl Middleware<DynState> for ErrorRaiser {
         _state: Arc<DynState>,
         _ctx: NodeCtx,
         _next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         let message = self.0.clone();
-        Box::pin(async move { Err(Box::new(CategorizedError::new(None, message)) as BoxError) })
+        Box::pin(async move { Err(CategorizedError::uncategorized(message).into()) })
     }
 }
 
@@ -395,7 +395,7 @@ impl Middleware<DynState> for StateInspector {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let before = State::to_json(&*state);
             let result = next.run(Arc::clone(&state), ctx).await;

@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    observer_fn, BoxError, DynSchema, DynState, DynUpdate, GraphBuilder, InvokeOptions, NodeCtx,
+    observer_fn, DynSchema, DynState, DynUpdate, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
     ObserverEvent, Registration, END,
 };
 use openarmature_llm::{
@@ -914,7 +914,7 @@ fn token_recorder() -> (Registration, Arc<Mutex<Vec<TokenInfo>>>) {
                     },
                 );
             }
-            std::future::ready(Ok::<(), BoxError>(()))
+            std::future::ready(Ok::<(), openarmature_graph::BoxError>(()))
         }),
     );
     (registration, tokens)
@@ -951,10 +951,7 @@ async fn in_synthetic_node(
                         let (provider, request) = (&provider, &request);
                         config
                             .run(None, |_| async move {
-                                provider
-                                    .complete(request)
-                                    .await
-                                    .map_err(LlmError::into_box_error)
+                                provider.complete(request).await.map_err(NodeError::from)
                             })
                             .await
                             .map(Some)

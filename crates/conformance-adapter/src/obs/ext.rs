@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CompileError, CompileWarning, DynState, DynUpdate, GraphBuilder, Node, NodeConfig,
-    NodeCtx, Target, END,
+    CompileError, CompileWarning, DynState, DynUpdate, GraphBuilder, Node, NodeConfig, NodeCtx,
+    NodeError, Target, END,
 };
 use openarmature_observability::OtelObserver;
 use opentelemetry::logs::Severity;
@@ -108,7 +108,7 @@ impl PureFn {
         }
     }
 
-    fn eval(&self, state: &DynState) -> Result<Value, BoxError> {
+    fn eval(&self, state: &DynState) -> Result<Value, NodeError> {
         match self {
             PureFn::TimesTwo(field) => {
                 let v = state.get(field).cloned().unwrap_or(Value::Null);
@@ -154,7 +154,7 @@ impl Node<DynState> for ObsNode {
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             for (sev, body) in &self.logs {
                 self.observer.log(&ctx, *sev, body.clone());

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{BoxError, DynState, DynUpdate, Middleware, Next, NodeCtx, State};
+use openarmature_graph::{DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError, State};
 
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -29,7 +29,7 @@ impl Middleware<DynState> for Spread {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let item = state.get(&self.item_field).cloned();
             let mut spread = (*state).clone();

@@ -45,7 +45,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openarmature_graph::{BoxError, DynUpdate, NodeCtx};
+use openarmature_graph::{DynUpdate, NodeCtx, NodeError};
 use openarmature_llm::{
     CompletionRequest, LlmError, Message, OpenAiProvider, Provider, Response, RuntimeConfig, Tool,
     ToolChoice,
@@ -480,7 +480,7 @@ impl LlmCall {
         ctx: &NodeCtx,
         update: &mut DynUpdate,
         rendered: Option<Vec<Message>>,
-    ) -> Result<(), BoxError> {
+    ) -> Result<(), NodeError> {
         let response = self.complete(ctx, rendered, false).await?;
         if let Some(field) = &self.stores_in {
             update.fields.push((

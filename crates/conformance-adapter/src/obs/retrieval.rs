@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx,
+    CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
 };
 use openarmature_retrieval::{
     CohereRerank, EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse,
@@ -340,7 +340,7 @@ fn rerank_record(r: &RerankResponse) -> Value {
 }
 
 impl RetrievalNode {
-    async fn call(&self, ctx: &NodeCtx, rendered: Option<String>) -> Result<Value, BoxError> {
+    async fn call(&self, ctx: &NodeCtx, rendered: Option<String>) -> Result<Value, NodeError> {
         match &*self.call {
             Call::Embed {
                 provider,
@@ -353,10 +353,7 @@ impl RetrievalNode {
                 let request = EmbeddingRequest::new(input)
                     .config(config.clone())
                     .in_node(ctx);
-                let response = provider
-                    .embed(&request)
-                    .await
-                    .map_err(|e| e.into_box_error())?;
+                let response = provider.embed(&request).await?;
                 Ok(embedding_record(&response))
             }
             Call::Rerank {
@@ -371,10 +368,7 @@ impl RetrievalNode {
                     .config(config.clone())
                     .in_node(ctx);
                 request.top_k = *top_k;
-                let response = provider
-                    .rerank(&request)
-                    .await
-                    .map_err(|e| e.into_box_error())?;
+                let response = provider.rerank(&request).await?;
                 Ok(rerank_record(&response))
             }
         }
@@ -386,7 +380,7 @@ impl Node<DynState> for RetrievalNode {
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let mut update = self.inner.run(state, ctx.clone()).await?;
             let record = match &self.prompt {

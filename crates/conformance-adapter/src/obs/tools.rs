@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx,
+    CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
     ToolExecution,
 };
 use serde_json::Value;
@@ -93,12 +93,14 @@ struct MockToolError {
     message: String,
 }
 
+impl openarmature_graph::Categorized for MockToolError {}
+
 impl Node<DynState> for ToolNode {
     fn run(
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let mut update = self.inner.run(state, ctx.clone()).await?;
             let result = match &*self.mock {
@@ -112,9 +114,9 @@ impl Node<DynState> for ToolNode {
                 } => {
                     let scope = ctx.start_tool(self.execution.clone());
                     scope.fail(Some(error_type), message.clone());
-                    return Err(Box::new(MockToolError {
+                    return Err(NodeError::from(MockToolError {
                         message: message.clone(),
-                    }) as BoxError);
+                    }));
                 }
             };
             if let Some(field) = &self.stores_result_in {

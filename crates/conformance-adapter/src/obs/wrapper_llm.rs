@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{BoxError, DynState, DynUpdate, Middleware, Next, NodeCtx};
+use openarmature_graph::{DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError};
 
 use super::llm::{LlmCall, LlmHarness};
 use crate::yaml::Y;
@@ -51,7 +51,7 @@ impl Middleware<DynState> for WrapperCall {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             if self.phase == Phase::Pre {
                 self.call.complete(&ctx, None, true).await?;

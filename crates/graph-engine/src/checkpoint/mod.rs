@@ -171,3 +171,9 @@ impl CheckpointError {
         }
     }
 }
+
+impl crate::Categorized for CheckpointError {
+    fn category(&self) -> Option<crate::Category> {
+        Some(crate::Category::from_name(CheckpointError::category(self)))
+    }
+}

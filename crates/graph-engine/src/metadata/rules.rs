@@ -189,6 +189,12 @@ pub fn validate(metadata: &Map<String, Value>) -> Result<(), MetadataError> {
         .try_for_each(|(key, value)| check_key(key).and_then(|()| check_value(key, value)))
 }
 
+impl crate::Categorized for MetadataError {
+    fn category(&self) -> Option<crate::Category> {
+        Some(crate::Category::from_name(MetadataError::category(self)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -204,3 +204,9 @@ impl SessionError {
         }
     }
 }
+
+impl crate::Categorized for SessionError {
+    fn category(&self) -> Option<crate::Category> {
+        Some(crate::Category::from_name(SessionError::category(self)))
+    }
+}

@@ -18,7 +18,7 @@ pub use openarmature_graph::session::{
 };
 pub use openarmature_graph::{
     category_of, cause_chain, state, BoxError, CompileError, GraphBuilder, InvokeOptions, NodeCtx,
-    RuntimeCategory, State, SubgraphNode, END,
+    NodeError, RuntimeCategory, State, SubgraphNode, END,
 };
 pub use serde_json::{json, Value};
 
@@ -85,7 +85,7 @@ pub fn one_node(
     GraphBuilder::new(Chat::default())
         .add_node("turn", move |s: Arc<Chat>, _c: NodeCtx| {
             let u = update(&s);
-            async move { Ok::<_, BoxError>(u) }
+            async move { Ok::<_, NodeError>(u) }
         })
         .add_edge("turn", END)
         .entry("turn")
@@ -114,7 +114,7 @@ pub fn counted_noop(calls: Arc<AtomicUsize>) -> GraphBuilder<Chat> {
     GraphBuilder::new(Chat::default())
         .add_node("noop", move |_s: Arc<Chat>, _c: NodeCtx| {
             calls.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, BoxError>(ChatUpdate::default()) }
+            async { Ok::<_, NodeError>(ChatUpdate::default()) }
         })
         .add_edge("noop", END)
         .entry("noop")

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use openarmature_graph::{
-    observer_fn, state, BoxError, CompiledGraph, GraphBuilder, NodeCtx, Registration, END,
+    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::{
-    CompletionRequest, LlmError, Message, OpenAiProvider, Provider, RuntimeConfig, WireRequest,
+    CompletionRequest, Message, OpenAiProvider, Provider, RuntimeConfig, WireRequest,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::Value;
@@ -218,9 +218,9 @@ impl Fixture {
                         async move { provider.complete(&request).await.map(|r| r.usage) }
                     });
                     for result in join_all(calls).await {
-                        result.map_err(LlmError::into_box_error)?;
+                        result?;
                     }
-                    Ok::<_, BoxError>(CallsUpdate::default().n(n as u64))
+                    Ok::<_, NodeError>(CallsUpdate::default().n(n as u64))
                 }
             })
             .add_edge("ask", END)

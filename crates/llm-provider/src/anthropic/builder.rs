@@ -69,7 +69,6 @@ impl AnthropicBuilder {
     /// `provider_invalid_request` when the base URL is not an `http(s)` URL or the
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<AnthropicProvider, LlmError> {
-        crate::error::register_category_probe();
         let base = http::base_url(&self.base_url)?;
         let model_segment: String = self
             .model

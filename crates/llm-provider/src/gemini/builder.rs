@@ -64,7 +64,6 @@ impl GeminiBuilder {
     /// `provider_invalid_request` when the base URL is not an `http(s)` URL, the
     /// model is empty, or the HTTP client cannot be built.
     pub fn build(self) -> Result<GeminiProvider, LlmError> {
-        crate::error::register_category_probe();
         let mut url = http::parse_base_url(&self.base_url)?;
         // `models/gemini-x` (the API's resource name) and `gemini-x` both work.
         let model = self

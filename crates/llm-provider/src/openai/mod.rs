@@ -118,7 +118,6 @@ impl OpenAiBuilder {
     /// `provider_invalid_request` when the base URL is not an `http(s)` URL or the
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
-        crate::error::register_category_probe();
         let base = http::base_url(&self.base_url)?;
         let client = self.http.build()?;
         Ok(OpenAiProvider {

@@ -188,9 +188,9 @@ mod tests {
     #[test]
     fn non_llm_errors_use_the_default() {
         let c = ProviderClassifier::generic();
-        let e = CategorizedError::new(Some("provider_unavailable"), "x");
+        let e = CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "x");
         assert!(c.is_retryable(&e, None));
-        let e = CategorizedError::new(Some("node_exception"), "x");
+        let e = CategorizedError::new(openarmature_graph::Category::NODE_EXCEPTION, "x");
         assert!(!c.is_retryable(&e, None));
     }
 }

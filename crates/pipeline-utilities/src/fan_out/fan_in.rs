@@ -1,7 +1,7 @@
 //! Spec: pipeline-utilities §9.3 / §9.4 — fan-in: every instance's contribution merged
 //! into the parent in instance order.
 
-use openarmature_graph::{BoxError, State};
+use openarmature_graph::{NodeError, State};
 use serde_json::{json, Map, Value};
 
 use super::FanOutNode;
@@ -12,7 +12,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         parent: &P,
         count: usize,
         results: Vec<(usize, Done)>,
-    ) -> Result<P::Update, BoxError> {
+    ) -> Result<P::Update, NodeError> {
         let mut collected = Vec::new();
         // One list per extra parent field: the per-instance values in instance
         // order, merged once through the parent's reducer (like `target_field`).

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{is_carrier, Boundary, BoxError, NodeCtx, State, StateRef};
+use openarmature_graph::{is_carrier, Boundary, NodeCtx, NodeError, State, StateRef};
 use serde_json::Value;
 
 use super::FanOutNode;
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// One instance's initial subgraph state.
-    fn instance_state(&self, parent: &P, item: Option<Value>) -> Result<C, BoxError> {
+    fn instance_state(&self, parent: &P, item: Option<Value>) -> Result<C, NodeError> {
         let mut child = self.graph.defaults().clone();
         if let (Some(item), Some(field)) = (item, &self.item_field) {
             child = child.with_field_json(field, item)?;
@@ -24,7 +24,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
 
     /// The instance's contribution, in subgraph space: `collect_field` and the
     /// `extra_outputs` subgraph fields of its final state.
-    fn project(&self, done: &C) -> Result<C::Update, BoxError> {
+    fn project(&self, done: &C) -> Result<C::Update, NodeError> {
         let mut fields = vec![(
             self.collect_field.clone(),
             done.field_json(&self.collect_field).unwrap_or(Value::Null),
@@ -41,7 +41,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         ctx: &NodeCtx,
         index: usize,
         item: Option<Value>,
-    ) -> Result<C::Update, BoxError> {
+    ) -> Result<C::Update, NodeError> {
         let initial = self.instance_state(parent, item)?;
         let instance_ctx = ctx.enter(
             Arc::clone(parent) as StateRef,
@@ -49,7 +49,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         );
         let graph = &self.graph;
         let target =
-            move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, BoxError>> {
+            move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, NodeError>> {
                 Box::pin(async move {
                     let done = graph.run_within((*state).clone(), &ictx).await?;
                     self.project(&done)
@@ -67,14 +67,15 @@ impl<P: State, C: State> FanOutNode<P, C> {
 
 /// A fail-fast instance error propagates as the offending instance's error, wrapped
 /// in one `node_exception` carrier (a subgraph failure already is one).
-pub(super) fn carrier(error: BoxError) -> BoxError {
-    if is_carrier(&*error) {
+pub(super) fn carrier(error: NodeError) -> NodeError {
+    if is_carrier(&error) {
         error
     } else {
-        Box::new(openarmature_graph::Carrier::new(
-            "node_exception",
+        openarmature_graph::Carrier::new(
+            openarmature_graph::Category::NODE_EXCEPTION,
             "fan-out instance failed",
-            error,
-        ))
+            openarmature_graph::erase(error),
+        )
+        .into()
     }
 }

@@ -14,7 +14,7 @@ mod resume;
 
 use std::sync::Arc;
 
-use openarmature_graph::{BoxError, CategorizedError, CompiledGraph, Middleware, State};
+use openarmature_graph::{CategorizedError, CompiledGraph, Middleware, NodeError, State};
 
 /// How a fan-out treats instance failures (§9.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +47,7 @@ pub enum OnEmpty {
 }
 
 /// A value resolved from the parent state at fan-out entry.
-pub type StateFn<P, T> = Arc<dyn Fn(&P) -> Result<T, BoxError> + Send + Sync>;
+pub type StateFn<P, T> = Arc<dyn Fn(&P) -> Result<T, NodeError> + Send + Sync>;
 
 /// An instance count or concurrency bound: fixed, or computed from the parent state.
 pub enum Resolve<P, T> {
@@ -58,7 +58,7 @@ pub enum Resolve<P, T> {
 }
 
 impl<P, T: Clone> Resolve<P, T> {
-    fn resolve(&self, state: &P) -> Result<T, BoxError> {
+    fn resolve(&self, state: &P) -> Result<T, NodeError> {
         match self {
             Resolve::Fixed(v) => Ok(v.clone()),
             Resolve::Computed(f) => f(state),
@@ -66,8 +66,8 @@ impl<P, T: Clone> Resolve<P, T> {
     }
 }
 
-fn fail(category: &str, message: String) -> BoxError {
-    Box::new(CategorizedError::new(Some(category), message))
+fn fail(category: &str, message: String) -> NodeError {
+    CategorizedError::new(openarmature_graph::Category::from_name(category), message).into()
 }
 
 /// A fan-out node (§9): runs a compiled subgraph once per item (or `count` times)
@@ -194,7 +194,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
     /// `count` mode with a count computed from the parent state at entry.
     pub fn count_with(
         mut self,
-        count: impl Fn(&P) -> Result<i64, BoxError> + Send + Sync + 'static,
+        count: impl Fn(&P) -> Result<i64, NodeError> + Send + Sync + 'static,
     ) -> Self {
         self.count = Some(Resolve::Computed(Arc::new(count)));
         self
@@ -209,7 +209,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
     /// A concurrency bound computed from the parent state at entry.
     pub fn concurrency_with(
         mut self,
-        bound: impl Fn(&P) -> Result<Option<i64>, BoxError> + Send + Sync + 'static,
+        bound: impl Fn(&P) -> Result<Option<i64>, NodeError> + Send + Sync + 'static,
     ) -> Self {
         self.concurrency = Resolve::Computed(Arc::new(bound));
         self

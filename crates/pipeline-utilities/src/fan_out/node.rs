@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use openarmature_graph::{
-    BoxError, CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, State,
+    CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, State,
 };
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ use crate::isolation::FailureIsolationMiddleware;
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// Resolves the instance inputs: the items (or `count` nulls) at entry.
-    fn resolve_items(&self, state: &P) -> Result<Vec<Option<Value>>, BoxError> {
+    fn resolve_items(&self, state: &P) -> Result<Vec<Option<Value>>, NodeError> {
         if let Some((items_field, _)) = &self.items {
             return match state.field_json(items_field) {
                 Some(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
@@ -40,7 +40,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         Ok(vec![None; count])
     }
 
-    fn resolve_concurrency(&self, state: &P) -> Result<Option<usize>, BoxError> {
+    fn resolve_concurrency(&self, state: &P) -> Result<Option<usize>, NodeError> {
         match self.concurrency.resolve(state)? {
             None => Ok(None),
             Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
@@ -53,7 +53,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
 }
 
 impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, BoxError>> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
         Box::pin(async move {
             // Reuse what the engine resolved at entry (callables run once, §9.2).
             let resolved = match ctx.node_config() {

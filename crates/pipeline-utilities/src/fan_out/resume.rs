@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
-use openarmature_graph::{category_of, BoxError, NodeCtx, State};
+use openarmature_graph::{category_of, NodeCtx, NodeError, State};
 use serde_json::{json, Map, Value};
 
 use super::fan_in::Done;
@@ -37,7 +37,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         ctx: &NodeCtx,
         tracker: Option<&FanOutTracker>,
         (index, item): (usize, Option<Value>),
-    ) -> Result<Done, BoxError> {
+    ) -> Result<Done, NodeError> {
         if let Some(t) = tracker {
             t.start(index);
         }
@@ -63,7 +63,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
             Err(error) => {
                 let record = json!({
                     "fan_out_index": index.to_string(),
-                    "category": category_of(&*error).unwrap_or("node_exception"),
+                    "category": category_of(&error).map_or("node_exception", |c| c.as_str()),
                     "message": error.to_string(),
                 });
                 if let Some(t) = tracker {

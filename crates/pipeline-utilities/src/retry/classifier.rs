@@ -2,14 +2,9 @@
 
 use std::error::Error as StdError;
 
-use openarmature_graph::{category_of, is_carrier, CategorizedError, StateView};
-
-/// The llm-provider §7 categories the default classifier retries.
-pub const TRANSIENT_CATEGORIES: &[&str] = &[
-    "provider_unavailable",
-    "provider_rate_limit",
-    "provider_model_not_loaded",
-];
+#[cfg(test)]
+use openarmature_graph::CategorizedError;
+use openarmature_graph::{category_of, is_carrier, is_transient_link, StateView};
 
 /// Decides whether a failed attempt is retried. `state` is the state the wrapped
 /// chain received (absent in the LLM call-level lane, which has no graph state).
@@ -32,16 +27,13 @@ where
     }
 }
 
-/// One link is transient: a transient category, or marked transient by its
-/// carrying spec.
+/// One link is transient: its category is transient (`Category::is_transient`), or its
+/// carrying spec marks it transient.
 fn transient_link(error: &(dyn StdError + 'static)) -> bool {
-    category_of(error).is_some_and(|c| TRANSIENT_CATEGORIES.contains(&c))
-        || error
-            .downcast_ref::<CategorizedError>()
-            .is_some_and(CategorizedError::is_transient)
+    is_transient_link(error)
 }
 
-/// The §6.1 default: retry the transient categories ([`TRANSIENT_CATEGORIES`], or an
+/// The §6.1 default: retry the transient categories (`Category::is_transient`, or an
 /// error its carrying spec marks transient), looking through one `node_exception`
 /// carrier to its direct cause — never deeper, by design. Ignores the state.
 /// Cancellation is never retried: in Rust it is dropping the future, which ends the
@@ -86,8 +78,11 @@ impl Classifier for CategoryClassifier {
         _state: Option<&dyn StateView>,
     ) -> bool {
         let listed: Vec<&str> = self.categories.iter().map(String::as_str).collect();
-        let hit =
-            |e: &(dyn StdError + 'static)| category_of(e).is_some_and(|c| listed.contains(&c));
+        let hit = |e: &(dyn StdError + 'static)| {
+            category_of(e)
+                .map(|c| c.as_str())
+                .is_some_and(|c| listed.contains(&c))
+        };
         hit(error) || (is_carrier(error) && error.source().is_some_and(hit))
     }
 }
@@ -98,8 +93,15 @@ mod tests {
 
     #[test]
     fn default_classifier_categories() {
-        for c in TRANSIENT_CATEGORIES {
-            assert!(is_transient(&CategorizedError::new(Some(c), "x")));
+        for c in [
+            "provider_unavailable",
+            "provider_rate_limit",
+            "provider_model_not_loaded",
+        ] {
+            assert!(is_transient(&CategorizedError::new(
+                openarmature_graph::Category::from_name(c),
+                "x"
+            )));
         }
         for c in [
             "provider_authentication",
@@ -107,19 +109,26 @@ mod tests {
             "provider_invalid_request",
             "provider_invalid_response",
         ] {
-            assert!(!is_transient(&CategorizedError::new(Some(c), "x")));
+            assert!(!is_transient(&CategorizedError::new(
+                openarmature_graph::Category::from_name(c),
+                "x"
+            )));
         }
-        assert!(!is_transient(&CategorizedError::new(None, "bare")));
+        assert!(!is_transient(&CategorizedError::uncategorized("bare")));
         assert!(is_transient(
-            &CategorizedError::new(None, "marked").transient(true)
+            &CategorizedError::uncategorized("marked").transient(true)
         ));
     }
 
     #[test]
     fn default_classifier_looks_only_one_level_into_plain_errors() {
-        let inner = CategorizedError::new(Some("provider_rate_limit"), "slow");
-        let outer =
-            CategorizedError::new(Some("provider_invalid_response"), "wrapped").with_source(inner);
+        let inner =
+            CategorizedError::new(openarmature_graph::Category::PROVIDER_RATE_LIMIT, "slow");
+        let outer = CategorizedError::new(
+            openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
+            "wrapped",
+        )
+        .with_source(inner);
         // Not a carrier: the surface category decides.
         assert!(!is_transient(&outer));
     }

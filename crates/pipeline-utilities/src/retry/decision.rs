@@ -13,7 +13,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-use openarmature_graph::{BoxError, CategorizedError};
+use openarmature_graph::{CategorizedError, NodeError};
 
 /// The category of an error a lane stopped with because the retry budget was empty.
 pub const RETRY_BUDGET_EXHAUSTED: &str = "retry_budget_exhausted";
@@ -33,7 +33,7 @@ pub enum BackoffDecision {
 
 /// The last attempt's error under a stop error (its `Display` is the error's own).
 #[derive(Debug)]
-pub struct LastAttempt(pub BoxError);
+pub struct LastAttempt(pub NodeError);
 
 impl fmt::Display for LastAttempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -43,19 +43,18 @@ impl fmt::Display for LastAttempt {
 
 impl StdError for LastAttempt {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&*self.0)
+        Some(&self.0)
     }
 }
 
 /// The error a lane stops with: `category` (non-transient), message
 /// `"<reason>; last error: <last>"`, the last error as its cause.
-pub fn stop_error(category: &str, reason: &str, last: BoxError) -> BoxError {
+pub fn stop_error(category: &str, reason: &str, last: NodeError) -> NodeError {
     let message = format!("{reason}; last error: {last}");
-    Box::new(
-        CategorizedError::new(Some(category), message)
-            .transient(false)
-            .with_source(LastAttempt(last)),
-    )
+    CategorizedError::new(openarmature_graph::Category::from_name(category), message)
+        .transient(false)
+        .with_source(LastAttempt(last))
+        .into()
 }
 
 #[cfg(test)]
@@ -65,12 +64,20 @@ mod tests {
 
     #[test]
     fn stop_error_keeps_the_last_error_as_cause() {
-        let last: BoxError = Box::new(CategorizedError::new(Some("provider_unavailable"), "down"));
+        let last: NodeError =
+            CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
+                .into();
         let e = stop_error(RETRY_BUDGET_EXHAUSTED, "retry budget exhausted", last);
-        assert_eq!(category_of(&*e), Some(RETRY_BUDGET_EXHAUSTED));
+        assert_eq!(
+            category_of(&*e).map(|c| c.as_str()),
+            Some(RETRY_BUDGET_EXHAUSTED)
+        );
         assert_eq!(e.to_string(), "retry budget exhausted; last error: down");
         let cause = e.source().and_then(StdError::source);
-        assert_eq!(cause.and_then(category_of), Some("provider_unavailable"));
+        assert_eq!(
+            cause.and_then(category_of).map(|c| c.as_str()),
+            Some("provider_unavailable")
+        );
         assert!(!crate::retry::is_transient(&*e));
     }
 }

@@ -22,13 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{BoxError, Middleware, Next, NodeCtx, State, StateView};
+use openarmature_graph::{Middleware, Next, NodeCtx, NodeError, State, StateView};
 
 pub use backoff::{Backoff, Constant, Exponential, FullJitter, Linear};
 pub use budget::{BudgetSnapshot, RetryBudget, TokenBucket, TokenBucketConfig};
-pub use classifier::{
-    is_transient, CategoryClassifier, Classifier, DefaultClassifier, TRANSIENT_CATEGORIES,
-};
+pub use classifier::{is_transient, CategoryClassifier, Classifier, DefaultClassifier};
 pub use decision::{
     stop_error, BackoffDecision, LastAttempt, RETRY_AFTER_EXCEEDED, RETRY_BUDGET_EXHAUSTED,
 };
@@ -178,10 +176,10 @@ impl RetryConfig {
         &self,
         state: Option<&dyn StateView>,
         mut attempt: F,
-    ) -> Result<T, BoxError>
+    ) -> Result<T, NodeError>
     where
         F: FnMut(u32) -> Fut,
-        Fut: std::future::Future<Output = Result<T, BoxError>>,
+        Fut: std::future::Future<Output = Result<T, NodeError>>,
     {
         let max = self.max_attempts.max(1);
         let mut index = 0u32;
@@ -189,10 +187,10 @@ impl RetryConfig {
             match attempt(index).await {
                 Ok(value) => return Ok(value),
                 Err(error) => {
-                    if index + 1 >= max || !self.classifier.is_retryable(&*error, state) {
+                    if index + 1 >= max || !self.classifier.is_retryable(&error, state) {
                         return Err(error);
                     }
-                    let delay = match self.backoff.decide(index, &*error) {
+                    let delay = match self.backoff.decide(index, &error) {
                         BackoffDecision::Wait(delay) => delay,
                         BackoffDecision::GiveUp(reason) => {
                             return Err(stop_error(RETRY_AFTER_EXCEEDED, &reason, error))
@@ -249,7 +247,7 @@ impl<S: State> Middleware<S> for RetryMiddleware {
         state: Arc<S>,
         ctx: NodeCtx,
         next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, BoxError>> {
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
         Box::pin(async move {
             let view: &dyn StateView = &*state;
             self.config

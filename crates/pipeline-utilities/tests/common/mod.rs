@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::{ready, Ready};
 use openarmature_graph::{
-    observer_fn, state, BoxError, CategorizedError, FailureIsolationEvent, NodeCtx, NodeEvent,
+    observer_fn, state, CategorizedError, FailureIsolationEvent, NodeCtx, NodeError, NodeEvent,
     ObserverEvent, Phase, Registration,
 };
 
@@ -47,7 +47,7 @@ pub fn recorder() -> (Registration, Events) {
             let sink = Arc::clone(&sink);
             async move {
                 sink.lock().unwrap().push(e);
-                Ok::<(), BoxError>(())
+                Ok::<(), openarmature_graph::BoxError>(())
             }
         }),
     );
@@ -139,12 +139,16 @@ pub fn flaky(
     calls: &Arc<AtomicU32>,
     failures: u32,
     category: Option<&'static str>,
-) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, NodeError>> + Send + Sync + 'static {
     let calls = Arc::clone(calls);
     move |_s: Arc<S>, _c: NodeCtx| {
         let n = calls.fetch_add(1, Ordering::SeqCst);
         ready(if n < failures {
-            Err(CategorizedError::new(category, format!("fail {n}")).into())
+            Err(CategorizedError::with_category(
+                category.map(openarmature_graph::Category::from_name),
+                format!("fail {n}"),
+            )
+            .into())
         } else {
             Ok(SUpdate::default()
                 .result("ok".into())
@@ -157,14 +161,14 @@ pub fn flaky(
 pub fn failing(
     calls: &Arc<AtomicU32>,
     category: Option<&'static str>,
-) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, NodeError>> + Send + Sync + 'static {
     flaky("never", calls, u32::MAX, category)
 }
 
 /// A node that logs `name`.
 pub fn logging(
     name: &'static str,
-) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, BoxError>> + Send + Sync + 'static {
+) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, NodeError>> + Send + Sync + 'static {
     move |_s: Arc<S>, _c: NodeCtx| ready(Ok(SUpdate::default().log(vec![name.to_owned()])))
 }
 
@@ -173,8 +177,8 @@ pub fn logging(
 pub fn child_flaky(
     calls: &Arc<AtomicU32>,
     failures: u32,
-    error: impl Fn(u32) -> BoxError + Send + Sync + 'static,
-) -> impl Fn(Arc<Child>, NodeCtx) -> Ready<Result<ChildUpdate, BoxError>> + Send + Sync + 'static {
+    error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
+) -> impl Fn(Arc<Child>, NodeCtx) -> Ready<Result<ChildUpdate, NodeError>> + Send + Sync + 'static {
     let calls = Arc::clone(calls);
     move |_s: Arc<Child>, _c: NodeCtx| {
         let n = calls.fetch_add(1, Ordering::SeqCst);

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
-    observer_fn, BoxError, DynSchema, DynState, DynUpdate, ExtensionEvent, FieldType, GraphBuilder,
-    InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
+    observer_fn, DynSchema, DynState, DynUpdate, ExtensionEvent, FieldType, GraphBuilder,
+    InvokeOptions, NodeCtx, NodeError, ObserverEvent, Registration, END,
 };
 use openarmature_llm::resilience::accounting::InvocationUsage;
 use openarmature_llm::resilience::UsageAggregator;
@@ -235,10 +235,7 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
                 let (provider, request) = (ctx.provider, &request);
                 config
                     .run(None, |_| async move {
-                        provider
-                            .complete(request)
-                            .await
-                            .map_err(LlmError::into_box_error)
+                        provider.complete(request).await.map_err(NodeError::from)
                     })
                     .await
                     .map(Some)
@@ -328,9 +325,9 @@ async fn in_graph_run(
                     *slot
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(resp);
-                    Ok::<DynUpdate, BoxError>(DynUpdate::new().set("result", json!(content)))
+                    Ok::<DynUpdate, NodeError>(DynUpdate::new().set("result", json!(content)))
                 }
-                Err(e) => Err(e.into_box_error()),
+                Err(e) => Err(e.into()),
             }
         }
     };

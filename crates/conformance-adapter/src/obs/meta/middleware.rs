@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    set_invocation_metadata, BoxError, DynState, DynUpdate, Middleware, Next, NodeCtx,
+    set_invocation_metadata, DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError,
 };
 use openarmature_pipeline::retry::{CategoryClassifier, Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
@@ -51,7 +51,7 @@ impl Middleware<DynState> for AugmentFromItem {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let item = state.get(&self.item_field).cloned().unwrap_or(Value::Null);
             let entries: Map<String, Value> = self

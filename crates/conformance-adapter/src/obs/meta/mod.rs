@@ -39,8 +39,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    get_invocation_metadata, set_invocation_metadata, BoxError, CategorizedError, CompileError,
-    CompileWarning, DynState, DynUpdate, InvocationMetadata, Node, NodeConfig, NodeCtx,
+    get_invocation_metadata, set_invocation_metadata, CategorizedError, CompileError,
+    CompileWarning, DynState, DynUpdate, InvocationMetadata, Node, NodeConfig, NodeCtx, NodeError,
 };
 use serde_json::{Map, Value};
 
@@ -283,7 +283,7 @@ impl MetaNode {
         steps: &[Step],
         ctx: &NodeCtx,
         writes: &mut Vec<(String, Value)>,
-    ) -> Result<(), BoxError> {
+    ) -> Result<(), NodeError> {
         let h = &self.harness;
         let site = || Site::of(&self.name, ctx);
         for step in steps {
@@ -334,8 +334,12 @@ impl MetaNode {
                 }
                 Step::Raise(name) => {
                     let message = format!("{name} raised by attempt {}", ctx.attempt_index());
-                    let err = CategorizedError::new(Some(name), message).transient(true);
-                    return Err(Box::new(err));
+                    let err = CategorizedError::new(
+                        openarmature_graph::Category::from_name(name),
+                        message,
+                    )
+                    .transient(true);
+                    return Err(err.into());
                 }
             }
         }
@@ -348,7 +352,7 @@ impl Node<DynState> for MetaNode {
         &self,
         state: Arc<DynState>,
         ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, BoxError>> {
+    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
         Box::pin(async move {
             let mut writes = Vec::new();
             self.run_steps(&self.steps, &ctx, &mut writes).await?;

@@ -5,8 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    state, BoxError, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, Registration, END,
+    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
+    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, NodeError, ObserverEvent,
+    Registration, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
@@ -127,11 +128,9 @@ async fn run_graph(
                     if let Some(r) = &retry {
                         request = request.retry(r.clone());
                     }
-                    p.complete(&request)
-                        .await
-                        .map_err(LlmError::into_box_error)?;
+                    p.complete(&request).await?;
                 }
-                Ok::<SUpdate, BoxError>(SUpdate::default())
+                Ok::<SUpdate, NodeError>(SUpdate::default())
             }
         })
         .add_edge("ask", END)
@@ -253,12 +252,10 @@ async fn events_carry_the_logical_call_id_the_aggregator_reports() {
                 let first = CompletionRequest::new(vec![Message::user("a")])
                     .in_node(&ctx)
                     .retry(LlmRetryConfig::from(zero().max_attempts(2)));
-                p.complete(&first).await.map_err(LlmError::into_box_error)?;
+                p.complete(&first).await?;
                 let second = CompletionRequest::new(vec![Message::user("b")]).in_node(&ctx);
-                p.complete(&second)
-                    .await
-                    .map_err(LlmError::into_box_error)?;
-                Ok::<SUpdate, BoxError>(SUpdate::default())
+                p.complete(&second).await?;
+                Ok::<SUpdate, NodeError>(SUpdate::default())
             }
         })
         .node_middleware(
@@ -358,7 +355,7 @@ async fn events_without_a_call_id_are_billed_not_dropped() {
                 LlmAttemptOutcome::Completed(summary),
                 None,
             )));
-            Ok::<SUpdate, BoxError>(SUpdate::default())
+            Ok::<SUpdate, NodeError>(SUpdate::default())
         })
         .add_edge("emit", END)
         .entry("emit")
