@@ -1,5 +1,4 @@
 //! The middleware seam: chain order, re-attempts through `next`, short-circuits.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

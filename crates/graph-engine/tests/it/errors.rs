@@ -1,6 +1,5 @@
 //! A three-node typed graph with static and conditional edges, and the §4 runtime
 //! error categories with their recoverable states.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 

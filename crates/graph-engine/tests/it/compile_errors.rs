@@ -1,6 +1,5 @@
 //! Every §2 compile-error category the builder can report (subgraph projection
 //! errors and warnings live in `subgraphs.rs`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

@@ -1,11 +1,8 @@
 //! The SessionStore protocol and concurrency (spec sessions §5, §8, §10): the
 //! in-memory store, optimistic concurrency, a failed auto-save reported after
 //! completion.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod session_support;
-
-use session_support::*;
+use crate::session_support::*;
 
 #[tokio::test]
 async fn optimistic_concurrency_turns_a_lost_update_into_a_write_conflict() {

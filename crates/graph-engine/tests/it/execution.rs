@@ -1,5 +1,4 @@
 //! Cancellation by dropping the `invoke` future, and §5 determinism.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,11 +1,8 @@
 //! Sessions lifecycle (spec sessions §3, §4, §6, §9): resume across invokes,
 //! opt-in per invoke, projection, auto-save opt-out, mid-invoke save, subgraph and
 //! checkpoint composition.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod session_support;
-
-use session_support::*;
+use crate::session_support::*;
 
 #[tokio::test]
 async fn second_invoke_resumes_the_first_invokes_saved_state() {

@@ -1,6 +1,5 @@
 //! Typed state declared with `state!`: every canonical reducer through `merge`,
 //! reducer configuration checks, JSON projection helpers, immutability.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

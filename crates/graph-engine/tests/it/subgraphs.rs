@@ -1,6 +1,5 @@
 //! Subgraphs with typed parent and typed child states of different types:
 //! projection forms, event lineage, observer scoping, failures, compile checks.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 

@@ -1,5 +1,4 @@
 //! Property tests of the canonical reducers, typed and JSON forms.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashSet;
 

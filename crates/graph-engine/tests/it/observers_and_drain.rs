@@ -1,6 +1,5 @@
 //! Observer registration, ordering, phase subscription and failure isolation;
 //! the serial delivery queue, `drain`, `drain_events_for` and `NodeCtx::drain_events`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

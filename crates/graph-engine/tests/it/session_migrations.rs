@@ -1,11 +1,8 @@
 //! Session schema migration and load failures (spec sessions §7, §10): a chain
 //! applied before the merge, missing / ambiguous / raising migrations, unreadable
 //! records; the graph never runs when loading fails.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod session_support;
-
-use session_support::*;
+use crate::session_support::*;
 
 #[tokio::test]
 async fn a_registered_migration_runs_before_the_merge_and_saves_at_the_new_version() {

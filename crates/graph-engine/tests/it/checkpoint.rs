@@ -2,7 +2,6 @@
 //! resume after a failure (completed nodes are not re-run, fresh invocation id, same
 //! correlation id), subgraph re-entry, `checkpoint_not_found`, failure saves, and state
 //! migrations on load.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,6 @@
 //! bodies and middleware — visibility to later nodes and serial subgraphs, isolation
 //! of dispatched instances, rollback of a failed attempt's writes, call-site
 //! validation, ambient access outside an invocation, and the augmentation event.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 
