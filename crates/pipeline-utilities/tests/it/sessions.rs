@@ -1,8 +1,6 @@
 //! sessions §5.5 / §8.2 / §9.2: the SQLite SessionStore (protocol, durability across
 //! reopen, expected-version conflicts, a graph resuming through it) and fan-out
 //! instances that see only their projected item, never the session.
-#![cfg(feature = "sqlite")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,6 @@
 //! forward exactly once; in-flight instances restart from their entry; a changed
 //! instance count is `checkpoint_record_invalid`; nested fan-outs match saved progress
 //! by enclosing lineage only.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

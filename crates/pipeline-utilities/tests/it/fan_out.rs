@@ -2,9 +2,6 @@
 //! policies, empty fan-outs, count mode, compile errors, instance middleware,
 //! events and lineage, and cancellation when the invocation is dropped.
 //! Virtual time throughout (`start_paused`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -12,7 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{isolation_events, node_events, recorder, Events};
+use crate::common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
     observer_fn, BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState,
     DynUpdate, FanOutConfig, FieldType, GraphBuilder, InvokeOptions, Middleware, NodeCtx,

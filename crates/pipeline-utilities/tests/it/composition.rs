@@ -1,14 +1,11 @@
 //! The three-piece pattern end to end (pipeline-utilities §6.3 *Composition with
 //! §6.1*) and the §6.4 classification primitive.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use openarmature_graph::{
     BoxError, CategorizedError, CauseLink, CompiledGraph, GraphBuilder, Middleware, Phase,
     SubgraphNode, END,

@@ -1,8 +1,6 @@
 //! pipeline-utilities §10.1 / §10.13: the SQLite Checkpointer keeps the latest record
 //! per invocation in a file, so a run that failed resumes from a checkpointer opened
 //! afresh on the same file (a restarted process); bad input gives typed errors.
-#![cfg(feature = "sqlite")]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,15 +1,12 @@
 //! pipeline-utilities §6.2 — timing: node-name capture, per-graph naming, outcome
 //! and category, the injectable monotonic clock, composition with retry, and
 //! `on_complete` failures.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use openarmature_graph::{
     BoxError, CategorizedError, GraphBuilder, Middleware, NodeCtx, Phase, RuntimeCategory,
     SubgraphNode, END,

@@ -1,9 +1,6 @@
 //! pipeline-utilities §11 — parallel branches: declaration-order merge, error
 //! policies, `when` skips, inline-callable branches, branch middleware, compile
 //! errors, and cancellation. Virtual time throughout (`start_paused`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -11,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{isolation_events, node_events, recorder, Events};
+use crate::common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
     BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState, DynUpdate,
     FieldType, GraphBuilder, Middleware, NodeCtx, NodeEvent, ParallelBranchesConfig, Phase,

@@ -1,16 +1,13 @@
 //! pipeline-utilities §6.3 — failure isolation: degraded updates, the framework
 //! event, `catch` through carriers, `predicate`, `on_caught`, uncategorised errors,
 //! and the engine's attempt model for a recovered node.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::error::Error as StdError;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, BoxError, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState,

@@ -2,7 +2,6 @@
 //! parallel branch gets its own copy of the invocation metadata, seeded at dispatch;
 //! instance middleware writes into its instance's copy; a retried instance or node
 //! starts its next attempt without the failed attempt's writes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

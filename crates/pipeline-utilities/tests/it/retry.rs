@@ -1,14 +1,11 @@
 //! pipeline-utilities §6.1 — retry: per-attempt events, classification, backoff,
 //! cancellation, the shared `RetryConfig::run` loop, and subgraph carriers.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     BoxError, CategorizedError, CompiledGraph, GraphBuilder, Middleware, Phase, RuntimeCategory,
