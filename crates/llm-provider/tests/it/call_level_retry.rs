@@ -1,14 +1,11 @@
 //! llm-provider §7.1 call-level retry over real HTTP, and the graph-engine §6 typed
 //! events a call inside a node dispatches.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::{completion, Server, Step};
 use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, observer_fn, state, BoxError, GraphBuilder, InvokeOptions, LlmAttemptOutcome,
@@ -21,7 +18,6 @@ use openarmature_llm::{
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
 use serde_json::{json, Value};
-use support::{completion, Server, Step};
 
 fn down(message: &str) -> Step {
     Step::json(

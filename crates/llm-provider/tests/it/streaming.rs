@@ -1,14 +1,11 @@
 //! llm-provider §5 / §8.1.6 streaming over real HTTP (a 127.0.0.1 SSE server), and
 //! the graph-engine §6 `LlmTokenEvent`s a streamed call inside a node dispatches.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support::{sse, Server, Step};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use openarmature_graph::{
@@ -21,7 +18,6 @@ use openarmature_llm::{
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
-use support::{sse, Server, Step};
 
 async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
     let server = Server::start(steps).await;

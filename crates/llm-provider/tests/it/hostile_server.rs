@@ -1,17 +1,13 @@
 //! A hostile server cannot crash the client: every misbehaviour ends in a typed
 //! error with a §7 category (llm-provider §7 / §8.1.3; issue 5).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{completion, Server, Step};
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,
 };
 use serde_json::json;
-use support::{completion, Server, Step};
 
 async fn call(steps: Vec<Step>) -> Result<openarmature_llm::Response, LlmError> {
     let server = Server::start(steps).await;

@@ -1,18 +1,14 @@
 //! The Gemini provider over real HTTP against a 127.0.0.1 server (llm-provider §8.3):
 //! endpoint, API-key header, `ready()`, error mapping and the shared call-level retry.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Server, Step};
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, GeminiProvider, Message, Provider, RuntimeConfig,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
-use support::{Server, Step};
 
 fn provider(server: &Server) -> GeminiProvider {
     GeminiProvider::builder("gemini-test")

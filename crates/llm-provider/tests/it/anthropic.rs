@@ -1,12 +1,9 @@
 //! The §8.2 Anthropic provider end to end against a scripted server on 127.0.0.1:
 //! endpoint, headers, body, response mapping, errors, retries and pre-send rejects.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Server, Step};
 use openarmature_llm::anthropic::StructuredOutputPath;
 use openarmature_llm::{
     AnthropicProvider, CompletionRequest, ErrorCategory, Message, ModelCapabilities, Provider,
@@ -14,7 +11,6 @@ use openarmature_llm::{
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::{json, Value};
-use support::{Server, Step};
 
 fn reply(text: &str) -> Value {
     json!({"type": "message", "id": "msg_1", "model": "claude-test", "role": "assistant",

@@ -2,20 +2,16 @@
 //! Real sockets cannot use the runtime's paused clock, so the retry lane's sleeper
 //! is injected: it records each wait and advances a manual clock (virtual time).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use crate::support::{Server, Step};
 use futures::future::BoxFuture;
 use openarmature_llm::resilience::{HonorRetryAfter, ManualClock};
 use openarmature_llm::{CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider};
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
 use serde_json::json;
-use support::{Server, Step};
 
 /// Virtual time: records the wait and moves the clock, without sleeping.
 #[derive(Clone, Default)]

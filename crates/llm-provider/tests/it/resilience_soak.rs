@@ -5,8 +5,6 @@
 //! Breaker and budget run on a manual clock (deterministic); backoffs are 2 ms of
 //! real time. Run with `--nocapture` to see the figures.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
