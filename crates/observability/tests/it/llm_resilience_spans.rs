@@ -6,7 +6,6 @@
 //!   `complete()` call and by the call a node-level retry re-issues;
 //! - extension 0004: circuit-breaker transitions are span events
 //!   (`openarmature.circuit_breaker.state_change`) on the calling node's span.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

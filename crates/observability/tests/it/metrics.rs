@@ -2,9 +2,6 @@
 //! `openarmature-llm` call loop (an in-process scripted provider): the GenAI metric
 //! instruments an `OtelObserver` records with `enable_metrics`, read back from an
 //! in-memory metric exporter on a private meter provider.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod metrics_support;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -20,7 +17,7 @@ use openarmature_llm::{
 use openarmature_observability::attributes as a;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 
-use metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
+use crate::metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
 
 fn response(usage: Usage) -> Result<Response, LlmError> {
     Ok(Response::new(

@@ -1,7 +1,6 @@
 //! prompt-management §12 / observability §5.5.15 through the public API: an LLM call
 //! made inside a prompt-context binding carries the `openarmature.prompt.*` identity,
 //! the group name and the token-budget signal on its span; outside, none of them.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

@@ -1,7 +1,6 @@
 //! sessions §3 / observability §5.6 / §8.4.1: a session-bound invocation carries
 //! `openarmature.session_id` on every span and its node sees the id; the Langfuse
 //! trace is grouped by it; an unbound invocation carries none.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 

@@ -1,7 +1,6 @@
 //! An LLM attempt span is stamped from the attempt event's own time (`at`), not from
 //! when the observer got to it: a slow observer ahead in the serial queue must not
 //! stretch the span.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};

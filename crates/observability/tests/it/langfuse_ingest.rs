@@ -1,7 +1,6 @@
 //! The Langfuse observer end to end (observability §8, §8.9 mode b): a graph run
 //! through `LangfuseObserver` with credentials, flushed to a 127.0.0.1 stand-in for the
 //! Langfuse public ingestion API.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

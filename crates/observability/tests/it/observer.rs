@@ -1,7 +1,6 @@
 //! observability §4–§7 through the public API, on an in-memory exporter: LLM attempt
 //! spans, the `disable_llm_spans` opt-out, a graph-attached observer, log
 //! correlation, and §3.4 metadata rejection.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

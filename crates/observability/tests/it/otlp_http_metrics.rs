@@ -4,8 +4,7 @@
 //! `enable_metrics` arrives on `/v1/metrics` as the token-usage and duration
 //! histograms, with their §11.3 dimensions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod otlp_support;
+use crate::otlp_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

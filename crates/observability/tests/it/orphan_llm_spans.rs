@@ -11,7 +11,6 @@
 //! A post-phase call (after `next` returns) is not an orphan here: graph-engine §6
 //! dispatches `completed` after the reducer merge, which follows the whole chain, so
 //! the calling node's span is still open and the call exact-matches it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

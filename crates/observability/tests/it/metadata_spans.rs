@@ -1,7 +1,6 @@
 //! observability §3.4 / §5.6 / §6 on exported spans: mid-invocation metadata lands
 //! on the spans opened afterwards and, in place, on the spans still open on the
 //! writer's call-stack path — not on siblings, not on shared parents.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 

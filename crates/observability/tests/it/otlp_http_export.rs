@@ -10,8 +10,7 @@
 //!   the call-level retry makes two `openarmature.llm.complete` spans under the node
 //!   span, sharing one logical call id.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod otlp_support;
+use crate::otlp_support;
 use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};

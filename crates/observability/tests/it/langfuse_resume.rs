@@ -2,7 +2,6 @@
 //! own Langfuse trace (under the id the engine mints for it), its `trace.input` is
 //! the input hook over the restored checkpoint state, its `trace.output` the hook
 //! over its final state, and the first trace is left as it was.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

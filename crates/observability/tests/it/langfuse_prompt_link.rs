@@ -2,7 +2,6 @@
 //! when the prompt's source exposed a reference (`observability_entities
 //! ["langfuse_prompt"]`), with the prompt identity in metadata either way; the
 //! reference never reaches a caller's OTel spans.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

@@ -1,7 +1,6 @@
 //! observability §5.5.15 / §7: a call whose usage crosses its prompt's token budget
 //! makes one WARNING log record naming the prompt, in the calling node's span context;
 //! a call within budget makes none.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

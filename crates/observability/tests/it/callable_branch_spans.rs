@@ -3,7 +3,6 @@
 //! `openarmature.node.attempt_index`: the attempt of the parallel-branches node it
 //! ran in, not a constant 0, so a node-level retry renders each attempt's dispatch
 //! spans with that attempt's index.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

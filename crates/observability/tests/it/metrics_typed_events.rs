@@ -2,9 +2,6 @@
 //! dispatches them (a `structured_output_invalid` failure is built by the provider
 //! itself, so it cannot be scripted through the public API): token usage and duration
 //! per attempt, the token budget once per call on its terminal event.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod metrics_support;
 
 use std::sync::Arc;
 
@@ -16,7 +13,7 @@ use openarmature_graph::{
 };
 use openarmature_observability::attributes as a;
 
-use metrics_support::{drive, of, Doc, DocUpdate, Point};
+use crate::metrics_support::{drive, of, Doc, DocUpdate, Point};
 
 /// Dispatches what the call loop dispatches for a reasked call: attempt 0 fails
 /// `structured_output_invalid` with a response, attempt 1 completes (or, with

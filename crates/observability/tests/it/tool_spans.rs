@@ -3,7 +3,6 @@
 //! span, payload gated, failures with `error.type` and an ERROR status; exactly one
 //! typed event per execution; the scope returns the tool's outcome unchanged; the
 //! start/complete form reports from a later point with the identity of its entry.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 

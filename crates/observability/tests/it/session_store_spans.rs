@@ -2,7 +2,6 @@
 //! END add no spans of their own and change nothing about the session attribute —
 //! every span of a session-bound invocation carries `openarmature.session_id`, none
 //! of an unbound one does, and the store is touched only for the bound one.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
