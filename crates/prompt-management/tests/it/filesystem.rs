@@ -1,6 +1,5 @@
 //! The filesystem backend: layouts, sidecars, chat files and error mapping
 //! (prompt-management §5).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,6 +1,5 @@
 //! Chat-prompt rendering: segments, placeholders, content blocks and the §11 chat
 //! triggers (prompt-management §3.1, §6 render, §8, §11).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use openarmature_llm::{ImageDetail, Message, ToolCall};
 use openarmature_prompt::{

@@ -1,6 +1,5 @@
 //! Text-prompt rendering: strict variables, errors, determinism and hashes
 //! (prompt-management §4, §6 render, §8, §11, §13).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 

@@ -1,5 +1,4 @@
 //! Prompt groups and the prompt-context binding (prompt-management §10, §12).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

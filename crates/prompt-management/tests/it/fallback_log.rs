@@ -1,6 +1,5 @@
 //! A fallback (a prompt served after an unavailable backend) is logged at WARN
 //! (prompt-management §9 SHOULD); a first-backend hit and a total outage are not.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,5 @@
 //! Fetch, fallback, label and cache-TTL resolution, get, and field propagation
 //! (prompt-management §5–§7, §9).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 
