@@ -1,11 +1,8 @@
 //! The Jina embedding and rerank mappings (§8.2) against a 127.0.0.1 mock: wire
 //! bodies and the bearer header, `input_type` → `task`, document echo shapes,
 //! managed truncation flags and error categories.
-#![allow(clippy::unwrap_used, missing_docs)]
 
-mod mock;
-
-use mock::Mock;
+use crate::mock::Mock;
 use openarmature_retrieval::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, JinaEmbeddings, JinaRerank, RerankConfig,
     RerankProvider, RerankRequest, RetrievalCategory,

@@ -1,11 +1,8 @@
 //! The TEI embedding and rerank mappings (§8.1) against a 127.0.0.1 mock: wire
 //! bodies, bare-array normalization, chunk-and-stitch, fail-loud truncation and
 //! error categories.
-#![allow(clippy::unwrap_used, missing_docs)]
 
-mod mock;
-
-use mock::Mock;
+use crate::mock::Mock;
 use openarmature_retrieval::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, RerankConfig, RerankProvider,
     RerankRequest, RetrievalCategory, TeiEmbeddings, TeiRerank,

@@ -1,10 +1,7 @@
 //! The OpenAI-compatible embedding and Cohere rerank mappings against a 127.0.0.1
 //! mock: wire bodies, normalization, chunking, invariants and error categories.
-#![allow(clippy::unwrap_used, missing_docs)]
 
-mod mock;
-
-use mock::Mock;
+use crate::mock::Mock;
 use openarmature_retrieval::{
     CohereRerank, EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, OpenAiEmbeddings,
     RerankProvider, RerankRequest, RetrievalCategory,
