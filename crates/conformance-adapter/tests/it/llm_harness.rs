@@ -3,8 +3,6 @@
 //! directives and invariants fail, and wrong expectations are caught (the harness
 //! cannot pass vacuously).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,8 +3,6 @@
 //! directives fail, wrong expectations are caught (nothing passes vacuously), and an
 //! exhausted `mock_llm` fails clearly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

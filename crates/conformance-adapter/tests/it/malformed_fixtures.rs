@@ -6,8 +6,6 @@
 //! category that names the file and the offending directive, never as a pass,
 //! a silent default, or a panic.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
