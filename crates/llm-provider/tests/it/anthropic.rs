@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use crate::support::{Server, Step};
 use openarmature_llm::anthropic::StructuredOutputPath;
 use openarmature_llm::{
     AnthropicProvider, CompletionRequest, ErrorCategory, Message, ModelCapabilities, Provider,
@@ -11,6 +10,8 @@ use openarmature_llm::{
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::{json, Value};
+
+use crate::support::{Server, Step};
 
 fn reply(text: &str) -> Value {
     json!({"type": "message", "id": "msg_1", "model": "claude-test", "role": "assistant",

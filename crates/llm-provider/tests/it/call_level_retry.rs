@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{completion, Server, Step};
 use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, observer_fn, state, BoxError, GraphBuilder, InvokeOptions, LlmAttemptOutcome,
@@ -18,6 +17,8 @@ use openarmature_llm::{
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
 use serde_json::{json, Value};
+
+use crate::support::{completion, Server, Step};
 
 fn down(message: &str) -> Step {
     Step::json(

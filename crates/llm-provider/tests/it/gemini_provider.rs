@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use crate::support::{Server, Step};
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, GeminiProvider, Message, Provider, RuntimeConfig,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
+
+use crate::support::{Server, Step};
 
 fn provider(server: &Server) -> GeminiProvider {
     GeminiProvider::builder("gemini-test")

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use crate::support::{completion, Server, Step};
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,
 };
 use serde_json::json;
+
+use crate::support::{completion, Server, Step};
 
 async fn call(steps: Vec<Step>) -> Result<openarmature_llm::Response, LlmError> {
     let server = Server::start(steps).await;

@@ -5,13 +5,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::support::{Server, Step};
 use futures::future::BoxFuture;
 use openarmature_llm::resilience::{HonorRetryAfter, ManualClock};
 use openarmature_llm::{CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider};
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
 use serde_json::json;
+
+use crate::support::{Server, Step};
 
 /// Virtual time: records the wait and moves the clock, without sleeping.
 #[derive(Clone, Default)]

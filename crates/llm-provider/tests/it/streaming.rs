@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::support::{sse, Server, Step};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use openarmature_graph::{
@@ -18,6 +17,8 @@ use openarmature_llm::{
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
+
+use crate::support::{sse, Server, Step};
 
 async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
     let server = Server::start(steps).await;

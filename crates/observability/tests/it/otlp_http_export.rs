@@ -10,7 +10,6 @@
 //!   the call-level retry makes two `openarmature.llm.complete` spans under the node
 //!   span, sharing one logical call id.
 
-use crate::otlp_support;
 use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -34,6 +33,8 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+
+use crate::otlp_support;
 
 state! {
     /// The test state.

@@ -4,7 +4,6 @@
 //! `enable_metrics` arrives on `/v1/metrics` as the token-usage and duration
 //! histograms, with their §11.3 dimensions.
 
-use crate::otlp_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +21,8 @@ use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+
+use crate::otlp_support;
 
 state! {
     /// The test state.

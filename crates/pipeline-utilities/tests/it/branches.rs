@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
     BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState, DynUpdate,
     FieldType, GraphBuilder, Middleware, NodeCtx, NodeEvent, ParallelBranchesConfig, Phase,
@@ -21,6 +20,8 @@ use openarmature_pipeline::{
 };
 use serde_json::json;
 use tokio::time::{sleep, Instant};
+
+use crate::common::{isolation_events, node_events, recorder, Events};
 
 openarmature_graph::state! {
     /// The parent graph.

@@ -5,7 +5,6 @@ use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::*;
 use openarmature_graph::{
     BoxError, CategorizedError, CauseLink, CompiledGraph, GraphBuilder, Middleware, Phase,
     SubgraphNode, END,
@@ -15,6 +14,8 @@ use openarmature_pipeline::{
     classify, FailureIsolationMiddleware, RetryMiddleware, TimingMiddleware, TimingRecord,
 };
 use serde_json::json;
+
+use crate::common::*;
 
 const N: u32 = 3;
 

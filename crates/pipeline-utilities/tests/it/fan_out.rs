@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::{isolation_events, node_events, recorder, Events};
 use openarmature_graph::{
     observer_fn, BoxError, CategorizedError, CompileError, CompiledGraph, DynSchema, DynState,
     DynUpdate, FanOutConfig, FieldType, GraphBuilder, InvokeOptions, Middleware, NodeCtx,
@@ -21,6 +20,8 @@ use openarmature_pipeline::{
 };
 use serde_json::json;
 use tokio::time::{sleep, Instant};
+
+use crate::common::{isolation_events, node_events, recorder, Events};
 
 openarmature_graph::state! {
     /// One fan-out instance.

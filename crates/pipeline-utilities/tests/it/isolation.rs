@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, BoxError, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState,
@@ -16,6 +15,8 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::FailureIsolationMiddleware;
 use serde_json::json;
+
+use crate::common::*;
 
 /// A shared log.
 type Shared<T> = Arc<Mutex<Vec<T>>>;

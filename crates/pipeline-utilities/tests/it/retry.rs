@@ -5,7 +5,6 @@ use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::*;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     BoxError, CategorizedError, CompiledGraph, GraphBuilder, Middleware, Phase, RuntimeCategory,
@@ -13,6 +12,8 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::retry::{Constant, FullJitter, Linear, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
+
+use crate::common::*;
 
 /// A shared log.
 type Shared<T> = Arc<Mutex<Vec<T>>>;

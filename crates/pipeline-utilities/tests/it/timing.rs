@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::*;
 use openarmature_graph::{
     BoxError, CategorizedError, GraphBuilder, Middleware, NodeCtx, Phase, RuntimeCategory,
     SubgraphNode, END,
@@ -15,6 +14,8 @@ use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
     MonotonicClock, Outcome, RetryMiddleware, TimingMiddleware, TimingRecord,
 };
+
+use crate::common::*;
 
 type Records = Arc<Mutex<Vec<TimingRecord>>>;
 

@@ -2,12 +2,13 @@
 //! bodies and the bearer header, `input_type` → `task`, document echo shapes,
 //! managed truncation flags and error categories.
 
-use crate::mock::Mock;
 use openarmature_retrieval::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, JinaEmbeddings, JinaRerank, RerankConfig,
     RerankProvider, RerankRequest, RetrievalCategory,
 };
 use serde_json::json;
+
+use crate::mock::Mock;
 
 fn embedder(mock: &Mock) -> JinaEmbeddings {
     JinaEmbeddings::builder("jina-embed-test")

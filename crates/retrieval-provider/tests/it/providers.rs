@@ -1,12 +1,13 @@
 //! The OpenAI-compatible embedding and Cohere rerank mappings against a 127.0.0.1
 //! mock: wire bodies, normalization, chunking, invariants and error categories.
 
-use crate::mock::Mock;
 use openarmature_retrieval::{
     CohereRerank, EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, OpenAiEmbeddings,
     RerankProvider, RerankRequest, RetrievalCategory,
 };
 use serde_json::json;
+
+use crate::mock::Mock;
 
 fn embedder(mock: &Mock, chunk: usize) -> OpenAiEmbeddings {
     OpenAiEmbeddings::builder("text-embedding-test")

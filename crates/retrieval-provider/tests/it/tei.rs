@@ -2,12 +2,13 @@
 //! bodies, bare-array normalization, chunk-and-stitch, fail-loud truncation and
 //! error categories.
 
-use crate::mock::Mock;
 use openarmature_retrieval::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, RerankConfig, RerankProvider,
     RerankRequest, RetrievalCategory, TeiEmbeddings, TeiRerank,
 };
 use serde_json::{json, Value};
+
+use crate::mock::Mock;
 
 fn embedder(mock: &Mock, chunk: usize) -> TeiEmbeddings {
     TeiEmbeddings::builder("tei-embed-test")
