@@ -1,0 +1,13 @@
+//! Integration tests of `openarmature-llm`: one binary, one module per area (the
+//! scripted HTTP server in `support`), so that linking does not dominate `cargo test`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod anthropic;
+mod call_level_retry;
+mod gemini_provider;
+mod hostile_server;
+mod resilience_retry_after;
+mod resilience_soak;
+mod streaming;

@@ -1,0 +1,93 @@
+//! An LLM attempt span is stamped from the attempt event's own time (`at`), not from
+//! when the observer got to it: a slow observer ahead in the serial queue must not
+//! stretch the span.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use openarmature_graph::{
+    observer_fn, state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome,
+    LlmCallSite, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent,
+    Registration, END,
+};
+use openarmature_observability::attributes as a;
+use openarmature_observability::OtelObserver;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+
+state! {
+    /// The test state.
+    #[derive(Default)]
+    pub struct Doc => DocUpdate {
+        /// Unused.
+        pub done: bool,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_observer_does_not_move_the_llm_span_end() {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let dispatched: Arc<Mutex<Option<SystemTime>>> = Arc::default();
+    let mark = Arc::clone(&dispatched);
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+            let mark = Arc::clone(&mark);
+            async move {
+                let request = LlmRequestSummary::new(
+                    "openai",
+                    "gpt-test",
+                    "call-1",
+                    Vec::new(),
+                    serde_json::Map::new(),
+                    serde_json::Map::new(),
+                );
+                let response = LlmResponseSummary::new(
+                    None,
+                    None,
+                    LlmUsage::default(),
+                    Some("stop".into()),
+                    None,
+                    None,
+                );
+                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                    LlmCallSite::from_ctx(&ctx),
+                    request,
+                    0,
+                    None,
+                    LlmAttemptOutcome::Completed(response),
+                    Some(5.0),
+                )));
+                *mark.lock().unwrap() = Some(SystemTime::now());
+                Ok(DocUpdate::default().done(true))
+            }
+        })
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .unwrap();
+    // Graph-attached observers are delivered first: this one holds the queue.
+    graph.attach_observer(Registration::new(
+        "slow",
+        observer_fn(|e: Arc<ObserverEvent>| async move {
+            if matches!(*e, ObserverEvent::LlmAttempt(_)) {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            Ok(())
+        }),
+    ));
+    let otel = OtelObserver::builder(&provider).build();
+    otel.invoke(&graph, Doc::default(), InvokeOptions::default())
+        .await
+        .unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let llm = spans.iter().find(|s| s.name == a::LLM_SPAN).unwrap();
+    let dispatched = dispatched.lock().unwrap().unwrap();
+    let late = llm.end_time.duration_since(dispatched).unwrap_or_default();
+    assert!(
+        late < Duration::from_millis(150),
+        "span ended {late:?} after the attempt was reported"
+    );
+    assert!(llm.start_time <= llm.end_time);
+}

@@ -1,0 +1,415 @@
+//! An invocation exported through the real OTLP/HTTP exporter (batch processor, its own
+//! export thread) to a collector stand-in on 127.0.0.1 that decodes the protobuf
+//! `ExportTraceServiceRequest`s it receives.
+//!
+//! - `a_retried_invocation_arrives_over_otlp_http`: one node fails once with a transient
+//!   error and is retried by the pipeline's `RetryMiddleware`, so two attempt spans must
+//!   arrive.
+//! - `a_retried_llm_call_arrives_over_otlp_http`: one node makes an LLM call through the
+//!   real OpenAI-compatible provider to a mock on 127.0.0.1 that answers 503, then 200;
+//!   the call-level retry makes two `openarmature.llm.complete` spans under the node
+//!   span, sharing one logical call id.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openarmature_graph::{
+    state, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END,
+};
+use openarmature_llm::{CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider};
+use openarmature_observability::attributes as a;
+use openarmature_observability::export::{OtlpExport, Protocol};
+use openarmature_observability::OtelObserver;
+use openarmature_pipeline::retry::{Constant, RetryConfig};
+use openarmature_pipeline::RetryMiddleware;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::otlp_support;
+
+state! {
+    /// The test state.
+    #[derive(Default)]
+    pub struct Doc => DocUpdate {
+        /// Set by the node.
+        pub done: bool,
+    }
+}
+
+fn attr<'s>(span: &'s Span, key: &str) -> Option<&'s AnyValue> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|v| v.value.as_ref())
+}
+
+fn int(span: &Span, key: &str) -> Option<i64> {
+    match attr(span, key) {
+        Some(AnyValue::IntValue(i)) => Some(*i),
+        _ => None,
+    }
+}
+
+fn string(span: &Span, key: &str) -> Option<String> {
+    match attr(span, key) {
+        Some(AnyValue::StringValue(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_invocation_arrives_over_otlp_http() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
+        listener, tx,
+    ));
+
+    let provider = OtlpExport::from_env()
+        .protocol(Protocol::HttpProtobuf)
+        .endpoint(format!("http://{addr}"))
+        .timeout(Duration::from_secs(5))
+        .service_name("openarmature-otlp-test")
+        .tracer_provider()
+        .expect("provider");
+    let otel = OtelObserver::builder(&provider).build();
+
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let retry = RetryConfig::default()
+        .max_attempts(3)
+        .backoff(Constant(Duration::ZERO));
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("flaky", move |_s: Arc<Doc>, _ctx: NodeCtx| {
+            let counter = Arc::clone(&counter);
+            async move {
+                if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                    let err = CategorizedError::new(
+                        openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                        "slow down",
+                    )
+                    .transient(true);
+                    return Err(err.into());
+                }
+                Ok(DocUpdate::default().done(true))
+            }
+        })
+        .node_middleware("flaky", Arc::new(RetryMiddleware::new(retry)))
+        .add_edge("flaky", END)
+        .entry("flaky")
+        .compile()
+        .expect("compile");
+
+    let mut meta = serde_json::Map::new();
+    meta.insert("tenantId".into(), "acme".into());
+    let options = InvokeOptions {
+        correlation_id: Some("req-42".into()),
+        metadata: meta,
+        ..InvokeOptions::default()
+    };
+    let done = otel
+        .invoke(&graph, Doc::default(), options)
+        .await
+        .expect("invoke");
+    assert!(done.state.done);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    // Shutting the provider down flushes the batch processor (blocking: it waits for
+    // the export thread, which talks to the collector running on this runtime).
+    tokio::task::spawn_blocking(move || provider.shutdown())
+        .await
+        .expect("join")
+        .expect("shutdown flushes");
+
+    let mut spans = Vec::new();
+    let mut service = None;
+    while spans.len() < 3 {
+        let (path, req) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an export within 10 s")
+            .expect("collector alive");
+        assert_eq!(path, "/v1/traces");
+        for rs in req.resource_spans {
+            if let Some(res) = rs.resource {
+                for kv in res.attributes {
+                    if kv.key == "service.name" {
+                        service = kv.value.and_then(|v| v.value);
+                    }
+                }
+            }
+            for ss in rs.scope_spans {
+                assert_eq!(
+                    ss.scope.as_ref().map(|s| s.name.as_str()),
+                    Some("openarmature")
+                );
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    assert_eq!(
+        service,
+        Some(AnyValue::StringValue("openarmature-otlp-test".into()))
+    );
+
+    let by_name: HashMap<&str, Vec<&Span>> = spans.iter().fold(HashMap::new(), |mut m, s| {
+        m.entry(s.name.as_str()).or_default().push(s);
+        m
+    });
+    let invocation = by_name[a::INVOCATION_SPAN][0];
+    assert_eq!(
+        string(invocation, a::GRAPH_ENTRY_NODE).as_deref(),
+        Some("flaky")
+    );
+    assert_eq!(
+        string(invocation, a::CORRELATION_ID).as_deref(),
+        Some("req-42")
+    );
+    assert_eq!(
+        string(invocation, a::IMPLEMENTATION_NAME).as_deref(),
+        Some(a::IMPLEMENTATION)
+    );
+    assert_eq!(
+        string(invocation, "openarmature.user.tenantId").as_deref(),
+        Some("acme")
+    );
+
+    let mut attempts = by_name["flaky"].clone();
+    attempts.sort_by_key(|s| int(s, a::NODE_ATTEMPT_INDEX));
+    assert_eq!(attempts.len(), 2);
+    for (i, span) in attempts.iter().enumerate() {
+        assert_eq!(int(span, a::NODE_ATTEMPT_INDEX), Some(i as i64));
+        assert_eq!(
+            span.parent_span_id, invocation.span_id,
+            "attempts are siblings"
+        );
+        assert_eq!(span.trace_id, invocation.trace_id);
+        assert_eq!(string(span, a::CORRELATION_ID).as_deref(), Some("req-42"));
+    }
+    let failed = attempts[0];
+    assert_eq!(
+        string(failed, a::ERROR_CATEGORY).as_deref(),
+        Some("node_exception")
+    );
+    let status = failed.status.as_ref().expect("status");
+    assert_eq!(status.message, "node_exception");
+    assert!(failed.events.iter().any(|e| e.name == "exception"));
+    assert_eq!(string(attempts[1], a::ERROR_CATEGORY), None);
+}
+
+/// A mock OpenAI-compatible provider: answers each request with the next scripted
+/// `(status, JSON body)` and counts the requests on `/v1/chat/completions`.
+async fn llm_mock(listener: TcpListener, script: Vec<(u16, String)>, hits: Arc<AtomicU32>) {
+    let script = Arc::new(Mutex::new(VecDeque::from(script)));
+    while let Ok((mut stream, _)) = listener.accept().await {
+        let (script, hits) = (Arc::clone(&script), Arc::clone(&hits));
+        tokio::spawn(async move {
+            while let Some((path, _body)) = otlp_support::read_request(&mut stream).await {
+                if path == "/v1/chat/completions" {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                }
+                let (status, body) = script
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or((500, r#"{"error":{"message":"script exhausted"}}"#.into()));
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if stream.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Receives exports until `n` spans arrived; returns them and the `service.name`.
+async fn receive(
+    rx: &mut mpsc::UnboundedReceiver<(String, ExportTraceServiceRequest)>,
+    n: usize,
+) -> (Vec<Span>, Option<AnyValue>) {
+    let mut spans = Vec::new();
+    let mut service = None;
+    while spans.len() < n {
+        let (path, req) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("an export within 10 s")
+            .expect("collector alive");
+        assert_eq!(path, "/v1/traces");
+        for rs in req.resource_spans {
+            for kv in rs.resource.into_iter().flat_map(|r| r.attributes) {
+                if kv.key == "service.name" {
+                    service = kv.value.and_then(|v| v.value);
+                }
+            }
+            for ss in rs.scope_spans {
+                assert_eq!(
+                    ss.scope.as_ref().map(|s| s.name.as_str()),
+                    Some("openarmature")
+                );
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    (spans, service)
+}
+
+fn status_code(span: &Span) -> i32 {
+    span.status.as_ref().map_or(0, |s| s.code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_llm_call_arrives_over_otlp_http() {
+    // The collector.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let collector_addr = listener.local_addr().expect("addr");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
+        listener, tx,
+    ));
+
+    // The LLM provider: 503 first, then a completion.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let llm_addr = listener.local_addr().expect("addr");
+    let hits = Arc::new(AtomicU32::new(0));
+    let completion = serde_json::json!({
+        "id": "chatcmpl-otlp", "object": "chat.completion", "model": "mock-model-2024",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+    });
+    let script = vec![
+        (
+            503,
+            r#"{"error":{"type":"service_unavailable","message":"down"}}"#.to_owned(),
+        ),
+        (200, completion.to_string()),
+    ];
+    tokio::spawn(llm_mock(listener, script, Arc::clone(&hits)));
+    let llm = Arc::new(
+        OpenAiProvider::builder(format!("http://{llm_addr}/v1"), "mock-model")
+            .no_proxy()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("provider"),
+    );
+
+    let tracer = OtlpExport::from_env()
+        .protocol(Protocol::HttpProtobuf)
+        .endpoint(format!("http://{collector_addr}"))
+        .timeout(Duration::from_secs(5))
+        .service_name("openarmature-otlp-llm-test")
+        .tracer_provider()
+        .expect("provider");
+    let otel = OtelObserver::builder(&tracer).build();
+
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+            let llm = Arc::clone(&llm);
+            async move {
+                let retry = RetryConfig::default()
+                    .max_attempts(2)
+                    .backoff(Constant(Duration::ZERO));
+                let request = CompletionRequest::new(vec![Message::user("hi")])
+                    .retry(LlmRetryConfig::from(retry))
+                    .in_node(&ctx);
+                let response = llm.complete(&request).await?;
+                Ok::<DocUpdate, NodeError>(
+                    DocUpdate::default().done(response.content() == Some("hello")),
+                )
+            }
+        })
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .expect("compile");
+    let done = otel
+        .invoke(
+            &graph,
+            Doc::default(),
+            InvokeOptions::default().correlation_id("req-llm"),
+        )
+        .await
+        .expect("invoke");
+    assert!(done.state.done);
+    assert_eq!(hits.load(Ordering::SeqCst), 2, "503, then the retry");
+
+    tokio::task::spawn_blocking(move || tracer.shutdown())
+        .await
+        .expect("join")
+        .expect("shutdown flushes");
+    let (spans, service) = receive(&mut rx, 4).await;
+    assert_eq!(spans.len(), 4, "invocation, node, two LLM attempts");
+    assert_eq!(
+        service,
+        Some(AnyValue::StringValue("openarmature-otlp-llm-test".into()))
+    );
+    let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };
+
+    let invocation = named(a::INVOCATION_SPAN)[0];
+    assert_eq!(
+        string(invocation, a::INVOCATION_ID).as_deref(),
+        Some(done.invocation_id.as_str())
+    );
+    assert_eq!(
+        string(invocation, a::GRAPH_ENTRY_NODE).as_deref(),
+        Some("ask")
+    );
+    assert_eq!(status_code(invocation), 1, "OK");
+
+    let node = named("ask")[0];
+    assert_eq!(node.parent_span_id, invocation.span_id);
+    assert_eq!(node.trace_id, invocation.trace_id);
+    assert_eq!(int(node, a::NODE_ATTEMPT_INDEX), Some(0));
+    assert_eq!(status_code(node), 1, "the call succeeded: the node is OK");
+
+    let mut attempts = named(a::LLM_SPAN);
+    attempts.sort_by_key(|s| int(s, a::LLM_ATTEMPT_INDEX));
+    assert_eq!(attempts.len(), 2);
+    let logical = format!("{}:ask@0#0", done.invocation_id);
+    for (i, span) in attempts.iter().enumerate() {
+        assert_eq!(int(span, a::LLM_ATTEMPT_INDEX), Some(i as i64));
+        assert_eq!(span.parent_span_id, node.span_id, "attempts are siblings");
+        assert_eq!(span.trace_id, invocation.trace_id);
+        assert_eq!(
+            string(span, a::LLM_LOGICAL_CALL_ID).as_deref(),
+            Some(logical.as_str()),
+            "one logical call"
+        );
+        assert_eq!(string(span, a::LLM_MODEL).as_deref(), Some("mock-model"));
+        assert_eq!(string(span, a::GEN_AI_SYSTEM).as_deref(), Some("openai"));
+        assert_eq!(string(span, a::CORRELATION_ID).as_deref(), Some("req-llm"));
+    }
+    let (failed, retried) = (attempts[0], attempts[1]);
+    assert_eq!(string(failed, a::LLM_RETRY_REASON), None);
+    assert_eq!(status_code(failed), 2, "ERROR");
+    assert_eq!(
+        string(failed, a::ERROR_CATEGORY).as_deref(),
+        Some("provider_unavailable")
+    );
+    assert_eq!(
+        string(retried, a::LLM_RETRY_REASON).as_deref(),
+        Some("transient")
+    );
+    assert_eq!(status_code(retried), 1, "OK");
+    assert_eq!(string(retried, a::ERROR_CATEGORY), None);
+    assert_eq!(int(retried, a::LLM_USAGE_TOTAL_TOKENS), Some(9));
+    assert_eq!(
+        string(retried, a::LLM_FINISH_REASON).as_deref(),
+        Some("stop")
+    );
+    assert_eq!(
+        string(retried, a::GEN_AI_RESPONSE_MODEL).as_deref(),
+        Some("mock-model-2024")
+    );
+}

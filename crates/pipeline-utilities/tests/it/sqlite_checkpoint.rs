@@ -1,0 +1,180 @@
+//! pipeline-utilities §10.1 / §10.13: the SQLite Checkpointer keeps the latest record
+//! per invocation in a file, so a run that failed resumes from a checkpointer opened
+//! afresh on the same file (a restarted process); bad input gives typed errors.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use openarmature_graph::checkpoint::{CheckpointFilter, CheckpointRecord, Checkpointer};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
+use openarmature_pipeline::{SqliteCheckpointError, SqliteCheckpointer};
+use serde_json::json;
+
+state! {
+    /// The nodes that ran, in order.
+    #[derive(Default)]
+    pub struct Run => RunUpdate {
+        /// Appended by each node.
+        pub log: Vec<String> => append,
+    }
+}
+
+/// A fresh database path under the system temp dir (removed on drop).
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new(tag: &str) -> Self {
+        let name = format!("oa-ckpt-{tag}-{}-{}.db", std::process::id(), uuid_like());
+        TempDb(std::env::temp_dir().join(name))
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn uuid_like() -> u128 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn record(id: &str, corr: &str, nodes: usize) -> CheckpointRecord {
+    CheckpointRecord::new(id, corr, json!({"log": ["a"]}), Vec::new(), "1")
+        .with_parent_states(vec![json!({"outer": nodes})])
+}
+
+#[tokio::test]
+async fn save_load_list_delete_and_reopen() {
+    let db = TempDb::new("crud");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    assert_eq!(store.load("inv-1").await.unwrap(), None);
+    let first = record("inv-1", "corr-a", 1);
+    store.save("inv-1", first.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let later = record("inv-2", "corr-b", 2);
+    store.save("inv-2", later.clone()).await.unwrap();
+    // Upsert: the latest record wins.
+    let mut updated = first.clone();
+    updated.state = json!({"log": ["a", "b"]});
+    store.save("inv-1", updated.clone()).await.unwrap();
+    assert_eq!(store.load("inv-1").await.unwrap(), Some(updated.clone()));
+
+    // A checkpointer opened afresh on the file sees the same records.
+    let reopened = SqliteCheckpointer::open(&db.0).unwrap();
+    assert_eq!(reopened.load("inv-2").await.unwrap(), Some(later));
+    let all = reopened.list(None).await.unwrap();
+    let ids: Vec<&str> = all.iter().map(|s| s.invocation_id.as_str()).collect();
+    assert_eq!(ids, ["inv-1", "inv-2"], "ordered by last save");
+    let only_b = CheckpointFilter::new().correlation_id("corr-b");
+    let filtered = reopened.list(Some(&only_b)).await.unwrap();
+    assert_eq!(filtered.len(), 1);
+    assert_eq!(filtered[0].invocation_id, "inv-2");
+
+    reopened.delete("inv-1").await.unwrap();
+    reopened.delete("inv-1").await.unwrap();
+    assert_eq!(store.load("inv-1").await.unwrap(), None);
+    assert_eq!(store.list(None).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_run_resumes_from_a_reopened_database() {
+    let db = TempDb::new("resume");
+    let ran = Arc::new(Mutex::new(Vec::<String>::new()));
+    let fail_b = Arc::new(AtomicBool::new(true));
+    let graph = |store: SqliteCheckpointer| {
+        let node = |name: &'static str| {
+            let ran = Arc::clone(&ran);
+            let fail_b = Arc::clone(&fail_b);
+            move |_s: Arc<Run>, _ctx: NodeCtx| {
+                let ran = Arc::clone(&ran);
+                let fail = name == "b" && fail_b.load(Ordering::SeqCst);
+                async move {
+                    ran.lock().unwrap().push(name.to_owned());
+                    if fail {
+                        return Err::<RunUpdate, NodeError>("b is down".into());
+                    }
+                    Ok(RunUpdate::default().log(vec![name.to_owned()]))
+                }
+            }
+        };
+        GraphBuilder::new(Run::default())
+            .add_node("a", node("a"))
+            .add_node("b", node("b"))
+            .add_node("c", node("c"))
+            .add_edge("a", "b")
+            .add_edge("b", "c")
+            .add_edge("c", END)
+            .entry("a")
+            .checkpointer(Arc::new(store))
+            .compile()
+            .unwrap()
+    };
+    let first = graph(SqliteCheckpointer::open(&db.0).unwrap());
+    let err = first
+        .invoke_with(
+            Run::default(),
+            InvokeOptions::default().correlation_id("corr"),
+        )
+        .await
+        .unwrap_err();
+    let failed_id = err.invocation_id().to_owned();
+    drop(first);
+
+    // "Restart": a new checkpointer on the same file.
+    fail_b.store(false, Ordering::SeqCst);
+    let second = graph(SqliteCheckpointer::open(&db.0).unwrap());
+    let done = second
+        .invoke_with(
+            Run::default(),
+            InvokeOptions::default().resume_invocation(&failed_id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.state.log, ["a", "b", "c"]);
+    assert_eq!(
+        *ran.lock().unwrap(),
+        ["a", "b", "b", "c"],
+        "a is not re-run"
+    );
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    let resumed = store.load(&done.invocation_id).await.unwrap().unwrap();
+    assert_eq!(resumed.correlation_id, "corr");
+}
+
+#[tokio::test]
+async fn unreadable_rows_and_paths_are_typed_errors() {
+    let db = TempDb::new("corrupt");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    store.save("inv-1", record("inv-1", "c", 1)).await.unwrap();
+    {
+        let conn = rusqlite_conn(&db.0);
+        conn.execute(
+            "UPDATE openarmature_checkpoints SET record = '{not json' WHERE invocation_id = 'inv-1'",
+            [],
+        )
+        .unwrap();
+    }
+    let err = store.load("inv-1").await.unwrap_err();
+    let typed = err.downcast_ref::<SqliteCheckpointError>().unwrap();
+    assert_eq!(typed.category(), "checkpoint_record_invalid");
+
+    let dir = std::env::temp_dir();
+    let err = SqliteCheckpointer::open(&dir).unwrap_err();
+    assert!(matches!(err, SqliteCheckpointError::Open { .. }), "{err}");
+    assert_eq!(err.category(), "checkpoint_backend_unavailable");
+}
+
+/// A second, raw connection to tamper with the file.
+fn rusqlite_conn(path: &std::path::Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
