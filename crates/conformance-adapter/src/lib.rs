@@ -18,6 +18,7 @@ mod ge;
 mod llm;
 mod matchers;
 mod obs;
+mod prompt;
 pub mod report;
 pub mod runner;
 mod yaml;

@@ -12,7 +12,8 @@
 //! - [`PromptResult`] (§4): rendered messages, `rendered_hash`, and
 //!   [`PromptResult::scope`], which makes LLM calls inside a future carry the prompt on
 //!   their typed events and `openarmature.prompt.*` span attributes;
-//! - [`PromptBackend`] (§5) with [`InMemoryBackend`] and [`FilesystemBackend`];
+//! - [`PromptBackend`] (§5) with [`InMemoryBackend`] and [`FilesystemBackend`], and
+//!   [`token_budget_from_config`], the §5 rule for a backend-sourced budget config;
 //! - [`PromptManager`] (§6, §9) with [`LabelResolver`] (§7): label and cache-TTL
 //!   resolution, ordered fallback, strict Jinja2 rendering via minijinja (§8, §13);
 //! - [`PromptGroup`] (§10) and [`PromptError`] (§11).
@@ -44,6 +45,7 @@
 //! ```
 
 mod backend;
+mod budget;
 mod chat;
 mod chat_json;
 mod error;
@@ -57,6 +59,7 @@ mod render;
 mod result;
 
 pub use backend::{BoxFuture, InMemoryBackend, PromptBackend};
+pub use budget::token_budget_from_config;
 pub use chat::{
     is_valid_placeholder_name, AuthorRole, ChatSegment, ContentBlockTemplate, SegmentContent,
 };

@@ -8,6 +8,7 @@ use openarmature_llm::{LlmError, RuntimeConfig};
 use serde_json::{Map, Value};
 
 use super::{io_error, read, ConfigSource, FilesystemBackend};
+use crate::budget::token_budget_from_config;
 use crate::error::PromptError;
 
 impl FilesystemBackend {
@@ -64,17 +65,8 @@ pub(super) fn sampling(config: &Map<String, Value>) -> Result<Option<RuntimeConf
     RuntimeConfig::from_json(&Value::Object(fields)).map(Some)
 }
 
-/// The `token_budget` part of a config object, dropped when malformed.
+/// The `token_budget` part of a config object, dropped when malformed
+/// ([`token_budget_from_config`]).
 pub(super) fn token_budget(config: &Map<String, Value>) -> Option<TokenBudget> {
-    let raw = config.get("token_budget")?.as_object()?;
-    let bound = |key: &str| match raw.get(key) {
-        None | Some(Value::Null) => Some(None),
-        Some(v) => v.as_u64().map(Some),
-    };
-    let input = bound("input_max_tokens")?;
-    let total = bound("total_max_tokens")?;
-    if input.is_none() && total.is_none() {
-        return None;
-    }
-    Some(TokenBudget::new(input, total))
+    token_budget_from_config(config.get("token_budget")?)
 }
