@@ -20,6 +20,7 @@ mod llm;
 mod matchers;
 mod obs;
 pub mod report;
+mod retrieval;
 pub mod runner;
 mod yaml;
 
