@@ -15,11 +15,13 @@ pub mod deferrals;
 pub mod discovery;
 pub mod error;
 mod ge;
+mod http_mock;
 mod llm;
 mod matchers;
 mod obs;
 mod prompt;
 pub mod report;
+mod retrieval;
 pub mod runner;
 mod yaml;
 

@@ -1,4 +1,4 @@
-//! Spec: retrieval-provider §8.4 (Cohere `/v2/rerank`).
+//! Spec: retrieval-provider §8.4 (Cohere `/v2/rerank`; `/v2/embed` is [`embed`]).
 //!
 //! `POST {base_url}/v2/rerank` with `{"model", "query", "documents": [..], "top_n"?}`
 //! plus the extras bag (e.g. `max_tokens_per_doc`). `results[].{index,
@@ -18,6 +18,10 @@ use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
 use crate::scored::{self, ResultShape};
 use crate::{extras, wire};
+
+mod embed;
+
+pub use embed::{CohereEmbeddings, CohereEmbeddingsBuilder, MAX_TEXTS_PER_REQUEST};
 
 /// Builds a [`CohereRerank`] provider.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@
 //! | [`JinaRerank`] | §8.2 | Jina `/v1/rerank` (`return_documents` sent explicitly) |
 //! | [`OpenAiEmbeddings`] | §8.3 | OpenAI-compatible `/v1/embeddings` (chunked at 2048, base64) |
 //! | [`CohereRerank`] | §8.4 | Cohere `/v2/rerank` |
+//! | [`CohereEmbeddings`] | §8.4 | Cohere `/v2/embed` (mandatory `input_type`, chunked at 96) |
 //!
 //! Every mapping shares one transport (a JSON POST under a body-size cap, the §7
 //! status → category table) and one pre-send rule for extras that collide with a
@@ -59,7 +60,7 @@ pub mod tei;
 mod vectors;
 mod wire;
 
-pub use cohere::{CohereRerank, CohereRerankBuilder};
+pub use cohere::{CohereEmbeddings, CohereEmbeddingsBuilder, CohereRerank, CohereRerankBuilder};
 pub use embedding::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage,
 };

@@ -15,8 +15,8 @@ use openarmature_llm::{
 };
 use serde_json::Value;
 
-use super::mock::MockServer;
 use super::stub::StreamingUnsupportedStub;
+use crate::http_mock::MockServer;
 
 /// A §8.x wire mapping the adapter can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

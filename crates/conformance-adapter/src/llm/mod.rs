@@ -3,7 +3,7 @@
 //!
 //! Each case runs the real provider of its `mapping` ([`mapping`]: §8.1 OpenAI by
 //! default, §8.2 Anthropic, §8.3 Gemini) against a mock provider that is a real
-//! HTTP server on 127.0.0.1 ([`mock`]), on its own **unpaused** current-thread
+//! HTTP server on 127.0.0.1 ([`crate::http_mock`]), on its own **unpaused** current-thread
 //! runtime in a dedicated thread (the graph runner's paused clock does not mix with
 //! real sockets). Retry backoffs go through a recording sleeper that never sleeps.
 //!
@@ -28,7 +28,7 @@
 //!   attribute `openarmature.error.category: <c>`; `error_category: null` means status
 //!   OK and no such attribute.
 //! - L4 `stream: true` calls go through `complete(stream=true)`; a `stream_body` mock
-//!   is served as a `text/event-stream` answer (see [`mock`]); `mapping:
+//!   is served as a `text/event-stream` answer (see [`crate::http_mock`]); `mapping:
 //!   streaming_unsupported_stub` (060) is [`Mapping::StreamingUnsupportedStub`], the
 //!   OpenAI mapping behind the `Provider` trait's non-streaming defaults (the real
 //!   Anthropic / Gemini mappings keep those defaults too). The token events a call
@@ -43,7 +43,6 @@
 mod expect;
 mod invariants;
 mod mapping;
-pub(crate) mod mock;
 mod resilience;
 mod stream_checks;
 mod stub;
@@ -68,7 +67,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::{Map, Value};
 
 pub(crate) use self::mapping::Mapping;
-use self::mock::{Captured, MockServer, Reply, SseItem};
+use crate::http_mock::{Captured, MockServer, Reply, SseItem};
 use crate::yaml::Y;
 use crate::AdapterError;
 

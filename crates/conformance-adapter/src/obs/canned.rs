@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::OnceCell;
 
 use super::llm::LlmHarness;
-use crate::llm::mock::{MockServer, Reply};
+use crate::http_mock::{MockServer, Reply};
 
 /// The user message a canned call without `messages` sends.
 pub(crate) const DEFAULT_PROMPT: &str = "(canned reply)";

@@ -54,7 +54,7 @@ use serde_json::{json, Map, Value};
 
 use super::canned::{self, Canned};
 use crate::ge::harness::lock;
-use crate::llm::mock::{MockServer, Reply};
+use crate::http_mock::{MockServer, Reply};
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -126,7 +126,7 @@ mod prompts;
 mod resume;
 mod retrieval;
 mod retrieval_invariants;
-mod retrieval_records;
+pub(crate) mod retrieval_records;
 mod setup;
 mod spans;
 mod tool_invariants;

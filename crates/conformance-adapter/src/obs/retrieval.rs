@@ -27,7 +27,7 @@ use openarmature_retrieval::{
 use serde_json::{json, Map, Value};
 
 use super::prompts::{PromptHarness, PromptStep};
-use crate::llm::mock::{MockServer, Reply};
+use crate::http_mock::{MockServer, Reply};
 use crate::yaml::Y;
 use crate::AdapterError;
 

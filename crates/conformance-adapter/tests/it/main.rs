@@ -7,3 +7,4 @@
 mod llm_harness;
 mod malformed_fixtures;
 mod obs_harness;
+mod retrieval_harness;

@@ -4,6 +4,7 @@
 
 mod mock;
 
+mod cohere;
 mod jina;
 mod providers;
 mod tei;

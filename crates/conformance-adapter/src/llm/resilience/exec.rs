@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use super::setup::{retry_record, EndpointSetup, Extensions};
 use super::{err, push, take, Sleeps};
-use crate::llm::mock::MockServer;
+use crate::http_mock::MockServer;
 use crate::llm::{
     build_request, render_template, span_views, AttemptInfo, CallRun, CallSpec, Mapping, RetrySpec,
     SpanView, NODE,

@@ -40,8 +40,8 @@ use openarmature_llm::{OpenAiProvider, Provider};
 use openarmature_pipeline::retry::Sleeper;
 use serde_norway::Value;
 
-use super::mock::MockServer;
 use super::{bound_model, parse_mock, CallSpec, Mapping};
+use crate::http_mock::MockServer;
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -16,7 +16,7 @@ use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{Span, Tracer};
 use serde_json::{json, Value};
 
-use crate::llm::mock::{MockServer, Reply};
+use crate::http_mock::{MockServer, Reply};
 use crate::obs::err;
 use crate::yaml::Y;
 

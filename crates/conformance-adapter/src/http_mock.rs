@@ -1,6 +1,8 @@
-//! Spec: conformance-adapter §6 / llm-provider §9 — the mock LLM provider: a real
-//! HTTP/1.1 server on 127.0.0.1 (ephemeral port) that replays
-//! `mock_provider.responses` in order and records every request.
+//! Spec: conformance-adapter §6 / llm-provider §9 / retrieval-provider conformance
+//! §5.15 — the mock provider every runner shares: a real HTTP/1.1 server on 127.0.0.1
+//! (ephemeral port) that replays scripted answers in order (`mock_provider.responses`,
+//! `mock_embedding`, `mock_rerank`, ...) and records every request (target, headers,
+//! body, and what it answered).
 //!
 //! Each connection carries one request and is closed after the reply
 //! (`Connection: close`), so a `connection_failure` entry (drop the connection
@@ -75,6 +77,10 @@ impl SseItem {
 pub(crate) struct Captured {
     /// The request target, e.g. `/v1/chat/completions`.
     pub(crate) path: String,
+    /// The request headers, in arrival order (names as sent).
+    pub(crate) headers: Vec<(String, String)>,
+    /// The HTTP status the server answered with (`None` for a dropped connection).
+    pub(crate) status: Option<u16>,
     /// The raw body bytes.
     pub(crate) body: Vec<u8>,
     /// The body parsed as JSON, when it is JSON.
@@ -137,6 +143,12 @@ impl MockServer {
         format!("http://{}/v1", self.addr)
     }
 
+    /// The socket address the server listens on (for a client that resolves a
+    /// fixture's host name to it).
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `http://127.0.0.1:<port>`, for mappings with another version prefix.
     pub(crate) fn origin(&self) -> String {
         format!("http://{}", self.addr)
@@ -167,7 +179,7 @@ impl Drop for MockServer {
 async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 8192];
-    let (method, path, content_length, head_len) = loop {
+    let (method, path, headers, content_length, head_len) = loop {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
             return Ok(());
@@ -184,9 +196,20 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
                     .and_then(|h| std::str::from_utf8(h.value).ok())
                     .and_then(|v| v.trim().parse::<usize>().ok())
                     .unwrap_or(0);
+                let headers = request
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_owned(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect::<Vec<_>>();
                 break (
                     request.method.unwrap_or_default().to_owned(),
                     request.path.unwrap_or_default().to_owned(),
+                    headers,
                     length,
                     head_len,
                 );
@@ -230,6 +253,11 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
                 ),
             }
         });
+        let status = match &reply {
+            Reply::Http { status, .. } => Some(*status),
+            Reply::Drop => None,
+            Reply::Sse(_) => Some(200),
+        };
         let served = match &reply {
             Reply::Http { body, .. } => body.clone(),
             Reply::Drop => None,
@@ -245,6 +273,8 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) -> std::io::Resu
         };
         s.captured.push(Captured {
             path,
+            headers,
+            status,
             json: serde_json::from_slice(&body).ok(),
             body,
             served,
