@@ -20,6 +20,7 @@ mod matchers;
 mod obs;
 pub mod report;
 pub mod runner;
+mod sessions;
 mod yaml;
 
 pub use error::AdapterError;

@@ -152,6 +152,7 @@ async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
         "graph-engine" | "pipeline-utilities" => crate::ge::run_case(&root, &case).await,
         "llm-provider" => crate::llm::run_case(path, &root, &case).await,
         "observability" => crate::obs::run_case(&root, &case).await,
+        "sessions" => crate::sessions::run_case(&root, &case).await,
         other => Err(format!(
             "harness_primitive_missing: {}: no runner for capability `{other}` yet",
             path.display()
