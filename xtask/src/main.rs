@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
+mod par;
 
 const HELP: &str = "\
 cargo xtask <COMMAND>
