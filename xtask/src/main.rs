@@ -3,6 +3,8 @@
 //! - `conformance [CAPABILITY]`: runs every conformance fixture case, deferred
 //!   ones included, prints a per-capability table and closes with
 //!   `N passed, M failed, K skipped`.
+//! - `spec-status`: per capability, its crate, targeted release, counts and
+//!   deferrals (the README table with `--markdown`).
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -12,6 +14,7 @@ use std::process::ExitCode;
 mod bench;
 mod conformance;
 mod par;
+mod spec_status;
 
 const HELP: &str = "\
 cargo xtask <COMMAND>
@@ -37,6 +40,13 @@ Commands:
         own fixtures under spec/conformance/<capability>/. Without upstream
         fixtures the run only warns, except when $CI is set.
 
+  spec-status [CAPABILITY] [--markdown] [-j N]
+        Per capability (every one declared in conformance.toml): the crate that
+        implements it, the spec release it targets, its fixture counts (passed,
+        failed, deferred; the cases run exactly as `conformance` runs them) and
+        its deferrals grouped by reason. `--markdown` prints the README table.
+        Exits non-zero when a case fails or a deferred case passes.
+
   bench [FILTER]
         Run the criterion benchmarks of the workspace with short settings
         (1 s warm-up, 3 s measurement) and print a summary: the median per
@@ -60,6 +70,10 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
+            Err(message) => usage_error(&message),
+        },
+        "spec-status" => match spec_status::Options::parse(rest) {
+            Ok(options) => spec_status::run(&options),
             Err(message) => usage_error(&message),
         },
         other => usage_error(&format!("unknown command `{other}`")),
