@@ -2,19 +2,20 @@
 //!
 //! Spec: conformance-adapter §3–§9 (the adapter does the work; this is the report).
 
-use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Instant;
 
 use openarmature_conformance::deferrals::{Deferrals, CONFIG_FILE};
-use openarmature_conformance::discovery::{discover, workspace_root, FixtureFile, SPEC_DIR_ENV};
+use openarmature_conformance::discovery::{
+    discover, workspace_root, Discovery, FixtureFile, SPEC_DIR_ENV,
+};
 use openarmature_conformance::{runner, CaseId, CaseOutcome};
+
+use crate::par::par_map;
 
 /// Lines of a failure message printed without `--verbose`.
 const MAX_LINES: usize = 12;
@@ -73,60 +74,99 @@ fn parse_jobs(value: &str) -> Result<usize, String> {
 }
 
 /// One case to run (or a fixture whose cases could not be listed).
-struct Job {
-    id: CaseId,
-    path: PathBuf,
+pub(crate) struct Job {
+    pub(crate) id: CaseId,
+    pub(crate) path: PathBuf,
     /// Set when `list_cases` failed: the job is the fixture and it fails with this.
-    listing_error: Option<String>,
+    pub(crate) listing_error: Option<String>,
 }
 
 /// Per-capability counts.
-#[derive(Default)]
-struct Counts {
-    passed: usize,
-    failed: usize,
-    skipped: usize,
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) passed: usize,
+    pub(crate) failed: usize,
+    pub(crate) skipped: usize,
 }
 
 impl Counts {
-    fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.passed + self.failed + self.skipped
     }
 
-    fn add(&mut self, other: &Counts) {
+    pub(crate) fn add(&mut self, other: &Counts) {
         self.passed += other.passed;
         self.failed += other.failed;
         self.skipped += other.skipped;
     }
+
+    /// Counts one case: a deferred case that passes counts as failed.
+    pub(crate) fn record(&mut self, verdict: &Verdict<'_>) {
+        match verdict {
+            Verdict::Passed => self.passed += 1,
+            Verdict::Skipped => self.skipped += 1,
+            Verdict::Failed(_) | Verdict::DeferredPasses(_) => self.failed += 1,
+        }
+    }
 }
 
-/// Runs the command; the exit code says whether the suite is green.
-pub fn run(options: &Options) -> ExitCode {
+/// What one case's outcome means given its deferral.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict<'a> {
+    /// Passed and not deferred.
+    Passed,
+    /// Failed and not deferred (the message).
+    Failed(&'a str),
+    /// Failed and deferred.
+    Skipped,
+    /// Passed although deferred (the deferral's reason): the list is stale.
+    DeferredPasses(&'a str),
+}
+
+impl<'a> Verdict<'a> {
+    pub(crate) fn of(outcome: &'a CaseOutcome, reason: Option<&'a str>) -> Verdict<'a> {
+        match (outcome, reason) {
+            (CaseOutcome::Passed, None) => Verdict::Passed,
+            (CaseOutcome::Failed(_), Some(_)) => Verdict::Skipped,
+            (CaseOutcome::Failed(message), None) => Verdict::Failed(message),
+            (CaseOutcome::Passed, Some(reason)) => Verdict::DeferredPasses(reason),
+        }
+    }
+}
+
+/// The loaded `conformance.toml`, the fixtures found and the worker count.
+pub(crate) struct Suite {
+    pub(crate) deferrals: Deferrals,
+    pub(crate) found: Discovery,
+    pub(crate) workers: usize,
+}
+
+/// Loads `conformance.toml` and discovers the fixtures (of `capability`, or all),
+/// printing discovery warnings. `Err` carries the exit code of a misconfiguration.
+pub(crate) fn prepare(capability: Option<&str>, jobs: Option<usize>) -> Result<Suite, ExitCode> {
     let root = workspace_root();
     let config_path = root.join(CONFIG_FILE);
     let deferrals = match Deferrals::load(&config_path) {
         Ok(deferrals) => deferrals,
         Err(err) => {
             eprintln!("error: cannot load {CONFIG_FILE}: {err}");
-            return ExitCode::FAILURE;
+            return Err(ExitCode::FAILURE);
         }
     };
-
-    let capability = options.capability.as_deref();
     let found = discover(&root, capability);
     for warning in &found.warnings {
         eprintln!("warning: {warning}");
     }
     if found.upstream.is_misconfigured() {
         eprintln!("error: {SPEC_DIR_ENV} must name an openarmature-spec checkout");
-        return ExitCode::FAILURE;
+        return Err(ExitCode::FAILURE);
     }
     if found.upstream_path().is_none() && in_ci() {
         eprintln!(
             "error: upstream conformance fixtures are required in CI ($CI is set); set \
              {SPEC_DIR_ENV} or provide ../shared/openarmature-spec"
         );
-        return ExitCode::FAILURE;
+        return Err(ExitCode::FAILURE);
     }
     if let Some(cap) = capability {
         if found.files.is_empty() && !deferrals.capabilities.contains_key(cap) {
@@ -135,17 +175,71 @@ pub fn run(options: &Options) -> ExitCode {
                 "error: unknown capability `{cap}` (known: {})",
                 known.join(", ")
             );
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     }
+    Ok(Suite {
+        deferrals,
+        found,
+        workers: workers(jobs),
+    })
+}
 
-    let workers = options
-        .jobs
-        .unwrap_or_else(|| thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
+/// `--jobs`, else the available parallelism.
+pub(crate) fn workers(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+}
+
+/// Runs every job on `workers` threads; a panic is a failure.
+pub(crate) fn run_jobs(jobs: &[Job], workers: usize) -> Vec<CaseOutcome> {
+    par_map(jobs, workers, |job| match &job.listing_error {
+        Some(error) => CaseOutcome::Failed(error.clone()),
+        None => runner::run_case(&job.path, &job.id),
+    })
+    .into_iter()
+    .map(|result| {
+        result.unwrap_or_else(|panic| CaseOutcome::Failed(format!("the runner panicked: {panic}")))
+    })
+    .collect()
+}
+
+/// Per-capability counts of the declared capabilities in scope (even those without
+/// fixtures) and of any capability a job belongs to.
+pub(crate) fn tally(
+    suite: &Suite,
+    capability: Option<&str>,
+    jobs: &[Job],
+    outcomes: &[CaseOutcome],
+) -> BTreeMap<String, Counts> {
+    let mut per_capability: BTreeMap<String, Counts> = suite
+        .deferrals
+        .capabilities
+        .keys()
+        .filter(|c| capability.is_none_or(|f| f == c.as_str()))
+        .map(|c| (c.clone(), Counts::default()))
+        .collect();
+    for (job, outcome) in jobs.iter().zip(outcomes) {
+        let verdict = Verdict::of(outcome, suite.deferrals.reason_for(&job.id));
+        per_capability
+            .entry(job.id.capability.clone())
+            .or_default()
+            .record(&verdict);
+    }
+    per_capability
+}
+
+/// Runs the command; the exit code says whether the suite is green.
+pub fn run(options: &Options) -> ExitCode {
+    let capability = options.capability.as_deref();
+    let suite = match prepare(capability, options.jobs) {
+        Ok(suite) => suite,
+        Err(code) => return code,
+    };
+    let (deferrals, found, workers) = (&suite.deferrals, &suite.found, suite.workers);
 
     let jobs = list_jobs(&found.files, workers);
     if options.list {
-        return print_list(&jobs, &deferrals);
+        return print_list(&jobs, deferrals);
     }
 
     let upstream = found
@@ -162,39 +256,21 @@ pub fn run(options: &Options) -> ExitCode {
     );
 
     let started = Instant::now();
-    let outcomes: Vec<CaseOutcome> = par_map(&jobs, workers, |job| match &job.listing_error {
-        Some(error) => CaseOutcome::Failed(error.clone()),
-        None => runner::run_case(&job.path, &job.id),
-    })
-    .into_iter()
-    .map(|result| {
-        result.unwrap_or_else(|panic| CaseOutcome::Failed(format!("the runner panicked: {panic}")))
-    })
-    .collect();
+    let outcomes = run_jobs(&jobs, workers);
     let elapsed = started.elapsed();
 
-    let mut per_capability: BTreeMap<String, Counts> = deferrals
-        .capabilities
-        .keys()
-        .filter(|c| capability.is_none_or(|f| f == c.as_str()))
-        .map(|c| (c.clone(), Counts::default()))
-        .collect();
+    let per_capability = tally(&suite, capability, &jobs, &outcomes);
     let mut dishonest = 0usize;
     let mut failures = 0usize;
 
     for (job, outcome) in jobs.iter().zip(&outcomes) {
-        let counts = per_capability.entry(job.id.capability.clone()).or_default();
-        let reason = deferrals.reason_for(&job.id);
-        match (outcome, reason) {
-            (CaseOutcome::Passed, None) => counts.passed += 1,
-            (CaseOutcome::Failed(_), Some(_)) => counts.skipped += 1,
-            (CaseOutcome::Failed(message), None) => {
-                counts.failed += 1;
+        match Verdict::of(outcome, deferrals.reason_for(&job.id)) {
+            Verdict::Passed | Verdict::Skipped => {}
+            Verdict::Failed(message) => {
                 failures += 1;
                 print_failure(&job.id, &job.path, message, options.verbose);
             }
-            (CaseOutcome::Passed, Some(reason)) => {
-                counts.failed += 1;
+            Verdict::DeferredPasses(reason) => {
                 dishonest += 1;
                 let hint = match deferrals.entry_for(&job.id) {
                     Some(entry) if entry.fixture == job.id.to_string() => {
@@ -224,7 +300,7 @@ pub fn run(options: &Options) -> ExitCode {
         found.upstream_path().is_some(),
         &found.files,
         &jobs,
-        &deferrals,
+        deferrals,
         capability,
     );
     for entry in &stale {
@@ -266,7 +342,7 @@ pub fn run(options: &Options) -> ExitCode {
 
 /// Lists the cases of every file (in parallel); a file that cannot be listed
 /// becomes one job that fails with the listing error.
-fn list_jobs(files: &[FixtureFile], workers: usize) -> Vec<Job> {
+pub(crate) fn list_jobs(files: &[FixtureFile], workers: usize) -> Vec<Job> {
     let listed = par_map(files, workers, |file| {
         runner::list_cases(&file.capability, &file.path)
     });
@@ -322,7 +398,7 @@ fn print_list(jobs: &[Job], deferrals: &Deferrals) -> ExitCode {
 /// Only checked when the upstream fixtures are present (without them every
 /// upstream entry would look stale). A case-level entry under a fixture whose
 /// cases could not be listed is not reported.
-fn stale_entries(
+pub(crate) fn stale_entries(
     upstream_present: bool,
     files: &[FixtureFile],
     jobs: &[Job],
@@ -461,65 +537,9 @@ fn row(name: &str, c: &Counts) -> [String; 5] {
 }
 
 /// True when `$CI` is set to something other than empty, `0` or `false`.
-fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var_os("CI")
         .is_some_and(|v| !(v.is_empty() || v == OsStr::new("0") || v.eq_ignore_ascii_case("false")))
-}
-
-/// Runs `f`, turning a panic into its message.
-fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(payload.as_ref()))
-}
-
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-string panic payload)".to_owned()
-    }
-}
-
-/// Maps `items` with `workers` threads pulling from a shared index. Results
-/// come back in input order, one per item; a panic in `f` becomes `Err` with
-/// the panic message.
-fn par_map<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<Result<R, String>> {
-    let next = AtomicUsize::new(0);
-    let workers = workers.clamp(1, items.len().max(1));
-    let indexed: Vec<(usize, Result<R, String>)> = thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, guarded(|| f(item))));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    let mut slots: Vec<Option<Result<R, String>>> = items.iter().map(|_| None).collect();
-    for (i, result) in indexed {
-        if let Some(slot) = slots.get_mut(i) {
-            *slot = Some(result);
-        }
-    }
-    slots
-        .into_iter()
-        .map(|slot| slot.unwrap_or_else(|| Err("internal error: a worker thread died".to_owned())))
-        .collect()
 }
 
 #[cfg(test)]
@@ -557,23 +577,5 @@ mod tests {
         let t = truncate(&wide, 3, 10);
         assert!(t.starts_with("xxxxxxxxxx …\n… truncated"), "{t}");
         assert_eq!(truncate("short", 3, 10), "short");
-    }
-
-    #[test]
-    #[allow(clippy::panic)] // a deliberate panic, caught
-    fn par_map_keeps_order() {
-        let items: Vec<usize> = (0..100).collect();
-        let doubled: Vec<Result<usize, String>> = items.iter().map(|x| Ok(x * 2)).collect();
-        assert_eq!(par_map(&items, 4, |x| x * 2), doubled);
-        assert!(par_map(&[] as &[usize], 4, |x| *x).is_empty());
-        let caught = par_map(&[1usize], 2, |_| -> usize { std::panic::panic_any("boom") });
-        assert_eq!(caught, [Err("boom".to_owned())]);
-    }
-
-    #[test]
-    #[allow(clippy::panic)] // a deliberate panic, caught
-    fn guarded_catches_panics() {
-        let caught = guarded(|| -> usize { std::panic::panic_any("boom") });
-        assert_eq!(caught, Err("boom".to_owned()));
     }
 }

@@ -3,6 +3,10 @@
 //! - `conformance [CAPABILITY]`: runs every conformance fixture case, deferred
 //!   ones included, prints a per-capability table and closes with
 //!   `N passed, M failed, K skipped`.
+//! - `spec-status`: per capability, its crate, targeted release, counts and
+//!   deferrals (the README table with `--markdown`).
+//! - `spec-diff <old> <new>`: fixtures added / removed / changed between two
+//!   fixture trees, the crates affected, and which changed fixtures fail today.
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -11,6 +15,9 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
+mod par;
+mod spec_diff;
+mod spec_status;
 
 const HELP: &str = "\
 cargo xtask <COMMAND>
@@ -36,6 +43,22 @@ Commands:
         own fixtures under spec/conformance/<capability>/. Without upstream
         fixtures the run only warns, except when $CI is set.
 
+  spec-status [CAPABILITY] [--markdown] [-j N]
+        Per capability (every one declared in conformance.toml): the crate that
+        implements it, the spec release it targets, its fixture counts (passed,
+        failed, deferred; the cases run exactly as `conformance` runs them) and
+        its deferrals grouped by reason. `--markdown` prints the README table.
+        Exits non-zero when a case fails or a deferred case passes.
+
+  spec-diff <OLD-FIXTURE-DIR> <NEW-FIXTURE-DIR> [-j N]
+        Compare two fixture trees (each `<capability>/conformance/*.yaml`, or a
+        whole upstream checkout with them under `spec/`): per capability, the
+        fixtures added, removed and changed (cosmetic YAML edits, companion
+        `.md` and `spec.md` changes marked), the crates affected (from
+        conformance.toml), and which added or changed fixtures fail today (the
+        new version run by the current adapter, with the current deferrals).
+        The first thing to run when upstream releases.
+
   bench [FILTER]
         Run the criterion benchmarks of the workspace with short settings
         (1 s warm-up, 3 s measurement) and print a summary: the median per
@@ -59,6 +82,14 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
+            Err(message) => usage_error(&message),
+        },
+        "spec-status" => match spec_status::Options::parse(rest) {
+            Ok(options) => spec_status::run(&options),
+            Err(message) => usage_error(&message),
+        },
+        "spec-diff" => match spec_diff::Options::parse(rest) {
+            Ok(options) => spec_diff::run(&options),
             Err(message) => usage_error(&message),
         },
         other => usage_error(&format!("unknown command `{other}`")),

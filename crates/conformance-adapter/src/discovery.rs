@@ -287,6 +287,51 @@ pub fn discover_with(
     }
 }
 
+/// One fixture tree read by [`scan_tree`].
+#[derive(Debug, Clone)]
+pub struct FixtureTree {
+    /// The directory holding the `<capability>/` directories: the root given, or its
+    /// `spec/` directory for a whole upstream checkout.
+    pub base: PathBuf,
+    /// Its fixtures (all [`Origin::Upstream`]), sorted by capability, then file name.
+    pub files: Vec<FixtureFile>,
+    /// Unreadable directories, or a tree without fixtures.
+    pub warnings: Vec<String>,
+}
+
+/// Scans one fixture tree laid out as upstream lays it,
+/// `<root>/<capability>/conformance/*.yaml`, or a whole upstream checkout (the same
+/// under `<root>/spec/`). Unlike [`discover`] it reads no environment and no project
+/// fixtures: it is for comparing two trees (`cargo xtask spec-diff`).
+pub fn scan_tree(root: &Path) -> FixtureTree {
+    let mut warnings = Vec::new();
+    let conformance = Some(Path::new("conformance"));
+    let mut base = root.to_path_buf();
+    let mut files = scan_root(root, conformance, Origin::Upstream, None, &mut warnings);
+    let checkout = root.join("spec");
+    if files.is_empty() && checkout.is_dir() {
+        files = scan_root(
+            &checkout,
+            conformance,
+            Origin::Upstream,
+            None,
+            &mut warnings,
+        );
+        base = checkout;
+    }
+    if files.is_empty() {
+        warnings.push(format!(
+            "{} holds no `<capability>/conformance/*.yaml` files (nor `spec/<capability>/...`)",
+            root.display()
+        ));
+    }
+    FixtureTree {
+        base,
+        files,
+        warnings,
+    }
+}
+
 /// Scans `<root>/<capability>/<sub>/*.yaml` (or `<root>/<capability>/*.yaml`
 /// when `sub` is `None`), sorted by capability then file name.
 fn scan_root(
@@ -553,6 +598,30 @@ mod tests {
         assert_eq!(found.files.len(), 2);
         assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
         assert!(found.warnings[0].contains("same id `graph-engine/001-a`"));
+        Ok(())
+    }
+
+    #[test]
+    fn scan_tree_reads_both_layouts() -> std::io::Result<()> {
+        let tmp = TempDir::new("tree")?;
+        let flat = tmp.0.join("flat");
+        touch(&flat.join("sessions/conformance/001-a.yaml"))?;
+        touch(&flat.join("sessions/conformance/001-a.md"))?;
+        let tree = scan_tree(&flat);
+        assert_eq!(tree.base, flat);
+        assert_eq!(tree.files.len(), 1);
+        assert_eq!(tree.files[0].key(), "sessions/001-a");
+        assert!(tree.warnings.is_empty(), "{:?}", tree.warnings);
+
+        let checkout = tmp.0.join("checkout");
+        touch(&checkout.join("spec/graph-engine/conformance/002-b.yaml"))?;
+        let tree = scan_tree(&checkout);
+        assert_eq!(tree.base, checkout.join("spec"));
+        assert_eq!(tree.files[0].key(), "graph-engine/002-b");
+
+        let empty = scan_tree(&tmp.0.join("nothing-here"));
+        assert!(empty.files.is_empty());
+        assert!(empty.warnings.iter().any(|w| w.contains("holds no")));
         Ok(())
     }
 

@@ -23,6 +23,7 @@ mod prompt;
 pub mod report;
 mod retrieval;
 pub mod runner;
+mod sessions;
 mod yaml;
 
 pub use error::AdapterError;
@@ -30,3 +31,9 @@ pub use report::{CaseId, CaseOutcome};
 
 /// The conformance-adapter spec release this adapter implements (§8.5).
 pub const CONFORMANCE_VERSION: &str = "0.109.0";
+
+/// The OpenArmature capability this crate implements.
+pub const SPEC_CAPABILITY: &str = "conformance-adapter";
+
+/// The OpenArmature specification release this crate targets.
+pub const SPEC_VERSION: &str = CONFORMANCE_VERSION;

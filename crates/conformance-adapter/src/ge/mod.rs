@@ -3,7 +3,7 @@
 
 mod assert;
 pub(crate) mod build;
-mod checkpoint;
+pub(crate) mod checkpoint;
 pub(crate) mod composite;
 mod event_invariants;
 pub(crate) mod harness;

@@ -8,3 +8,4 @@ mod llm_harness;
 mod malformed_fixtures;
 mod obs_harness;
 mod retrieval_harness;
+mod spec_pins;

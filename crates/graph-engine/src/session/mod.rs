@@ -62,6 +62,13 @@ pub use record::{
 use crate::checkpoint::CheckpointError;
 use crate::error::{BoxError, RuntimeCategory};
 
+/// The OpenArmature capability this module implements (the crate's own is
+/// [`crate::SPEC_CAPABILITY`]).
+pub const SPEC_CAPABILITY: &str = "sessions";
+
+/// The OpenArmature specification release the sessions implementation targets.
+pub const SPEC_VERSION: &str = "0.109.0";
+
 /// A sessions failure (§10), with its canonical category.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

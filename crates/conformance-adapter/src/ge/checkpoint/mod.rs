@@ -32,7 +32,7 @@ mod run;
 mod store;
 
 pub(crate) use self::run::Run;
-pub(crate) use self::store::flaky_resume_aware;
+pub(crate) use self::store::{flaky_resume_aware, migration, KeyError, MigrationLog};
 
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ use openarmature_graph::checkpoint::Checkpointer;
 use serde_json::Value;
 
 use self::run::{Call, Runner, RECORDER};
-use self::store::{Boundary, Crash, MigrationLog, Store, SEEDED_ID};
+use self::store::{Boundary, Crash, Store, SEEDED_ID};
 use super::build::{Builder, GRAPH_KEYS};
 use super::harness::{Behavior, Harness, HarnessObserver, Pace};
 use crate::yaml::Y;

@@ -1,5 +1,5 @@
 //! Spec: conformance-adapter §5.6 / §6.2 — the state-migration mocks of the
-//! pipeline-utilities §10.12 fixtures, and the `flaky_resume_aware` node script.
+//! pipeline-utilities §10.12 fixtures (and the sessions §7 ones), and the `flaky_resume_aware` node script.
 
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +40,23 @@ pub(crate) fn migration(
             Ok(v)
         })
     };
+    // Sessions 007 / 009: integer arithmetic on one field.
+    let arith = |field: &'static str, f: fn(i64) -> Option<i64>| -> Migrate {
+        Arc::new(move |mut v: Value| {
+            let old = v
+                .get(field)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| format!("`{field}` is not an integer"))?;
+            let new = f(old).ok_or("integer overflow")?;
+            if let Value::Object(m) = &mut v {
+                m.insert(field.into(), json!(new));
+            }
+            Ok(v)
+        })
+    };
     let body: Migrate = match name {
+        "add_ten_to_value" => arith("value", |x| x.checked_add(10)),
+        "multiply_value_by_two" => arith("value", |x| x.checked_mul(2)),
         "add_new_field_default" => add("new_field", "v2_default"),
         "add_v2_field" => add("v2_field", "v2_default"),
         "add_v3_field" => add("v3_field", "v3_default"),
