@@ -15,8 +15,10 @@
 //!    (reason `reask`: the pair is appended) or the classifier retries it (reason
 //!    `transient`: nothing is appended). Otherwise it propagates.
 //!
-//! Before each retry: `on_retry`, then the backoff sleep (through the config's
-//! sleeper). Classifier, backoff and `on_retry` see the error as the engine does: a
+//! The decision sequence is the shared loop `openarmature_pipeline::retry::drive` (the one
+//! `RetryMiddleware` runs): before each retry the backoff decides (it may give up), a
+//! transient retry spends a budget token, `on_retry` fires, then the backoff sleep
+//! (through the config's sleeper; a zero delay skips the timer). Classifier, backoff and `on_retry` see the error as the engine does: a
 //! [`openarmature_graph::CategorizedError`] whose `source()` is the [`LlmError`]
 //! (see [`LlmError::find_in`]); the classifier's state argument is `None` at call
 //! level. Inside a node with observers, exactly one terminal [`LlmCompletionEvent`] or
@@ -32,16 +34,20 @@ use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::future::Future;
+
 use futures::channel::mpsc::UnboundedSender;
+use openarmature_pipeline::retry::{drive, Retry, RetryLane};
 
 use openarmature_graph::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, NodeCtx, ObserverEvent, RetryReason,
+    CategorizedError, Category, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
+    LlmCompletionEvent, LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, NodeCtx,
+    ObserverEvent, RetryReason,
 };
 use serde_json::{json, Map, Value};
 
 use crate::config::RuntimeConfig;
-use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::error::{ErrorCategory, LlmError, StructuredOutputInvalid};
 use crate::message::{AssistantMessage, Content, ContentBlock, ImageSource, Message};
 use crate::provider::{CompletionRequest, Provider, WireRequest};
 use crate::response::Response;
@@ -96,7 +102,9 @@ pub(crate) async fn complete<P: Provider + ?Sized>(
 
 /// The call-level loop. `stream`: send every attempt through
 /// [`Provider::send_stream`], dispatching token events (and forwarding the deltas to
-/// `caller`, a [`crate::ResponseStream`]'s channel, when set).
+/// `caller`, a [`crate::ResponseStream`]'s channel, when set). The decide / budget / stop
+/// sequence is pipeline-utilities' [`drive`], the same loop `RetryMiddleware` runs; this
+/// lane adds the per-attempt override, reask, the typed events and the attempt observer.
 pub(crate) async fn run<P: Provider + ?Sized>(
     provider: &P,
     request: &CompletionRequest,
@@ -107,7 +115,6 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     let call_id = uuid::Builder::from_random_bytes(rand::random())
         .into_uuid()
         .to_string();
-    let call_started = Instant::now();
     // Extension 0001: the call's ordinal in its node attempt is claimed whether or
     // not anyone observes, so ordinals line up across node-level attempts.
     let ordinal = request.node.as_ref().map(NodeCtx::next_call_ordinal);
@@ -128,53 +135,108 @@ pub(crate) async fn run<P: Provider + ?Sized>(
         String::new()
     };
     let retry = request.retry.as_ref();
-    let max_attempts = retry.map_or(1, |r| r.max_attempts());
-    // The working transcript: `None` until the first reask appends to a copy.
-    let mut working: Option<Vec<Message>> = None;
-    let mut reason: Option<RetryReason> = None;
-    let mut attempt: u32 = 0;
-    // The latest attempt's request summary when it equals the call's own (the caller's
-    // messages and config): the terminal event reuses it instead of building another.
-    let mut same_summary: Option<LlmRequestSummary> = None;
-    // Token events and caller deltas: chunk indices run on across call-level attempts.
-    let sink = CallSink {
-        node: node.zip(site.as_ref()),
-        provider: provider.provider_name(),
-        model: provider.model(),
-        call_id: &call_id,
-        next_chunk: AtomicU32::new(0),
+    let mut lane = CallLane {
+        provider,
+        request,
+        stream,
         caller,
+        observed: node.zip(site.as_ref()),
+        call_id: &call_id,
+        logical_call_id: &logical_call_id,
+        call_started: Instant::now(),
+        working: None,
+        reason: None,
+        pending: None,
+        view: None,
+        same_summary: None,
+        latency: Duration::ZERO,
+        sink: CallSink {
+            node: node.zip(site.as_ref()),
+            provider: provider.provider_name(),
+            model: provider.model(),
+            call_id: &call_id,
+            next_chunk: AtomicU32::new(0),
+            caller,
+        },
     };
-    loop {
-        let config = match retry {
-            Some(r) => r.config_for_attempt(&request.config, attempt),
+    drive(retry.map(|r| &r.base), &mut lane).await
+}
+
+/// The LLM call-level [`RetryLane`]: one value per `complete()` call.
+struct CallLane<'a, P: ?Sized> {
+    provider: &'a P,
+    request: &'a CompletionRequest,
+    stream: bool,
+    caller: Option<&'a UnboundedSender<StreamEvent>>,
+    /// The calling node and its call site, when an observer will receive events.
+    observed: Option<(&'a NodeCtx, &'a LlmCallSite)>,
+    call_id: &'a str,
+    logical_call_id: &'a str,
+    call_started: Instant,
+    /// The working transcript: `None` until the first reask appends to a copy.
+    working: Option<Vec<Message>>,
+    /// Why the running attempt was scheduled (`None` on attempt 0).
+    reason: Option<RetryReason>,
+    /// The reason of the retry `retry` admitted, until it starts.
+    pending: Option<RetryReason>,
+    /// The failed attempt's error as classifier, backoff and `on_retry` see it.
+    view: Option<CategorizedError>,
+    /// The latest attempt's request summary when it equals the call's own (the caller's
+    /// messages and config): the terminal event reuses it instead of building another.
+    same_summary: Option<LlmRequestSummary>,
+    /// The latest attempt's latency.
+    latency: Duration,
+    /// Token events and caller deltas: chunk indices run on across call-level attempts.
+    sink: CallSink<'a>,
+}
+
+impl<P: Provider + ?Sized> CallLane<'_, P> {
+    /// The request summary of the call itself (the caller's messages and config).
+    fn call_summary(&mut self) -> LlmRequestSummary {
+        self.same_summary.take().unwrap_or_else(|| {
+            request_summary(
+                self.provider,
+                self.call_id,
+                &self.request.messages,
+                &self.request.config,
+            )
+            .with_logical_call_id(self.logical_call_id)
+        })
+    }
+
+    /// Sends attempt `index` and reports it (attempt observer, attempt event, and the
+    /// terminal completion event on success).
+    async fn send(&mut self, index: u32) -> Result<Response, LlmError> {
+        let request = self.request;
+        let config = match &request.retry {
+            Some(r) => r.config_for_attempt(&request.config, index),
             None => request.config.clone(),
         };
-        let messages: &[Message] = working.as_deref().unwrap_or(&request.messages);
+        let messages: &[Message] = self.working.as_deref().unwrap_or(&request.messages);
         let started = Instant::now();
         let mut wire = WireRequest::of(request, messages, &config);
-        wire.stream = stream;
-        let result = if stream {
-            provider.send_stream(wire, &sink).await
+        wire.stream = self.stream;
+        let result = if self.stream {
+            self.provider.send_stream(wire, &self.sink).await
         } else {
-            provider.send(wire).await
+            self.provider.send(wire).await
         };
-        let latency = started.elapsed();
-        crate::resilience::hooks::deposit(request, attempt, &result);
+        self.latency = started.elapsed();
+        crate::resilience::hooks::deposit(request, index, &result);
 
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {
-                call_id: &call_id,
-                logical_call_id: &logical_call_id,
-                attempt_index: attempt,
-                retry_reason: reason,
+                call_id: self.call_id,
+                logical_call_id: self.logical_call_id,
+                attempt_index: index,
+                retry_reason: self.reason,
                 messages,
                 config: &config,
                 outcome: result.as_ref(),
-                latency,
+                latency: self.latency,
             });
         }
-        if let (Some(ctx), Some(site)) = (node, &site) {
+        if let Some((ctx, site)) = self.observed {
             let outcome = match &result {
                 Ok(response) => LlmAttemptOutcome::Completed(response_summary(response)),
                 Err(error) => LlmAttemptOutcome::Failed {
@@ -182,95 +244,114 @@ pub(crate) async fn run<P: Provider + ?Sized>(
                     response: error.structured_output().map(failed_response_summary),
                 },
             };
-            let summary = request_summary(provider, &call_id, messages, &config)
-                .with_logical_call_id(logical_call_id.as_str());
-            same_summary = (working.is_none() && config == request.config).then(|| summary.clone());
+            let summary = request_summary(self.provider, self.call_id, messages, &config)
+                .with_logical_call_id(self.logical_call_id);
+            self.same_summary =
+                (self.working.is_none() && config == request.config).then(|| summary.clone());
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
                 site.clone(),
                 summary,
-                attempt,
-                reason,
+                index,
+                self.reason,
                 outcome,
-                Some(millis(latency)),
+                Some(millis(self.latency)),
             )));
         }
-
-        let error = match result {
-            Ok(response) => {
-                if let (Some(ctx), Some(site)) = (node, &site) {
-                    let summary = same_summary.take().unwrap_or_else(|| {
-                        request_summary(provider, &call_id, &request.messages, &request.config)
-                            .with_logical_call_id(logical_call_id.as_str())
-                    });
-                    ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
-                        site.clone(),
-                        summary,
-                        response_summary(&response),
-                        Some(millis(call_started.elapsed())),
-                    )));
-                }
-                return Ok(response);
-            }
-            Err(error) => error,
-        };
-
-        let next = match retry {
-            Some(r) if attempt + 1 < max_attempts => {
-                let view = error.clone().into_categorized();
-                let reask = match (&r.reask, error.structured_output()) {
-                    (Some(builder), Some(failure)) => Some((builder, failure)),
-                    _ => None,
-                };
-                if let Some((builder, failure)) = reask {
-                    let correction = builder.correction(failure);
-                    let transcript = working.get_or_insert_with(|| request.messages.clone());
-                    transcript.push(Message::Assistant(AssistantMessage {
-                        content: Some(Content::Text(failure.output_content.clone())),
-                        tool_calls: Vec::new(),
-                    }));
-                    transcript.push(Message::user(correction));
-                    Some((RetryReason::Reask, view))
-                } else if r.base.classifier.is_retryable(&view, None) {
-                    Some((RetryReason::Transient, view))
-                } else {
-                    None
-                }
-            }
-            _ => None,
-        };
-        // Extensions 0002/0003: the backoff may give up, the budget may refuse.
-        let (next, error) = crate::resilience::hooks::gate(retry, attempt, next, error);
-        let Some((next_reason, view, delay)) = next else {
-            if let (Some(ctx), Some(site)) = (node, &site) {
-                let summary = same_summary.take().unwrap_or_else(|| {
-                    request_summary(provider, &call_id, &request.messages, &request.config)
-                        .with_logical_call_id(logical_call_id.as_str())
-                });
-                ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
-                    site.clone(),
-                    summary,
-                    failure_of(&error),
-                    error.structured_output().map(failed_response_summary),
-                    Some(millis(latency)),
-                )));
-            }
-            return Err(error);
-        };
-        if let Some(r) = retry {
-            if let Some(on_retry) = &r.base.on_retry {
-                let shared: Arc<dyn StdError + Send + Sync> = Arc::new(view);
-                on_retry.on_retry(shared, attempt).await;
-            }
-            r.base.sleeper.sleep(delay).await;
+        if let (Ok(response), Some((ctx, site))) = (&result, self.observed) {
+            let summary = self.call_summary();
+            ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
+                site.clone(),
+                summary,
+                response_summary(response),
+                Some(millis(self.call_started.elapsed())),
+            )));
         }
-        if let Some(caller) = caller {
+        result
+    }
+}
+
+impl<P: Provider + ?Sized> RetryLane for CallLane<'_, P> {
+    type Output = Response;
+    type Error = LlmError;
+
+    fn attempt(&mut self, index: u32) -> impl Future<Output = Result<Response, LlmError>> + Send {
+        self.send(index)
+    }
+
+    fn retry(&mut self, error: &LlmError, _index: u32) -> Option<Retry> {
+        let r = self.request.retry.as_ref()?;
+        let view = error.clone().into_categorized();
+        let reason = match (&r.reask, error.structured_output()) {
+            (Some(builder), Some(failure)) => {
+                let correction = builder.correction(failure);
+                let transcript = self
+                    .working
+                    .get_or_insert_with(|| self.request.messages.clone());
+                transcript.push(Message::Assistant(AssistantMessage {
+                    content: Some(Content::Text(failure.output_content.clone())),
+                    tool_calls: Vec::new(),
+                }));
+                transcript.push(Message::user(correction));
+                RetryReason::Reask
+            }
+            _ if r.base.classifier.is_retryable(&view, None) => RetryReason::Transient,
+            _ => return None,
+        };
+        self.view = Some(view);
+        self.pending = Some(reason);
+        // Reasks are not budgeted: they follow an answered request.
+        Some(Retry {
+            budgeted: reason == RetryReason::Transient,
+        })
+    }
+
+    fn view<'s>(&'s self, error: &'s LlmError) -> &'s (dyn StdError + 'static) {
+        match &self.view {
+            Some(view) => view,
+            None => error,
+        }
+    }
+
+    fn shared(&mut self, error: LlmError) -> Arc<dyn StdError + Send + Sync> {
+        match self.view.take() {
+            Some(view) => Arc::new(view),
+            None => Arc::new(error.into_categorized()),
+        }
+    }
+
+    fn stop(&mut self, category: Category, reason: &str, last: LlmError) -> LlmError {
+        let category = if category == Category::RETRY_BUDGET_EXHAUSTED {
+            ErrorCategory::RetryBudgetExhausted
+        } else {
+            ErrorCategory::RetryAfterExceeded
+        };
+        crate::resilience::hooks::stopped(category, reason, last)
+    }
+
+    fn failed(&mut self, error: LlmError) -> LlmError {
+        if let Some((ctx, site)) = self.observed {
+            let summary = self.call_summary();
+            ctx.dispatch_event(ObserverEvent::LlmFailed(LlmFailedEvent::new(
+                site.clone(),
+                summary,
+                failure_of(&error),
+                error.structured_output().map(failed_response_summary),
+                Some(millis(self.latency)),
+            )));
+        }
+        error
+    }
+
+    fn retrying(&mut self, next_index: u32) {
+        let reason = self.pending.take();
+        if let (Some(caller), Some(reason)) = (self.caller, reason) {
             let _ = caller.unbounded_send(StreamEvent::Retry {
-                attempt_index: attempt + 1,
-                reason: next_reason,
+                attempt_index: next_index,
+                reason,
             });
         }
-        reason = Some(next_reason);
-        attempt += 1;
+        self.reason = reason;
+        self.view = None;
     }
 }
 

@@ -1,17 +1,13 @@
-//! Where the call-level loop (`crate::call`) consults the extensions: the budget
-//! deposit after attempt 0 and the gate before each retry. With no budget and a
-//! backoff that never gives up (the defaults), both are no-ops.
+//! The call-level lane's side of the extensions: the budget deposit after attempt 0 and
+//! the stop error. The gate before each retry (the backoff giving up, the budget
+//! refusing) is the shared loop's, `openarmature_pipeline::retry::drive`. With no budget
+//! and a backoff that never gives up (the defaults), both are no-ops.
 
 use std::sync::Arc;
-use std::time::Duration;
-
-use openarmature_graph::{CategorizedError, RetryReason};
-use openarmature_pipeline::retry::BackoffDecision;
 
 use crate::error::{ErrorCategory, LlmError, ProviderFailure};
 use crate::provider::CompletionRequest;
 use crate::response::Response;
-use crate::retry::LlmRetryConfig;
 
 /// Extension 0003: a logical first attempt earns budget — call attempt 0, not
 /// inside a node-level retry (that call is itself a retry, already paid for), and
@@ -34,43 +30,6 @@ pub(crate) fn deposit(
     if let Some(budget) = request.retry.as_ref().and_then(|r| r.base.budget.as_ref()) {
         budget.deposit();
     }
-}
-
-/// The retry the loop is about to make, with its delay.
-pub(crate) type Admitted = (RetryReason, CategorizedError, Duration);
-
-/// Extensions 0002/0003: decides the delay through [`openarmature_pipeline::retry::Backoff::decide`]
-/// (which may give up: `retry_after_exceeded`) and spends a budget token for a
-/// transient retry (none left: `retry_budget_exhausted`). Reasks are not budgeted:
-/// they follow an answered request. A refusal replaces the error with the stop
-/// error, the last error as its source.
-pub(crate) fn gate(
-    retry: Option<&LlmRetryConfig>,
-    attempt: u32,
-    next: Option<(RetryReason, CategorizedError)>,
-    error: LlmError,
-) -> (Option<Admitted>, LlmError) {
-    let (Some(r), Some((reason, view))) = (retry, next) else {
-        return (None, error);
-    };
-    let delay = match r.base.backoff.decide(attempt, &view) {
-        BackoffDecision::Wait(delay) => delay,
-        BackoffDecision::GiveUp(why) => {
-            return (
-                None,
-                stopped(ErrorCategory::RetryAfterExceeded, &why, error),
-            )
-        }
-    };
-    if reason == RetryReason::Transient && r.base.budget.as_ref().is_some_and(|b| !b.try_withdraw())
-    {
-        let why = "retry budget exhausted";
-        return (
-            None,
-            stopped(ErrorCategory::RetryBudgetExhausted, why, error),
-        );
-    }
-    (Some((reason, view, delay)), error)
 }
 
 /// The stop error: `category`, message `"<reason>; last error: <last>"` (as the

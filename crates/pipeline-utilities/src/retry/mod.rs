@@ -16,6 +16,7 @@ mod backoff;
 mod budget;
 mod classifier;
 mod decision;
+mod lane;
 
 use std::error::Error as StdError;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ pub use classifier::{is_transient, CategoryClassifier, Classifier, DefaultClassi
 pub use decision::{
     stop_error, BackoffDecision, LastAttempt, RETRY_AFTER_EXCEEDED, RETRY_BUDGET_EXHAUSTED,
 };
+pub use lane::{drive, Retry, RetryLane};
 
 /// Called before each backoff sleep with the failed attempt's error and index.
 pub trait OnRetry: Send + Sync + 'static {
@@ -175,46 +177,73 @@ impl RetryConfig {
     pub async fn run<T, F, Fut>(
         &self,
         state: Option<&dyn StateView>,
-        mut attempt: F,
+        attempt: F,
     ) -> Result<T, NodeError>
     where
-        F: FnMut(u32) -> Fut,
-        Fut: std::future::Future<Output = Result<T, NodeError>>,
+        F: FnMut(u32) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T, NodeError>> + Send,
     {
-        let max = self.max_attempts.max(1);
-        let mut index = 0u32;
-        loop {
-            match attempt(index).await {
-                Ok(value) => return Ok(value),
-                Err(error) => {
-                    if index + 1 >= max || !self.classifier.is_retryable(&error, state) {
-                        return Err(error);
-                    }
-                    let delay = match self.backoff.decide(index, &error) {
-                        BackoffDecision::Wait(delay) => delay,
-                        BackoffDecision::GiveUp(reason) => {
-                            return Err(stop_error(RETRY_AFTER_EXCEEDED, &reason, error))
-                        }
-                    };
-                    if self.budget.as_ref().is_some_and(|b| !b.try_withdraw()) {
-                        return Err(stop_error(
-                            RETRY_BUDGET_EXHAUSTED,
-                            "retry budget exhausted",
-                            error,
-                        ));
-                    }
-                    if let Some(on_retry) = &self.on_retry {
-                        let shared: Arc<dyn StdError + Send + Sync> = Arc::from(error);
-                        on_retry.on_retry(shared, index).await;
-                    }
-                    // A zero backoff retries at once (no timer round trip).
-                    if !delay.is_zero() {
-                        self.sleeper.sleep(delay).await;
-                    }
-                    index += 1;
-                }
-            }
-        }
+        let mut lane = ClassifiedLane {
+            classifier: &*self.classifier,
+            state,
+            attempt,
+        };
+        drive(Some(self), &mut lane).await
+    }
+
+    /// Runs `lane` with this configuration (see [`drive`]).
+    ///
+    /// # Errors
+    /// The lane's last error (or the stop error wrapping it).
+    pub async fn drive<L: RetryLane>(&self, lane: &mut L) -> Result<L::Output, L::Error> {
+        drive(Some(self), lane).await
+    }
+}
+
+/// The node-level lane: attempts from a closure, failures classified by the record's
+/// classifier against the state the chain received, every retry budgeted.
+struct ClassifiedLane<'c, F> {
+    classifier: &'c dyn Classifier,
+    state: Option<&'c dyn StateView>,
+    attempt: F,
+}
+
+impl<T, F, Fut> RetryLane for ClassifiedLane<'_, F>
+where
+    F: FnMut(u32) -> Fut + Send,
+    Fut: std::future::Future<Output = Result<T, NodeError>> + Send,
+{
+    type Output = T;
+    type Error = NodeError;
+
+    fn attempt(
+        &mut self,
+        index: u32,
+    ) -> impl std::future::Future<Output = Result<T, NodeError>> + Send {
+        (self.attempt)(index)
+    }
+
+    fn retry(&mut self, error: &NodeError, _index: u32) -> Option<Retry> {
+        self.classifier
+            .is_retryable(&**error, self.state)
+            .then_some(Retry { budgeted: true })
+    }
+
+    fn view<'s>(&'s self, error: &'s NodeError) -> &'s (dyn StdError + 'static) {
+        &**error
+    }
+
+    fn shared(&mut self, error: NodeError) -> Arc<dyn StdError + Send + Sync> {
+        Arc::new(error)
+    }
+
+    fn stop(
+        &mut self,
+        category: openarmature_graph::Category,
+        reason: &str,
+        last: NodeError,
+    ) -> NodeError {
+        stop_error(category.as_str(), reason, last)
     }
 }
 
