@@ -165,9 +165,12 @@ impl<S: State> GraphBuilder<S> {
 
     /// Appends per-node middleware to `node` (the first added is outermost).
     /// Middleware for an undeclared node is a `dangling_edge` at compile time.
-    pub fn node_middleware(mut self, node: &str, middleware: Arc<dyn Middleware<S>>) -> Self {
+    ///
+    /// Takes the middleware by value; pass an `Arc` (an `Arc<M>` or an
+    /// `Arc<dyn Middleware<S>>` is a middleware too) to share one instance.
+    pub fn node_middleware(mut self, node: &str, middleware: impl Middleware<S>) -> Self {
         match self.nodes.get_mut(node) {
-            Some(decl) => decl.middleware.push(middleware),
+            Some(decl) => decl.middleware.push(Arc::new(middleware)),
             None => {
                 self.undeclared_middleware
                     .get_or_insert_with(|| node.to_owned());
@@ -178,8 +181,8 @@ impl<S: State> GraphBuilder<S> {
 
     /// Appends per-graph middleware, wrapping every node's own chain (first added is
     /// outermost).
-    pub fn graph_middleware(mut self, middleware: Arc<dyn Middleware<S>>) -> Self {
-        self.graph_middleware.push(middleware);
+    pub fn graph_middleware(mut self, middleware: impl Middleware<S>) -> Self {
+        self.graph_middleware.push(Arc::new(middleware));
         self
     }
 
@@ -222,8 +225,11 @@ impl<S: State> GraphBuilder<S> {
     /// a record at every completed node attempt, and `InvokeOptions::resume_invocation`
     /// resumes from one. At most one per graph; a later call replaces an earlier one.
     /// Only the outermost graph's Checkpointer is used.
-    pub fn checkpointer(mut self, checkpointer: Arc<dyn Checkpointer>) -> Self {
-        self.checkpoint.checkpointer = Some(checkpointer);
+    ///
+    /// Takes the checkpointer by value; pass an `Arc` to keep a handle (an
+    /// `Arc<C>` or `Arc<dyn Checkpointer>` is a checkpointer too).
+    pub fn checkpointer(mut self, checkpointer: impl Checkpointer) -> Self {
+        self.checkpoint.checkpointer = Some(Arc::new(checkpointer));
         self
     }
 

@@ -104,8 +104,8 @@ pub use llm_events::{
 };
 pub use llm_token::{LlmDeltaKind, LlmTokenEvent};
 pub use metadata::{
-    get_invocation_metadata, set_invocation_metadata, InvocationMetadata, MetadataAugmented,
-    MetadataError,
+    current_node, get_invocation_metadata, set_invocation_metadata, InvocationMetadata,
+    MetadataAugmented, MetadataError,
 };
 pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};

@@ -30,6 +30,23 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
     }
 }
 
+/// A shared middleware is a middleware: `Arc<M>` and `Arc<dyn Middleware<S>>` register
+/// like the middleware itself.
+impl<S: State, M: Middleware<S> + ?Sized> Middleware<S> for Arc<M> {
+    fn call<'a>(
+        &'a self,
+        state: Arc<S>,
+        ctx: NodeCtx,
+        next: Next<'a, S>,
+    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+        (**self).call(state, ctx, next)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        (**self).as_any()
+    }
+}
+
 /// The target a chain wraps when it is not a graph node: what [`run_chain`] calls
 /// at the inner end (a fan-out instance's subgraph run, a branch's invocation).
 pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> BoxFuture<'a, Result<<S as State>::Update, NodeError>>

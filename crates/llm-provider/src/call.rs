@@ -115,14 +115,22 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     let call_id = uuid::Builder::from_random_bytes(rand::random())
         .into_uuid()
         .to_string();
+    // The calling node: the request's explicit context, else the running node's
+    // (graph-engine's ambient context), so a call made in a node body reports to it.
+    let ambient = request
+        .node
+        .is_none()
+        .then(openarmature_graph::current_node)
+        .flatten();
+    let node_ctx = request.node.as_ref().or(ambient.as_ref());
     // Extension 0001: the call's ordinal in its node attempt is claimed whether or
     // not anyone observes, so ordinals line up across node-level attempts.
-    let ordinal = request.node.as_ref().map(NodeCtx::next_call_ordinal);
+    let ordinal = node_ctx.map(NodeCtx::next_call_ordinal);
     // Typed events are built only when an observer will receive them.
-    let node = request.node.as_ref().filter(|ctx| ctx.has_observers());
+    let node = node_ctx.filter(|ctx| ctx.has_observers());
     let site = node.map(LlmCallSite::from_ctx);
     let logical_call_id = if site.is_some() || request.attempt_observer.is_some() {
-        match (&request.node, ordinal) {
+        match (node_ctx, ordinal) {
             (Some(ctx), Some(ordinal)) => crate::resilience::accounting::logical_call_id(
                 ctx.invocation_id(),
                 &ctx.lineage(),
@@ -140,6 +148,7 @@ pub(crate) async fn run<P: Provider + ?Sized>(
         request,
         stream,
         caller,
+        node_ctx,
         observed: node.zip(site.as_ref()),
         call_id: &call_id,
         logical_call_id: &logical_call_id,
@@ -168,6 +177,8 @@ struct CallLane<'a, P: ?Sized> {
     request: &'a CompletionRequest,
     stream: bool,
     caller: Option<&'a UnboundedSender<StreamEvent>>,
+    /// The calling node's context (explicit or ambient), observed or not.
+    node_ctx: Option<&'a NodeCtx>,
     /// The calling node and its call site, when an observer will receive events.
     observed: Option<(&'a NodeCtx, &'a LlmCallSite)>,
     call_id: &'a str,
@@ -222,7 +233,7 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
             self.provider.send(wire).await
         };
         self.latency = started.elapsed();
-        crate::resilience::hooks::deposit(request, index, &result);
+        crate::resilience::hooks::deposit(request, self.node_ctx, index, &result);
 
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {

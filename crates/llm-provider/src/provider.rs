@@ -207,7 +207,10 @@ impl CompletionRequest {
 
     /// Marks the call as issued by the node attempt `ctx`: typed LLM events (one
     /// per attempt, then the terminal completion or failure event) are dispatched on
-    /// its observer queue.
+    /// its observer queue. Only an override: a call made from a node body (or a
+    /// middleware) without it reports to the running node (the engine's ambient
+    /// context, `openarmature_graph::current_node`); pass it when the call runs
+    /// elsewhere (a spawned task) on a node's behalf.
     pub fn in_node(mut self, ctx: &NodeCtx) -> Self {
         self.node = Some(ctx.clone());
         self

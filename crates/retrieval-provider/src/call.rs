@@ -89,8 +89,14 @@ pub(crate) async fn embed<P: EmbeddingProvider + ?Sized>(
         embedding::validate(request)?;
         provider.send(&request.input, &request.config).await
     };
+    // Without an explicit context, the running node's (graph-engine's ambient context).
+    let ambient = request
+        .node
+        .is_none()
+        .then(openarmature_graph::current_node)
+        .flatten();
     report(
-        request.node.as_ref(),
+        request.node.as_ref().or(ambient.as_ref()),
         summary,
         call,
         |site, summary, r: &EmbeddingResponse, latency| {
@@ -133,8 +139,14 @@ pub(crate) async fn rerank<P: RerankProvider + ?Sized>(
         rerank::validate(request)?;
         provider.send(request).await
     };
+    // Without an explicit context, the running node's (graph-engine's ambient context).
+    let ambient = request
+        .node
+        .is_none()
+        .then(openarmature_graph::current_node)
+        .flatten();
     report(
-        request.node.as_ref(),
+        request.node.as_ref().or(ambient.as_ref()),
         summary,
         call,
         |site, summary, r: &RerankResponse, latency| {

@@ -3,6 +3,7 @@
 //! Records hold states as JSON (`State::to_json`), whatever the level's state type, so
 //! every backend exposes the class-independent form §10.12 migrations run on.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use futures::future::BoxFuture;
@@ -293,6 +294,52 @@ impl CheckpointFilter {
             .as_ref()
             .is_none_or(|c| *c == summary.correlation_id)
             && self.saved_since.is_none_or(|t| summary.last_saved_at >= t)
+    }
+}
+
+/// A shared checkpointer is a checkpointer (so `GraphBuilder::checkpointer` takes an
+/// `Arc<C>` or `Arc<dyn Checkpointer>` as well as the store itself).
+impl<C: Checkpointer + ?Sized> Checkpointer for Arc<C> {
+    fn save<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).save(invocation_id, record)
+    }
+
+    fn load<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, BoxError>> {
+        (**self).load(invocation_id)
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: Option<&'a CheckpointFilter>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointSummary>, BoxError>> {
+        (**self).list(filter)
+    }
+
+    fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).delete(invocation_id)
+    }
+
+    fn save_fan_out_internal<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).save_fan_out_internal(invocation_id, record)
+    }
+
+    fn save_fan_out_failure<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).save_fan_out_failure(invocation_id, record)
     }
 }
 

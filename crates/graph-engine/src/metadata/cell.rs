@@ -150,6 +150,19 @@ fn with_current<R>(f: impl FnOnce(&NodeCtx) -> R) -> Option<R> {
         .flatten()
 }
 
+/// The context of the node (or middleware chain) running in this task, if any: what an
+/// LLM or retrieval call made from a node body picks up when the caller passes no
+/// context. Like the metadata reads, it follows the future, not the thread (a task
+/// spawned from a node body sees `None`).
+///
+/// # Examples
+/// ```
+/// assert!(openarmature_graph::current_node().is_none());
+/// ```
+pub fn current_node() -> Option<NodeCtx> {
+    with_current(NodeCtx::clone)
+}
+
 /// The invocation metadata visible where this is called (observability §3.4 *Read
 /// access*): the caller's mapping from `invoke()` plus every write made earlier in
 /// this context or in an ancestor context before it dispatched this one — never a

@@ -38,8 +38,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
+pub use cell::{current_node, get_invocation_metadata, set_invocation_metadata};
 pub(crate) use cell::{enter_node, scoped, MetadataCell};
-pub use cell::{get_invocation_metadata, set_invocation_metadata};
 pub use rules::{
     check_key, check_value, validate, MetadataError, INVOCATION_METADATA_INVALID, RESERVED_KEYS,
     RESERVED_PREFIXES,

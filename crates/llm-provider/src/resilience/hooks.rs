@@ -14,17 +14,14 @@ use crate::response::Response;
 /// not refused by an open circuit (nothing was sent).
 pub(crate) fn deposit(
     request: &CompletionRequest,
+    node: Option<&openarmature_graph::NodeCtx>,
     attempt: u32,
     result: &Result<Response, LlmError>,
 ) {
     if attempt != 0 || matches!(result, Err(LlmError::CircuitOpen(_))) {
         return;
     }
-    if request
-        .node
-        .as_ref()
-        .is_some_and(|ctx| ctx.attempt_index() > 0)
-    {
+    if node.is_some_and(|ctx| ctx.attempt_index() > 0) {
         return;
     }
     if let Some(budget) = request.retry.as_ref().and_then(|r| r.base.budget.as_ref()) {

@@ -438,3 +438,52 @@ async fn a_bare_question_mark_keeps_the_llm_category_for_node_retry() {
         "the default classifier retried it"
     );
 }
+
+#[tokio::test]
+async fn a_call_without_in_node_reports_to_the_running_node() {
+    let sleeps = Sleeps::default();
+    let (_server, p) = provider(vec![down("d0"), Step::json(200, completion("hello"))]).await;
+    let p = Arc::new(p);
+    let call_retry = retry(2, &sleeps);
+    let graph = GraphBuilder::new(S::default())
+        .add_node("ask", move |_s: Arc<S>, _ctx: NodeCtx| {
+            let (p, call_retry) = (Arc::clone(&p), call_retry.clone());
+            async move {
+                // No `.in_node(&ctx)`: the engine's ambient context is picked up.
+                let request = CompletionRequest::new(vec![Message::user("hi")]).retry(call_retry);
+                let response = p.complete(&request).await?;
+                Ok(SUpdate::default().answer(response.content().unwrap_or_default().to_owned()))
+            }
+        })
+        // Registered by value: no `Arc::new` around the middleware.
+        .node_middleware(
+            "ask",
+            RetryMiddleware::new(RetryConfig::default().max_attempts(1)),
+        )
+        .add_edge("ask", END)
+        .entry("ask")
+        .compile()
+        .unwrap();
+    let (reg, events) = recorder();
+    let out = graph
+        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
+        .await
+        .unwrap();
+    assert_eq!(out.state.answer, "hello");
+    graph.drain(None).await;
+    let events = events.lock().unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &**e {
+            ObserverEvent::LlmAttempt(_) => Some("attempt"),
+            ObserverEvent::LlmCompletion(c) => {
+                assert_eq!(&*c.site.node_name, "ask");
+                Some("completion")
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, ["attempt", "attempt", "completion"]);
+    // Outside any node there is no ambient context: the same call emits nothing.
+    assert!(openarmature_graph::current_node().is_none());
+}
