@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openarmature_llm::{
-    AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider,
+    AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider, Transport,
 };
 use serde_json::Value;
 
@@ -108,9 +108,12 @@ impl Mapping {
         let openai = || {
             OpenAiProvider::builder(server.base_url(), model)
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(
+                    Transport::default()
+                        .no_proxy()
+                        .timeout(timeout)
+                        .connect_timeout(connect),
+                )
                 .capabilities(capabilities)
                 .build()
         };
@@ -122,18 +125,24 @@ impl Mapping {
             Mapping::Anthropic => AnthropicProvider::builder(model)
                 .base_url(server.base_url())
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(
+                    Transport::default()
+                        .no_proxy()
+                        .timeout(timeout)
+                        .connect_timeout(connect),
+                )
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
             Mapping::Gemini => GeminiProvider::builder(model)
                 .base_url(format!("{}/v1beta", server.origin()))
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(
+                    Transport::default()
+                        .no_proxy()
+                        .timeout(timeout)
+                        .connect_timeout(connect),
+                )
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),

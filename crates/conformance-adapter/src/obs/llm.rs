@@ -48,7 +48,7 @@ use std::time::Duration;
 use openarmature_graph::{DynUpdate, NodeCtx, NodeError};
 use openarmature_llm::{
     CompletionRequest, LlmError, Message, OpenAiProvider, Provider, Response, RuntimeConfig, Tool,
-    ToolChoice,
+    ToolChoice, Transport,
 };
 use serde_json::{json, Map, Value};
 
@@ -209,9 +209,12 @@ impl LlmHarness {
     ) -> Result<OpenAiProvider, AdapterError> {
         let mut builder = OpenAiProvider::builder(base_url, model)
             .api_key("test-key")
-            .no_proxy()
-            .timeout(Duration::from_secs(20))
-            .connect_timeout(Duration::from_secs(5));
+            .transport(
+                Transport::default()
+                    .no_proxy()
+                    .timeout(Duration::from_secs(20))
+                    .connect_timeout(Duration::from_secs(5)),
+            );
         if let Some(system) = &self.genai_system {
             builder = builder.provider_name(system.clone());
         }
