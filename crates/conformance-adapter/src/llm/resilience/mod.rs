@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_llm::resilience::{ManualClock, ResilientProvider};
-use openarmature_llm::{OpenAiProvider, Provider, Transport};
+use openarmature_llm::{OpenAiProvider, Provider};
 use openarmature_pipeline::retry::Sleeper;
 use serde_norway::Value;
 
@@ -171,12 +171,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
     let inner = OpenAiProvider::builder(server.base_url(), &model)
         .api_key("test-key")
-        .transport(
-            Transport::default()
-                .no_proxy()
-                .timeout(Duration::from_secs(20))
-                .connect_timeout(Duration::from_secs(5)),
-        )
+        .transport(crate::http_mock::transport())
         .capabilities(mock.capabilities)
         .build()
         .map_err(|e| format!("cannot build the provider: {e}"))?;
