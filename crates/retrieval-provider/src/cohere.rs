@@ -1,4 +1,4 @@
-//! Spec: retrieval-provider §8.4 (Cohere `/v2/rerank`; `/v2/embed` is [`embed`]).
+//! Spec: retrieval-provider §8.4 (Cohere `/v2/rerank`; `/v2/embed` is [`CohereEmbeddings`]).
 //!
 //! `POST {base_url}/v2/rerank` with `{"model", "query", "documents": [..], "top_n"?}`
 //! plus the extras bag (e.g. `max_tokens_per_doc`). `results[].{index,
