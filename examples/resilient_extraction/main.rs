@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use openarmature::graph::{InvokeOptions, Registration};
 use openarmature::llm::resilience::UsageAggregator;
-use openarmature::llm::{OpenAiProvider, Provider};
+use openarmature::llm::{OpenAiProvider, Provider, Transport};
 use openarmature::observability::export::OtlpExport;
 use openarmature::observability::OtelObserver;
 
@@ -108,7 +108,7 @@ async fn main() -> Result<(), BoxError> {
         Some((base_url, model, key)) => {
             println!("provider: {base_url} (model {model}), from OPENAI_BASE_URL / OPENAI_MODEL");
             let mut builder = OpenAiProvider::builder(base_url.as_str(), model.as_str())
-                .timeout(Duration::from_secs(120));
+                .transport(Transport::default().timeout(Duration::from_secs(120)));
             if let Some(key) = key {
                 builder = builder.api_key(key.as_str());
             }
@@ -122,8 +122,11 @@ async fn main() -> Result<(), BoxError> {
                 server::MODEL
             );
             OpenAiProvider::builder(server.base_url.as_str(), server::MODEL)
-                .no_proxy()
-                .timeout(Duration::from_secs(10))
+                .transport(
+                    Transport::default()
+                        .no_proxy()
+                        .timeout(Duration::from_secs(10)),
+                )
                 .build()?
         }
     };

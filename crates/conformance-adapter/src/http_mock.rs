@@ -26,6 +26,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+/// The client options every runner's LLM provider uses against the mock: no proxy
+/// (the mock is on loopback), a 20 s deadline and 5 s to connect.
+pub(crate) fn transport() -> openarmature_llm::Transport {
+    openarmature_llm::Transport::default()
+        .no_proxy()
+        .timeout(Duration::from_secs(20))
+        .connect_timeout(Duration::from_secs(5))
+}
+
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 16 * 1024 * 1024;
 

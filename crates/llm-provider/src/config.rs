@@ -107,23 +107,19 @@ impl RuntimeConfig {
     /// `partial` replaces this config's; fields left `None` (and extras whose value is
     /// JSON `null`) inherit. Returns a new config; neither input changes.
     pub fn overlay(&self, partial: &RuntimeConfig) -> RuntimeConfig {
-        let mut out = self.clone();
-        macro_rules! take {
-            ($($field:ident),*) => {$(
-                if partial.$field.is_some() {
-                    out.$field = partial.$field.clone();
-                }
-            )*};
+        fn take<T: Clone>(out: &mut Option<T>, partial: &Option<T>) {
+            if partial.is_some() {
+                out.clone_from(partial);
+            }
         }
-        take!(
-            temperature,
-            max_tokens,
-            top_p,
-            seed,
-            frequency_penalty,
-            presence_penalty,
-            stop_sequences
-        );
+        let mut out = self.clone();
+        take(&mut out.temperature, &partial.temperature);
+        take(&mut out.max_tokens, &partial.max_tokens);
+        take(&mut out.top_p, &partial.top_p);
+        take(&mut out.seed, &partial.seed);
+        take(&mut out.frequency_penalty, &partial.frequency_penalty);
+        take(&mut out.presence_penalty, &partial.presence_penalty);
+        take(&mut out.stop_sequences, &partial.stop_sequences);
         for (key, value) in &partial.extras {
             if !value.is_null() {
                 out.extras.insert(key.clone(), value.clone());

@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openarmature_graph::{Categorized, CategorizedError, Category};
+use openarmature_http::TransportError;
 use serde_json::Value;
 
 use crate::response::{FinishReason, Usage};
@@ -451,6 +452,38 @@ impl ErrorCategory {
     }
 }
 
+impl ErrorCategory {
+    /// The category of this crate named by a shared [`Category`], if it is one of them.
+    pub fn from_category(category: Category) -> Option<ErrorCategory> {
+        ErrorCategory::ALL
+            .into_iter()
+            .chain(ErrorCategory::EXTENSIONS)
+            .find(|c| c.as_category() == category)
+    }
+
+    /// The §7 category of an HTTP error status before a mapping's refinement
+    /// ([`openarmature_http::status_category`], the table shared with
+    /// `openarmature-retrieval`).
+    pub(crate) fn of_status(status: u16) -> ErrorCategory {
+        ErrorCategory::from_category(openarmature_http::status_category(status))
+            .unwrap_or(ErrorCategory::ProviderUnavailable)
+    }
+}
+
+/// A transport failure keeps its category, message and cause (`source()` is the
+/// reqwest or URL error itself).
+impl From<TransportError> for LlmError {
+    fn from(error: TransportError) -> Self {
+        let (category, message, source) = error.into_parts();
+        let mut failure = ProviderFailure::new(message);
+        failure.source = source.map(Cause::from);
+        LlmError::from_failure(
+            ErrorCategory::from_category(category).unwrap_or(ErrorCategory::ProviderUnavailable),
+            failure,
+        )
+    }
+}
+
 impl Categorized for LlmError {
     fn category(&self) -> Option<Category> {
         Some(LlmError::category(self).as_category())
@@ -511,6 +544,25 @@ mod tests {
     }
 
     #[test]
+    fn transport_failures_keep_category_message_and_cause() {
+        let e = LlmError::from(TransportError::too_large(16));
+        assert_eq!(e.category(), ErrorCategory::ProviderInvalidResponse);
+        assert_eq!(e.to_string(), "response body exceeds the 16-byte limit");
+        let bad_url = openarmature_http::base_url("not a url").unwrap_err();
+        let e = LlmError::from(bad_url);
+        assert_eq!(e.category(), ErrorCategory::ProviderInvalidRequest);
+        assert!(StdError::source(&e).is_some());
+        assert_eq!(
+            ErrorCategory::of_status(404),
+            ErrorCategory::ProviderInvalidModel
+        );
+        assert_eq!(
+            ErrorCategory::of_status(408),
+            ErrorCategory::ProviderUnavailable
+        );
+    }
+
+    #[test]
     fn question_mark_in_a_node_keeps_the_category_without_a_registry() {
         fn node() -> Result<(), NodeError> {
             Err(LlmError::new(ErrorCategory::ProviderUnavailable, "down"))?
@@ -530,6 +582,8 @@ mod tests {
         {
             assert_eq!(c.as_category().as_str(), c.as_str());
             assert_eq!(c.as_category().is_transient(), c.is_transient());
+            assert_eq!(ErrorCategory::from_category(c.as_category()), Some(*c));
         }
+        assert_eq!(ErrorCategory::from_category(Category::NODE_EXCEPTION), None);
     }
 }

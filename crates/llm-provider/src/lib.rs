@@ -92,11 +92,11 @@
 //! ```
 
 pub mod anthropic;
+mod builder;
 mod call;
 mod config;
 mod error;
 pub mod gemini;
-mod http;
 mod message;
 pub mod openai;
 mod provider;
@@ -109,6 +109,7 @@ mod tool;
 mod validate;
 
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
+pub use builder::ProviderBuilder;
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
@@ -120,6 +121,7 @@ pub use message::{
 };
 pub use openai::{OpenAiBuilder, OpenAiProvider};
 pub use openarmature_graph::RetryReason;
+pub use openarmature_http::Transport;
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};

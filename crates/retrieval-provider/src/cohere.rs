@@ -11,9 +11,8 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::endpoint::{
-    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
-};
+use crate::builder::ProviderBuilder;
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
 use crate::scored::{self, ResultShape};
@@ -21,18 +20,16 @@ use crate::{extras, wire};
 
 mod embed;
 
+/// The hosted origin both builders start from.
+const DEFAULT_ORIGIN: &str = "https://api.cohere.com";
+
 pub use embed::{CohereEmbeddings, CohereEmbeddingsBuilder, MAX_TEXTS_PER_REQUEST};
 
-/// Builds a [`CohereRerank`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct CohereRerankBuilder {
-    conn: Connect,
-}
+/// Builds a [`CohereRerank`] provider: the shared [`ProviderBuilder`] setters (key,
+/// base URL, transport).
+pub type CohereRerankBuilder = ProviderBuilder<CohereRerank>;
 
-impl CohereRerankBuilder {
-    connection_options!("https://api.cohere.com");
-
+impl ProviderBuilder<CohereRerank> {
     /// Builds the provider.
     ///
     /// # Errors
@@ -60,9 +57,7 @@ const SHAPE: ResultShape = ResultShape {
 impl CohereRerank {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> CohereRerankBuilder {
-        CohereRerankBuilder {
-            conn: Connect::new(model.into(), "https://api.cohere.com"),
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN)
     }
 
     /// The wire body (deterministic key order: model, query, documents, top_n, then
@@ -120,13 +115,24 @@ pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Va
 }
 
 impl RerankProvider for CohereRerank {
-    endpoint_identity!("cohere");
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        "cohere"
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe_model())
     }
 
-    rerank_send_via_call!();
+    fn send<'a>(
+        &'a self,
+        request: &'a RerankRequest,
+    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
+        Box::pin(self.call(request))
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 use std::error::Error as StdError;
 
 use openarmature_graph::{BoxError, Categorized, CategorizedError, Category};
+use openarmature_http::TransportError;
 
 /// The retrieval-applicable §7 categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,6 +34,17 @@ pub enum RetrievalCategory {
 }
 
 impl RetrievalCategory {
+    /// The seven retrieval-applicable categories, in §7 order.
+    pub const ALL: [RetrievalCategory; 7] = [
+        RetrievalCategory::Authentication,
+        RetrievalCategory::Unavailable,
+        RetrievalCategory::InvalidModel,
+        RetrievalCategory::ModelNotLoaded,
+        RetrievalCategory::RateLimit,
+        RetrievalCategory::InvalidResponse,
+        RetrievalCategory::InvalidRequest,
+    ];
+
     /// The spec's category string, e.g. `provider_unavailable`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -65,6 +77,13 @@ impl RetrievalCategory {
             self,
             RetrievalCategory::Unavailable | RetrievalCategory::RateLimit
         )
+    }
+
+    /// The retrieval category named by a shared [`Category`], if it is one of them.
+    pub fn from_category(category: Category) -> Option<RetrievalCategory> {
+        RetrievalCategory::ALL
+            .into_iter()
+            .find(|c| c.as_category() == category)
     }
 }
 
@@ -170,6 +189,20 @@ impl RetrievalError {
     }
 }
 
+/// A transport failure keeps its category, message and cause (`source()` is the
+/// reqwest or URL error itself).
+impl From<TransportError> for RetrievalError {
+    fn from(error: TransportError) -> Self {
+        let (category, message, source) = error.into_parts();
+        let category =
+            RetrievalCategory::from_category(category).unwrap_or(RetrievalCategory::Unavailable);
+        RetrievalError {
+            source,
+            ..RetrievalError::new(category, message)
+        }
+    }
+}
+
 impl From<RetrievalError> for CategorizedError {
     fn from(error: RetrievalError) -> Self {
         error.into_categorized()
@@ -213,6 +246,24 @@ mod tests {
         let not_loaded =
             NodeError::from(RetrievalError::new(RetrievalCategory::ModelNotLoaded, "m"));
         assert!(!not_loaded.is_transient());
+    }
+
+    #[test]
+    fn shared_categories_and_transport_failures_convert() {
+        for c in RetrievalCategory::ALL {
+            assert_eq!(c.as_category().as_str(), c.as_str());
+            assert_eq!(RetrievalCategory::from_category(c.as_category()), Some(c));
+        }
+        assert_eq!(
+            RetrievalCategory::from_category(Category::STRUCTURED_OUTPUT_INVALID),
+            None
+        );
+        let e = RetrievalError::from(TransportError::too_large(8));
+        assert_eq!(e.category(), RetrievalCategory::InvalidResponse);
+        assert_eq!(e.message(), "response body exceeds the 8-byte limit");
+        let bad = RetrievalError::from(openarmature_http::base_url("nope").unwrap_err());
+        assert_eq!(bad.category(), RetrievalCategory::InvalidRequest);
+        assert!(StdError::source(&bad).is_some());
     }
 
     #[test]

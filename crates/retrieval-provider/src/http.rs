@@ -1,62 +1,32 @@
 //! Spec: retrieval-provider §8 (transport shared by the wire mappings) and §7 (the
 //! HTTP status → category mapping every §8.x mapping states: `401` / `403`
 //! authentication, `404` unknown model, `429` rate limit, `5xx` and transport
-//! failures unavailable, other `4xx` (`400` / `413` / `422`) invalid request).
+//! failures unavailable, other `4xx` (`400` / `413` / `422`) invalid request; `408`
+//! unavailable, as on the LLM wires).
 //!
-//! One JSON POST per provider request, with the successful body read under a size
-//! cap (a body over it is `provider_invalid_response`) and an error body classified
-//! by its status, keeping the vendor's `type` and `message` when it names them.
+//! One JSON POST per provider request through the shared transport
+//! (`openarmature-http`: the successful body read under a size cap, a body over it
+//! `provider_invalid_response`) and an error body classified by its status (the
+//! shared table), keeping the vendor's `type` and `message` when it names them.
 
-use std::time::Duration;
-
+use openarmature_http::HttpClient;
 use serde_json::Value;
 
 use crate::error::{RetrievalCategory, RetrievalError};
 
-/// The largest successful body read (64 MiB: a large embedding batch fits).
-pub(crate) const BODY_CAP: usize = 64 * 1024 * 1024;
-
-/// Builds the reqwest (rustls) client the providers share.
-///
-/// # Errors
-/// `provider_invalid_request` when the client cannot be built.
-pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, RetrievalError> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(Duration::from_secs(10))
-        .user_agent(concat!("openarmature-rust/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| {
-            RetrievalError::invalid_request(format!("cannot build the HTTP client: {e}"))
-                .with_source(e)
-        })
-}
-
-/// Checks that `base` (trailing slashes removed) is an `http(s)` origin.
-///
-/// # Errors
-/// `provider_invalid_request` otherwise.
-pub(crate) fn base_url(base: &str) -> Result<String, RetrievalError> {
-    let base = base.trim_end_matches('/').to_owned();
-    let url = reqwest::Url::parse(&base).map_err(|e| {
-        RetrievalError::invalid_request(format!("invalid base URL `{base}`: {e}")).with_source(e)
-    })?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(RetrievalError::invalid_request(format!(
-            "base URL `{base}` must be http or https"
-        )));
-    }
-    Ok(base)
-}
+/// The default response-size cap (64 MiB: a large embedding batch fits); a provider's
+/// [`Transport::max_response_bytes`](openarmature_http::Transport::max_response_bytes)
+/// overrides it.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// POSTs `body` to `url` with a bearer token and returns the parsed JSON answer.
 ///
 /// # Errors
 /// The status's §7 category for a non-2xx answer; `provider_unavailable` for a
 /// transport failure; `provider_invalid_response` for a 2xx body that is not JSON or
-/// exceeds [`BODY_CAP`].
+/// exceeds the cap.
 pub(crate) async fn post_json(
-    client: &reqwest::Client,
+    client: &HttpClient,
     url: &str,
     api_key: Option<&str>,
     body: &Value,
@@ -68,87 +38,42 @@ pub(crate) async fn post_json(
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(bytes);
-    execute(request, api_key).await
+    execute(client, request, api_key).await
 }
 
 /// GETs `url` with a bearer token and returns the parsed JSON answer (errors as
 /// [`post_json`]).
 pub(crate) async fn get_json(
-    client: &reqwest::Client,
+    client: &HttpClient,
     url: &str,
     api_key: Option<&str>,
 ) -> Result<Value, RetrievalError> {
-    execute(client.get(url), api_key).await
+    execute(client, client.get(url), api_key).await
 }
 
 async fn execute(
+    client: &HttpClient,
     mut request: reqwest::RequestBuilder,
     api_key: Option<&str>,
 ) -> Result<Value, RetrievalError> {
     if let Some(key) = api_key {
         request = request.bearer_auth(key);
     }
-    let mut response = request.send().await.map_err(transport_error)?;
-    let status = response.status().as_u16();
-    let success = (200..300).contains(&status);
-    if success
-        && response
-            .content_length()
-            .is_some_and(|n| n > BODY_CAP as u64)
-    {
-        return Err(too_large());
+    let reply = client.execute(request).await?;
+    if !reply.is_success() {
+        return Err(status_error(reply.status, &reply.body));
     }
-    let mut raw = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if raw.len() + chunk.len() > BODY_CAP {
-                    if success {
-                        return Err(too_large());
-                    }
-                    break;
-                }
-                raw.extend_from_slice(&chunk);
-            }
-            Ok(None) => break,
-            Err(_) if !success => break,
-            Err(e) => return Err(transport_error(e)),
-        }
-    }
-    if !success {
-        return Err(status_error(status, &raw));
-    }
-    serde_json::from_slice(&raw).map_err(|e| {
+    serde_json::from_slice(&reply.body).map_err(|e| {
         RetrievalError::invalid_response(format!("the response body is not JSON: {e}"))
             .with_source(e)
     })
 }
 
-fn too_large() -> RetrievalError {
-    RetrievalError::invalid_response(format!("response body exceeds the {BODY_CAP}-byte limit"))
-}
-
-/// A transport failure (connect, timeout, broken body): `provider_unavailable`.
-fn transport_error(e: reqwest::Error) -> RetrievalError {
-    let what = if e.is_timeout() {
-        "request timed out"
-    } else if e.is_connect() {
-        "cannot connect to the provider"
-    } else {
-        "transport error"
-    };
-    RetrievalError::unavailable(format!("{what}: {e}")).with_source(e)
-}
-
-/// The §7 category of an HTTP error status.
+/// The §7 category of an HTTP error status: the table shared with the LLM providers
+/// ([`openarmature_http::status_category`]).
 pub(crate) fn category_of_status(status: u16) -> RetrievalCategory {
-    match status {
-        401 | 403 => RetrievalCategory::Authentication,
-        404 => RetrievalCategory::InvalidModel,
-        429 => RetrievalCategory::RateLimit,
-        500..=599 => RetrievalCategory::Unavailable,
-        _ => RetrievalCategory::InvalidRequest,
-    }
+    RetrievalCategory::from_category(openarmature_http::status_category(status))
+        .unwrap_or(RetrievalCategory::Unavailable)
 }
 
 /// The error for a non-2xx answer: its status's category, with the vendor's message
@@ -187,6 +112,8 @@ mod tests {
         assert_eq!(category_of_status(503), RetrievalCategory::Unavailable);
         assert_eq!(category_of_status(400), RetrievalCategory::InvalidRequest);
         assert_eq!(category_of_status(422), RetrievalCategory::InvalidRequest);
+        // A server-side request timeout is transient, as on the LLM wires.
+        assert_eq!(category_of_status(408), RetrievalCategory::Unavailable);
     }
 
     #[test]
@@ -214,15 +141,5 @@ mod tests {
         let bare = status_error(500, b"oops");
         assert_eq!(bare.message(), "the provider answered HTTP 500");
         assert_eq!(bare.error_type(), None);
-    }
-
-    #[test]
-    fn base_urls_must_be_http() {
-        assert_eq!(
-            base_url("http://127.0.0.1:9/").ok().as_deref(),
-            Some("http://127.0.0.1:9")
-        );
-        assert!(base_url("ftp://x").is_err());
-        assert!(base_url("not a url").is_err());
     }
 }

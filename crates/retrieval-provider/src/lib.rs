@@ -44,6 +44,7 @@
 //! ```
 
 mod base64;
+mod builder;
 mod call;
 pub mod cohere;
 mod embedding;
@@ -60,13 +61,16 @@ pub mod tei;
 mod vectors;
 mod wire;
 
+pub use builder::ProviderBuilder;
 pub use cohere::{CohereEmbeddings, CohereEmbeddingsBuilder, CohereRerank, CohereRerankBuilder};
 pub use embedding::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage,
 };
 pub use error::{RetrievalCategory, RetrievalError};
+pub use http::DEFAULT_MAX_RESPONSE_BYTES;
 pub use jina::{JinaEmbeddings, JinaEmbeddingsBuilder, JinaRerank, JinaRerankBuilder};
 pub use openai::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
+pub use openarmature_http::Transport;
 pub use rerank::{
     RerankConfig, RerankProvider, RerankRequest, RerankResponse, RerankUsage, ScoredDocument,
 };

@@ -12,30 +12,22 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
+use crate::builder::ProviderBuilder;
+use crate::embedding::EmbeddingResponse;
 use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
-use crate::endpoint::{
-    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
-};
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::extras;
-use crate::stitch::Chunk;
+use crate::stitch::{self, Chunk};
 
 /// OpenAI's per-request input cap.
 pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
 
-/// Builds an [`OpenAiEmbeddings`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct OpenAiEmbeddingsBuilder {
-    conn: Connect,
-    chunk_size: usize,
-    query_prefix: Option<String>,
-    document_prefix: Option<String>,
-}
+/// Builds an [`OpenAiEmbeddings`] provider: the shared [`ProviderBuilder`] setters
+/// (key, base URL, transport) plus `chunk_size` and `prefixes`.
+pub type OpenAiEmbeddingsBuilder = ProviderBuilder<OpenAiEmbeddings>;
 
-impl OpenAiEmbeddingsBuilder {
-    connection_options!("https://api.openai.com");
-
+impl ProviderBuilder<OpenAiEmbeddings> {
     /// The per-request input cap (default and maximum 2048; lower for servers with a
     /// smaller batch limit).
     pub fn chunk_size(mut self, inputs: usize) -> Self {
@@ -46,8 +38,7 @@ impl OpenAiEmbeddingsBuilder {
     /// Client-side prefixes for an asymmetric model behind the endpoint: prepended to
     /// every input when `input_type` is `query` / `document` (§8.3 *`input_type`*).
     pub fn prefixes(mut self, query: impl Into<String>, document: impl Into<String>) -> Self {
-        self.query_prefix = Some(query.into());
-        self.document_prefix = Some(document.into());
+        self.prefixes = Some((query.into(), document.into()));
         self
     }
 
@@ -62,11 +53,12 @@ impl OpenAiEmbeddingsBuilder {
                 "chunk_size must be within 1..={MAX_INPUTS_PER_REQUEST}"
             )));
         }
+        let (query_prefix, document_prefix) = self.prefixes.unzip();
         Ok(OpenAiEmbeddings {
             endpoint: self.conn.open()?,
             chunk_size: self.chunk_size,
-            query_prefix: self.query_prefix,
-            document_prefix: self.document_prefix,
+            query_prefix,
+            document_prefix,
         })
     }
 }
@@ -83,12 +75,8 @@ pub struct OpenAiEmbeddings {
 impl OpenAiEmbeddings {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> OpenAiEmbeddingsBuilder {
-        OpenAiEmbeddingsBuilder {
-            conn: Connect::new(model.into(), "https://api.openai.com"),
-            chunk_size: MAX_INPUTS_PER_REQUEST,
-            query_prefix: None,
-            document_prefix: None,
-        }
+        ProviderBuilder::<Self>::new(model, "https://api.openai.com")
+            .chunk_size(MAX_INPUTS_PER_REQUEST)
     }
 
     /// The wire body for one chunk (deterministic key order: model, input,
@@ -141,13 +129,30 @@ pub(crate) fn prefixed(input: &[String], prefix: Option<&str>) -> Value {
 }
 
 impl EmbeddingProvider for OpenAiEmbeddings {
-    endpoint_identity!("openai");
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe_model())
     }
 
-    embed_send_via_chunks!(chunk_size);
+    fn send<'a>(
+        &'a self,
+        input: &'a [String],
+        config: &'a EmbeddingConfig,
+    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
+        Box::pin(stitch::embed_in_chunks(
+            input,
+            self.chunk_size,
+            &self.endpoint.model,
+            move |chunk| self.chunk(chunk, config),
+        ))
+    }
 }
 
 #[cfg(test)]

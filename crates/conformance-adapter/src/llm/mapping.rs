@@ -8,7 +8,6 @@
 //! mappings it knows 060's synthetic `streaming_unsupported_stub` (register L4).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use openarmature_llm::{
     AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider,
@@ -104,13 +103,10 @@ impl Mapping {
         model: &str,
         capabilities: ModelCapabilities,
     ) -> Result<Arc<dyn Provider>, String> {
-        let (timeout, connect) = (Duration::from_secs(20), Duration::from_secs(5));
         let openai = || {
             OpenAiProvider::builder(server.base_url(), model)
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(crate::http_mock::transport())
                 .capabilities(capabilities)
                 .build()
         };
@@ -122,18 +118,14 @@ impl Mapping {
             Mapping::Anthropic => AnthropicProvider::builder(model)
                 .base_url(server.base_url())
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(crate::http_mock::transport())
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
             Mapping::Gemini => GeminiProvider::builder(model)
                 .base_url(format!("{}/v1beta", server.origin()))
                 .api_key("test-key")
-                .no_proxy()
-                .timeout(timeout)
-                .connect_timeout(connect)
+                .transport(crate::http_mock::transport())
                 .capabilities(capabilities)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),

@@ -43,7 +43,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use openarmature_graph::{DynUpdate, NodeCtx, NodeError};
 use openarmature_llm::{
@@ -209,9 +208,7 @@ impl LlmHarness {
     ) -> Result<OpenAiProvider, AdapterError> {
         let mut builder = OpenAiProvider::builder(base_url, model)
             .api_key("test-key")
-            .no_proxy()
-            .timeout(Duration::from_secs(20))
-            .connect_timeout(Duration::from_secs(5));
+            .transport(crate::http_mock::transport());
         if let Some(system) = &self.genai_system {
             builder = builder.provider_name(system.clone());
         }

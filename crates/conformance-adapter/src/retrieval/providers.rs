@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use openarmature_retrieval::{
     CohereEmbeddings, CohereRerank, EmbeddingProvider, JinaEmbeddings, JinaRerank,
-    OpenAiEmbeddings, RerankProvider, TeiEmbeddings, TeiRerank,
+    OpenAiEmbeddings, RerankProvider, TeiEmbeddings, TeiRerank, Transport,
 };
 
 use super::model::{Fixture, ProviderBlock};
@@ -298,7 +298,7 @@ pub(super) fn build(
             let mut b = OpenAiEmbeddings::builder(model)
                 .api_key(key)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             if let Some(n) = chunk {
                 b = b.chunk_size(n);
             }
@@ -310,7 +310,7 @@ pub(super) fn build(
         (Mapping::Tei, Kind::Embed) => {
             let mut b = TeiEmbeddings::builder(model)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             if let Some(n) = chunk {
                 b = b.chunk_size(n);
             }
@@ -330,14 +330,14 @@ pub(super) fn build(
             let b = JinaEmbeddings::builder(model)
                 .api_key(key)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             bound.embed = Some(Arc::new(b.build().map_err(built)?));
         }
         (Mapping::Cohere, Kind::Embed) => {
             let mut b = CohereEmbeddings::builder(model)
                 .api_key(key)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             if let Some(n) = chunk {
                 b = b.chunk_size(n);
             }
@@ -347,7 +347,9 @@ pub(super) fn build(
             bound.rerank = Some(Arc::new(StandInRerank::new(model, origin, client)));
         }
         (Mapping::Tei, Kind::Rerank) => {
-            let mut b = TeiRerank::builder(model).base_url(origin).client(client);
+            let mut b = TeiRerank::builder(model)
+                .base_url(origin)
+                .transport(Transport::default().client(client));
             if let Some(n) = chunk {
                 b = b.chunk_size(n);
             }
@@ -357,14 +359,14 @@ pub(super) fn build(
             let b = JinaRerank::builder(model)
                 .api_key(key)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             bound.rerank = Some(Arc::new(b.build().map_err(built)?));
         }
         (Mapping::Cohere, Kind::Rerank) => {
             let b = CohereRerank::builder(model)
                 .api_key(key)
                 .base_url(origin)
-                .client(client);
+                .transport(Transport::default().client(client));
             bound.rerank = Some(Arc::new(b.build().map_err(built)?));
         }
         (Mapping::OpenAi, Kind::Rerank) => {

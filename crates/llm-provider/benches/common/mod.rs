@@ -14,7 +14,7 @@ use openarmature_graph::{
     observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::{
-    CompletionRequest, Message, OpenAiProvider, Provider, RuntimeConfig, WireRequest,
+    CompletionRequest, Message, OpenAiProvider, Provider, RuntimeConfig, Transport, WireRequest,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::Value;
@@ -145,7 +145,7 @@ impl Fixture {
     pub fn new(rt: &Runtime) -> Fixture {
         let base_url = format!("http://{}/v1", start_server());
         let provider = OpenAiProvider::builder(&base_url, MODEL)
-            .no_proxy()
+            .transport(Transport::default().no_proxy())
             .build()
             .expect("provider");
         let client = reqwest::Client::builder()

@@ -37,17 +37,15 @@ fn is_model_not_found(e: &ErrorBody) -> bool {
                 .any(|n| message.contains(n)))
 }
 
-/// Maps a non-2xx answer to its §7 category.
+/// Maps a non-2xx answer to its §7 category: the shared status table
+/// ([`openarmature_http::status_category`]) refined from the envelope.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
     let e = read_error_body(body);
     let category = match status {
-        401..=403 => ErrorCategory::ProviderAuthentication,
-        404 if is_model_not_found(&e) => ErrorCategory::ProviderInvalidModel,
+        402 => ErrorCategory::ProviderAuthentication,
+        404 if !is_model_not_found(&e) => ErrorCategory::ProviderInvalidRequest,
         400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
-        408 => ErrorCategory::ProviderUnavailable,
-        429 => ErrorCategory::ProviderRateLimit,
-        400..=499 => ErrorCategory::ProviderInvalidRequest,
-        _ => ErrorCategory::ProviderUnavailable,
+        other => ErrorCategory::of_status(other),
     };
     let retry_after = if category.is_transient() {
         retry_after(headers, SystemTime::now())

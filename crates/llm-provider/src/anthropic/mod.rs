@@ -7,8 +7,9 @@
 //!   [`DEFAULT_ANTHROPIC_VERSION`]); no beta header is sent.
 //! - Transport: reqwest with rustls, as for [`crate::OpenAiProvider`]: connection
 //!   failures and timeouts are `provider_unavailable`; successful bodies are read up
-//!   to [`AnthropicBuilder::max_response_bytes`] (a larger one is
-//!   `provider_invalid_response`).
+//!   to the transport's
+//!   [`max_response_bytes`](openarmature_http::Transport::max_response_bytes) (a
+//!   larger one is `provider_invalid_response`).
 //! - Request (§8.2.1): system messages become the top-level `system` string (joined
 //!   with a blank line); `tool` messages collapse into `user` messages of
 //!   `tool_result` blocks; tool calls become `tool_use` blocks; thinking blocks pass
@@ -61,8 +62,9 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 pub use builder::AnthropicBuilder;
 pub use request::SYNTHETIC_TOOL_NAME;
 
+use openarmature_http::{HttpClient, Reply};
+
 use crate::error::LlmError;
-use crate::http::{self, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::validate;
@@ -88,7 +90,8 @@ pub enum StructuredOutputPath {
     ToolCoercion,
     /// For models without native support and a call that has tools: a directive
     /// carrying the canonical schema is appended to `system` (see
-    /// [`AnthropicBuilder::fallback_directive`]); the text is validated.
+    /// [`ProviderBuilder::fallback_directive`](crate::ProviderBuilder::fallback_directive));
+    /// the text is validated.
     PromptFallback,
 }
 
@@ -96,13 +99,12 @@ pub enum StructuredOutputPath {
 /// calls go to the wire concurrently (§8.2.4). `Debug` never prints the API key.
 #[derive(Clone)]
 pub struct AnthropicProvider {
-    client: reqwest::Client,
+    http: HttpClient,
     messages_url: String,
     model_url: String,
     model: String,
     api_key: Option<String>,
     version: String,
-    max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
@@ -181,14 +183,14 @@ impl AnthropicProvider {
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key);
         }
-        http::execute(builder, self.max_response_bytes).await
+        Ok(self.http.execute(builder).await?)
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
         let (prepared, body) = self.prepare(&request)?;
         let reply = self
             .execute(
-                self.client
+                self.http
                     .post(&self.messages_url)
                     .header(CONTENT_TYPE, "application/json")
                     .body(body),
@@ -211,7 +213,7 @@ impl AnthropicProvider {
 
     /// `ready()`: the model's entry in the models API answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
-        let reply = self.execute(self.client.get(&self.model_url)).await?;
+        let reply = self.execute(self.http.get(&self.model_url)).await?;
         if reply.is_success() {
             Ok(())
         } else {

@@ -101,7 +101,8 @@ fn is_content_rejection(e: &ErrorBody) -> bool {
     subject.iter().any(|s| message.contains(s)) && refusal.iter().any(|r| message.contains(r))
 }
 
-/// Maps a non-2xx answer to its §7 category.
+/// Maps a non-2xx answer to its §7 category: the shared status table
+/// ([`openarmature_http::status_category`]) refined from the body.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
     let e = read_error_body(body);
     let credentials = matches!(
@@ -113,12 +114,7 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
         403 if !credentials && is_content_rejection(&e) => {
             ErrorCategory::ProviderUnsupportedContentBlock
         }
-        401 | 403 => ErrorCategory::ProviderAuthentication,
-        404 => ErrorCategory::ProviderInvalidModel,
-        408 => ErrorCategory::ProviderUnavailable,
-        429 => ErrorCategory::ProviderRateLimit,
-        400..=499 => ErrorCategory::ProviderInvalidRequest,
-        _ => ErrorCategory::ProviderUnavailable,
+        other => ErrorCategory::of_status(other),
     };
     let retry_after = if category.is_transient() {
         retry_after(headers, SystemTime::now()).or(e.retry_delay)

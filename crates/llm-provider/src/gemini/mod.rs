@@ -7,14 +7,14 @@
 //!   travels in the `x-goog-api-key` header.
 //! - Transport: reqwest with rustls, as for [`crate::OpenAiProvider`]: connection
 //!   failures and timeouts are `provider_unavailable`; response bodies are capped
-//!   ([`GeminiBuilder::max_response_bytes`]).
+//!   ([`Transport::max_response_bytes`](openarmature_http::Transport::max_response_bytes)).
 //! - Request bodies are byte-stable: every object's keys sorted recursively, arrays
 //!   in caller order (§8 *Intra-impl wire-byte stability*).
 //! - Structured output (§8.3.5): `generationConfig.responseMimeType:
 //!   "application/json"` plus `responseJsonSchema`, unless the model's
 //!   [`ModelCapabilities::supports_native_response_format`] is false; then the
 //!   §8.3.5.1 fallback appends a directive carrying the canonical schema to
-//!   `systemInstruction` ([`GeminiBuilder::fallback_directive`]).
+//!   `systemInstruction` ([`ProviderBuilder::fallback_directive`](crate::ProviderBuilder::fallback_directive)).
 //!   [`GeminiProvider::structured_output_path`] reports the path a call takes.
 //! - Managed fields (§6 *Managed-field collision*), all under `generationConfig`,
 //!   where config extras are placed: `temperature`, `topP`, `maxOutputTokens`,
@@ -53,8 +53,9 @@ mod response;
 use futures::future::BoxFuture;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
+use openarmature_http::{HttpClient, Reply};
+
 use crate::error::LlmError;
-use crate::http::{self, Reply};
 use crate::openai::StructuredOutputPath;
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
@@ -70,12 +71,11 @@ const API_KEY_HEADER: &str = "x-goog-api-key";
 /// API key.
 #[derive(Clone)]
 pub struct GeminiProvider {
-    pub(super) client: reqwest::Client,
+    pub(super) http: HttpClient,
     pub(super) generate_url: String,
     pub(super) model_url: String,
     pub(super) model: String,
     pub(super) api_key: Option<String>,
-    pub(super) max_response_bytes: usize,
     pub(super) capabilities: ModelCapabilities,
     pub(super) provider_name: String,
     pub(super) fallback_directive: String,
@@ -145,7 +145,7 @@ impl GeminiProvider {
             Some(key) => builder.header(API_KEY_HEADER, key),
             None => builder,
         };
-        let reply = http::execute(builder, self.max_response_bytes).await?;
+        let reply = self.http.execute(builder).await?;
         if reply.is_success() {
             Ok(reply)
         } else {
@@ -160,7 +160,7 @@ impl GeminiProvider {
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
         let (prepared, body) = self.prepare(&request)?;
         let post = self
-            .client
+            .http
             .post(&self.generate_url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
@@ -170,9 +170,7 @@ impl GeminiProvider {
 
     /// §5 `ready()`: the model's metadata resource answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
-        self.execute(self.client.get(&self.model_url))
-            .await
-            .map(drop)
+        self.execute(self.http.get(&self.model_url)).await.map(drop)
     }
 }
 

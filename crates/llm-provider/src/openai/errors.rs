@@ -117,18 +117,15 @@ pub(crate) fn is_content_rejection(e: &ErrorBody) -> bool {
         || (contains_any(&message, &media) && contains_any(&message, &refusal))
 }
 
-/// Maps a non-2xx answer to its §7 category.
+/// Maps a non-2xx answer to its §7 category: the shared status table
+/// ([`openarmature_http::status_category`]) refined from the body.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
     let e = read_error_body(body);
     let category = match status {
-        401 | 403 => ErrorCategory::ProviderAuthentication,
-        404 if is_model_not_found(&e) => ErrorCategory::ProviderInvalidModel,
+        404 if !is_model_not_found(&e) => ErrorCategory::ProviderInvalidRequest,
         400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
-        408 => ErrorCategory::ProviderUnavailable,
-        429 => ErrorCategory::ProviderRateLimit,
-        400..=499 => ErrorCategory::ProviderInvalidRequest,
         503 if is_model_not_loaded(&e) => ErrorCategory::ProviderModelNotLoaded,
-        _ => ErrorCategory::ProviderUnavailable,
+        other => ErrorCategory::of_status(other),
     };
     // Kept for every transient answer: a 503 may carry `Retry-After` too (RFC 9110).
     let retry_after = if category.is_transient() {

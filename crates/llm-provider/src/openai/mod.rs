@@ -5,13 +5,14 @@
 //!   `ready()`; `base_url` includes the API version prefix (e.g.
 //!   `https://api.openai.com/v1`, `http://localhost:8000/v1`).
 //! - Transport: reqwest with rustls. Connection failures and timeouts are
-//!   `provider_unavailable`. Response bodies are read up to
-//!   [`OpenAiBuilder::max_response_bytes`] (default 8 MiB): a larger successful body
-//!   is `provider_invalid_response`, so a hostile server cannot exhaust memory.
+//!   `provider_unavailable`. Response bodies are read up to the transport's
+//!   [`Transport::max_response_bytes`](openarmature_http::Transport::max_response_bytes)
+//!   (default 8 MiB): a larger successful body is `provider_invalid_response`, so a
+//!   hostile server cannot exhaust memory.
 //! - Structured output uses native `response_format` unless the model's
 //!   [`ModelCapabilities::supports_native_response_format`] is false, in which case
 //!   the §8.1.5.1 fallback adds a system directive containing the canonical schema
-//!   (see [`OpenAiBuilder::fallback_directive`]); [`OpenAiProvider::structured_output_path`]
+//!   (see [`ProviderBuilder::fallback_directive`]); [`OpenAiProvider::structured_output_path`]
 //!   reports the path.
 //! - Managed wire fields (§6 *Managed-field collision*): `model`, `messages`, `tools`,
 //!   `tool_choice` and `stream` always; `temperature`, `max_tokens`, `top_p`, `seed`,
@@ -24,8 +25,8 @@
 //!   on the wire; the Server-Sent Events answer is decoded incrementally, content and
 //!   reasoning (`reasoning_content` / `reasoning`) deltas reported as they arrive, and
 //!   the response assembled like an atomic one (see `stream.rs`). The size cap applies
-//!   to the whole stream; the builder's `timeout` bounds the whole call, stream
-//!   included (use `read_timeout` to bound silences instead for long generations).
+//!   to the whole stream; the transport's `timeout` bounds the whole call, stream
+//!   included (use its `read_timeout` to bound silences instead for long generations).
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -57,8 +58,10 @@ use serde_json::Value;
 pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
+use openarmature_http::{HttpClient, Reply};
+
+use crate::builder::ProviderBuilder;
 use crate::error::{ErrorCategory, LlmError};
-use crate::http::{self, ClientOptions, Reply};
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
@@ -71,62 +74,24 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// (sorted-key, compact) JSON of the `response_schema`.
 pub const DEFAULT_FALLBACK_DIRECTIVE: &str = "Respond with only a JSON value that conforms to the following JSON Schema, with no other text: {schema}";
 
-/// Builds an [`OpenAiProvider`].
-#[derive(Clone)]
-pub struct OpenAiBuilder {
-    base_url: String,
-    model: String,
-    api_key: Option<String>,
-    http: ClientOptions,
-    max_response_bytes: usize,
-    capabilities: ModelCapabilities,
-    provider_name: String,
-    fallback_directive: String,
-}
+/// Builds an [`OpenAiProvider`]: the shared [`ProviderBuilder`] setters (key,
+/// transport, capabilities, provider name, fallback directive).
+pub type OpenAiBuilder = ProviderBuilder<OpenAiProvider>;
 
-impl OpenAiBuilder {
-    /// Sends `Authorization: Bearer <key>`.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    crate::http::transport_options!();
-
-    /// What the bound model supports.
-    pub fn capabilities(mut self, capabilities: ModelCapabilities) -> Self {
-        self.capabilities = capabilities;
-        self
-    }
-
-    /// The provider identifier on events (default `openai`).
-    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
-        self.provider_name = name.into();
-        self
-    }
-
-    /// The §8.1.5.1 fallback directive; `{schema}` is replaced by the canonical
-    /// schema JSON (default [`DEFAULT_FALLBACK_DIRECTIVE`]).
-    pub fn fallback_directive(mut self, template: impl Into<String>) -> Self {
-        self.fallback_directive = template.into();
-        self
-    }
-
+impl ProviderBuilder<OpenAiProvider> {
     /// Builds the provider.
     ///
     /// # Errors
     /// `provider_invalid_request` when the base URL is not an `http(s)` URL or the
     /// HTTP client cannot be built.
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
-        let base = http::base_url(&self.base_url)?;
-        let client = self.http.build()?;
+        let base = openarmature_http::base_url(&self.base_url)?;
         Ok(OpenAiProvider {
-            client,
+            http: self.transport.build(DEFAULT_MAX_RESPONSE_BYTES)?,
             chat_url: format!("{base}/chat/completions"),
             models_url: format!("{base}/models"),
             model: self.model,
             api_key: self.api_key,
-            max_response_bytes: self.max_response_bytes,
             capabilities: self.capabilities,
             provider_name: self.provider_name,
             fallback_directive: self.fallback_directive,
@@ -139,28 +104,14 @@ impl OpenAiBuilder {
 /// prints the API key.
 #[derive(Clone)]
 pub struct OpenAiProvider {
-    client: reqwest::Client,
+    http: HttpClient,
     chat_url: String,
     models_url: String,
     model: String,
     api_key: Option<String>,
-    max_response_bytes: usize,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-}
-
-impl std::fmt::Debug for OpenAiBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiBuilder")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("timeout", &self.http.timeout)
-            .field("max_response_bytes", &self.max_response_bytes)
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for OpenAiProvider {
@@ -169,7 +120,7 @@ impl std::fmt::Debug for OpenAiProvider {
             .field("chat_url", &self.chat_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_response_bytes", &self.http.max_response_bytes())
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
@@ -178,16 +129,7 @@ impl std::fmt::Debug for OpenAiProvider {
 impl OpenAiProvider {
     /// A builder for a provider bound to `model` at `base_url`.
     pub fn builder(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiBuilder {
-        OpenAiBuilder {
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            http: ClientOptions::default(),
-            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
-            capabilities: ModelCapabilities::default(),
-            provider_name: "openai".into(),
-            fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
-        }
+        ProviderBuilder::new(base_url, model, "openai")
     }
 
     /// The bound model's capabilities.
@@ -237,13 +179,16 @@ impl OpenAiProvider {
         request.stream = true;
         let (prepared, body) = self.prepare(&request)?;
         let builder = self
-            .client
+            .http
             .post(&self.chat_url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        let response = http::start(self.with_auth(builder, "text/event-stream")).await?;
+        let response = self
+            .http
+            .start(self.with_auth(builder, "text/event-stream"))
+            .await?;
         if !response.status().is_success() {
-            let reply = http::read(response, self.max_response_bytes).await?;
+            let reply = self.http.read(response).await?;
             return Err(errors::from_status(
                 reply.status,
                 &reply.headers,
@@ -252,7 +197,7 @@ impl OpenAiProvider {
         }
         stream::consume(
             response,
-            self.max_response_bytes,
+            self.http.max_response_bytes(),
             &prepared,
             request.response_schema,
             sink,
@@ -271,11 +216,10 @@ impl OpenAiProvider {
 
     /// Sends and reads the answer, capping the body.
     async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        http::execute(
-            self.with_auth(builder, "application/json"),
-            self.max_response_bytes,
-        )
-        .await
+        Ok(self
+            .http
+            .execute(self.with_auth(builder, "application/json"))
+            .await?)
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
@@ -288,7 +232,7 @@ impl OpenAiProvider {
         let (prepared, body) = self.prepare(&request)?;
         let reply = self
             .execute(
-                self.client
+                self.http
                     .post(&self.chat_url)
                     .header(CONTENT_TYPE, "application/json")
                     .body(body),
@@ -305,7 +249,7 @@ impl OpenAiProvider {
     }
 
     async fn ready_once(&self) -> Result<(), LlmError> {
-        let reply = self.execute(self.client.get(&self.models_url)).await?;
+        let reply = self.execute(self.http.get(&self.models_url)).await?;
         if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,

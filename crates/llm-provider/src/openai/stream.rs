@@ -20,11 +20,11 @@ use super::errors;
 use super::response::parse_value;
 use super::sse::{SseDecoder, SseEvent};
 use crate::error::LlmError;
-use crate::http;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate::Prepared;
+use openarmature_http::TransportError;
 
 fn invalid(message: impl Into<String>) -> LlmError {
     LlmError::invalid_response(message)
@@ -317,7 +317,10 @@ pub(crate) async fn consume(
     let mut events = Vec::new();
     let mut total = 0usize;
     while !assembler.is_done() {
-        let piece = response.chunk().await.map_err(http::transport_error)?;
+        let piece = response
+            .chunk()
+            .await
+            .map_err(|e| LlmError::from(TransportError::from(e)))?;
         let Some(piece) = piece else {
             decoder.finish(&mut events)?;
             drain(&mut assembler, &mut events, sink)?;
@@ -325,7 +328,7 @@ pub(crate) async fn consume(
         };
         total = total.saturating_add(piece.len());
         if total > cap {
-            return Err(http::too_large(cap));
+            return Err(TransportError::too_large(cap).into());
         }
         decoder.push(&piece, &mut events)?;
         drain(&mut assembler, &mut events, sink)?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use openarmature_llm::anthropic::StructuredOutputPath;
 use openarmature_llm::{
     AnthropicProvider, CompletionRequest, ErrorCategory, Message, ModelCapabilities, Provider,
-    RuntimeConfig,
+    RuntimeConfig, Transport,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::{json, Value};
@@ -23,8 +23,11 @@ fn provider(server: &Server) -> AnthropicProvider {
     AnthropicProvider::builder("claude-test")
         .base_url(&server.base_url)
         .api_key("sk-test")
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
+        .transport(
+            Transport::default()
+                .no_proxy()
+                .timeout(Duration::from_secs(5)),
+        )
         .build()
         .unwrap()
 }
@@ -122,7 +125,7 @@ async fn tool_coercion_fallback() {
     .await;
     let p = AnthropicProvider::builder("claude-legacy")
         .base_url(&server.base_url)
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .capabilities(ModelCapabilities::default().native_response_format(false))
         .build()
         .unwrap();

@@ -12,7 +12,7 @@ use openarmature_graph::{
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig, Message,
-    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid,
+    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid, Transport,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
@@ -63,7 +63,7 @@ fn recording(request: CompletionRequest) -> (CompletionRequest, Log) {
 async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
     let server = Server::start(steps).await;
     let provider = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     (server, provider)

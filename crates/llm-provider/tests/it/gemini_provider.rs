@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use openarmature_llm::{
-    CompletionRequest, ErrorCategory, GeminiProvider, Message, Provider, RuntimeConfig,
+    CompletionRequest, ErrorCategory, GeminiProvider, Message, Provider, RuntimeConfig, Transport,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
@@ -15,8 +15,11 @@ fn provider(server: &Server) -> GeminiProvider {
     GeminiProvider::builder("gemini-test")
         .base_url(server.base_url.replace("/v1", "/v1beta"))
         .api_key("k-123")
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
+        .transport(
+            Transport::default()
+                .no_proxy()
+                .timeout(Duration::from_secs(5)),
+        )
         .build()
         .unwrap()
 }
@@ -120,8 +123,7 @@ async fn stream_and_oversized_bodies_are_refused() {
     assert_eq!(server.request_count(), 0, "rejected pre-send");
     let small = GeminiProvider::builder("models/gemini-test")
         .base_url(format!("{}beta/", server.base_url))
-        .no_proxy()
-        .max_response_bytes(1024)
+        .transport(Transport::default().no_proxy().max_response_bytes(1024))
         .build()
         .unwrap();
     assert_eq!(small.model(), "gemini-test");

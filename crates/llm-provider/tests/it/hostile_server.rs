@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use openarmature_llm::{
-    CompletionRequest, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,
+    CompletionRequest, ErrorCategory, LlmError, Message, OpenAiProvider, Provider, Transport,
 };
 use serde_json::json;
 
@@ -13,8 +13,11 @@ use crate::support::{completion, Server, Step};
 async fn call(steps: Vec<Step>) -> Result<openarmature_llm::Response, LlmError> {
     let server = Server::start(steps).await;
     let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .no_proxy()
-        .timeout(Duration::from_millis(600))
+        .transport(
+            Transport::default()
+                .no_proxy()
+                .timeout(Duration::from_millis(600)),
+        )
         .build()
         .unwrap();
     provider
@@ -94,9 +97,12 @@ async fn slow_body_hits_the_read_timeout() {
     // Headers promise a body that stalls after one byte.
     let server = Server::start(vec![Step::Stall]).await;
     let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .read_timeout(Duration::from_millis(300))
+        .transport(
+            Transport::default()
+                .no_proxy()
+                .timeout(Duration::from_secs(5))
+                .read_timeout(Duration::from_millis(300)),
+        )
         .build()
         .unwrap();
     let started = std::time::Instant::now();
@@ -133,8 +139,7 @@ async fn ten_megabyte_body_exceeds_the_cap() {
 async fn a_small_cap_is_configurable() {
     let server = Server::start(vec![Step::json(200, completion(&"x".repeat(2000)))]).await;
     let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .no_proxy()
-        .max_response_bytes(1024)
+        .transport(Transport::default().no_proxy().max_response_bytes(1024))
         .build()
         .unwrap();
     let e = provider
@@ -181,7 +186,7 @@ async fn refused_connection_is_unavailable() {
         l.local_addr().unwrap().port()
     };
     let provider = OpenAiProvider::builder(format!("http://127.0.0.1:{port}/v1"), "m")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     let e = provider
@@ -229,7 +234,7 @@ async fn rate_limit_exposes_retry_after() {
     ];
     let server = Server::start(steps).await;
     let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     let request = CompletionRequest::new(vec![Message::user("hi")]);

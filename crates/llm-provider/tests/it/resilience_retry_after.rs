@@ -7,7 +7,9 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 use openarmature_llm::resilience::{HonorRetryAfter, ManualClock};
-use openarmature_llm::{CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider};
+use openarmature_llm::{
+    CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider, Transport,
+};
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
 use serde_json::json;
@@ -55,7 +57,7 @@ async fn call(
 ) -> (Server, Result<(), openarmature_llm::LlmError>) {
     let server = Server::start(steps).await;
     let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     let retry = RetryConfig::default()

@@ -16,7 +16,7 @@ use openarmature_llm::resilience::{
     BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ManualClock, ResilientProvider,
     UsageAggregator,
 };
-use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider};
+use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider, Transport};
 use openarmature_pipeline::retry::{
     Constant, RetryConfig, TokenBucket, TokenBucketConfig, TokioSleeper,
 };
@@ -216,7 +216,7 @@ async fn a_dead_upstream_is_not_stormed_and_recovery_is_picked_up() {
     let (base, up) = upstream().await;
     let plain: Arc<dyn Provider> = Arc::new(
         OpenAiProvider::builder(&base, "m")
-            .no_proxy()
+            .transport(Transport::default().no_proxy())
             .build()
             .unwrap(),
     );
@@ -230,7 +230,7 @@ async fn a_dead_upstream_is_not_stormed_and_recovery_is_picked_up() {
     let alone = Arc::new(TokenBucket::with_clock(budget_config(), ManualClock::new()));
     let budget_only = Arc::new(Endpoint::new("budget-only").budget(alone.clone()));
     let inner = OpenAiProvider::builder(&base, "m")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     let provider: Arc<dyn Provider> =
@@ -266,7 +266,7 @@ async fn a_dead_upstream_is_not_stormed_and_recovery_is_picked_up() {
             .budget(bucket.clone()),
     );
     let inner = OpenAiProvider::builder(&base, "m")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     let provider: Arc<dyn Provider> =

@@ -13,7 +13,7 @@ use openarmature_graph::{
 };
 use openarmature_llm::{
     CompletionRequest, DeltaKind, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,
-    Response, RetryReason, StreamEvent, WireRequest,
+    Response, RetryReason, StreamEvent, Transport, WireRequest,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
@@ -23,7 +23,7 @@ use crate::support::{sse, Server, Step};
 async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
     let server = Server::start(steps).await;
     let provider = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .no_proxy()
+        .transport(Transport::default().no_proxy())
         .build()
         .unwrap();
     (server, provider)

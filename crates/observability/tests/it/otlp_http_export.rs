@@ -19,7 +19,9 @@ use std::time::Duration;
 use openarmature_graph::{
     state, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END,
 };
-use openarmature_llm::{CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider};
+use openarmature_llm::{
+    CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider, Transport,
+};
 use openarmature_observability::attributes as a;
 use openarmature_observability::export::{OtlpExport, Protocol};
 use openarmature_observability::OtelObserver;
@@ -298,8 +300,11 @@ async fn a_retried_llm_call_arrives_over_otlp_http() {
     tokio::spawn(llm_mock(listener, script, Arc::clone(&hits)));
     let llm = Arc::new(
         OpenAiProvider::builder(format!("http://{llm_addr}/v1"), "mock-model")
-            .no_proxy()
-            .timeout(Duration::from_secs(5))
+            .transport(
+                Transport::default()
+                    .no_proxy()
+                    .timeout(Duration::from_secs(5)),
+            )
             .build()
             .expect("provider"),
     );

@@ -18,12 +18,12 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
-use crate::endpoint::{
-    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
-};
+use super::DEFAULT_ORIGIN;
+use crate::builder::ProviderBuilder;
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::Chunk;
+use crate::stitch::{self, Chunk};
 use crate::{extras, vectors, wire};
 
 /// Cohere `/v2/embed`'s per-request input cap.
@@ -35,17 +35,11 @@ const FLOAT: &str = "float";
 /// The fail-loud truncation value the mapping manages.
 const TRUNCATE_NONE: &str = "NONE";
 
-/// Builds a [`CohereEmbeddings`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct CohereEmbeddingsBuilder {
-    conn: Connect,
-    chunk_size: usize,
-}
+/// Builds a [`CohereEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
+/// base URL, transport) plus `chunk_size`.
+pub type CohereEmbeddingsBuilder = ProviderBuilder<CohereEmbeddings>;
 
-impl CohereEmbeddingsBuilder {
-    connection_options!("https://api.cohere.com");
-
+impl ProviderBuilder<CohereEmbeddings> {
     /// The per-request input cap (default and maximum 96; lower for a gateway with a
     /// smaller batch limit).
     pub fn chunk_size(mut self, inputs: usize) -> Self {
@@ -112,10 +106,7 @@ fn embedding_types(extra: Option<&Value>) -> Value {
 impl CohereEmbeddings {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> CohereEmbeddingsBuilder {
-        CohereEmbeddingsBuilder {
-            conn: Connect::new(model.into(), "https://api.cohere.com"),
-            chunk_size: MAX_TEXTS_PER_REQUEST,
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN).chunk_size(MAX_TEXTS_PER_REQUEST)
     }
 
     /// The wire body for one chunk (key order: model, input_type, texts,
@@ -179,13 +170,30 @@ impl CohereEmbeddings {
 }
 
 impl EmbeddingProvider for CohereEmbeddings {
-    endpoint_identity!("cohere");
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        "cohere"
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe_model())
     }
 
-    embed_send_via_chunks!(chunk_size);
+    fn send<'a>(
+        &'a self,
+        input: &'a [String],
+        config: &'a EmbeddingConfig,
+    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
+        Box::pin(stitch::embed_in_chunks(
+            input,
+            self.chunk_size,
+            &self.endpoint.model,
+            move |chunk| self.chunk(chunk, config),
+        ))
+    }
 }
 
 #[cfg(test)]

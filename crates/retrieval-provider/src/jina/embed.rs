@@ -13,24 +13,18 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
-use crate::endpoint::{
-    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
-};
+use crate::builder::ProviderBuilder;
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::extras;
-use crate::stitch::Chunk;
+use crate::stitch::{self, Chunk};
 
-/// Builds a [`JinaEmbeddings`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct JinaEmbeddingsBuilder {
-    conn: Connect,
-}
+/// Builds a [`JinaEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
+/// base URL, transport).
+pub type JinaEmbeddingsBuilder = ProviderBuilder<JinaEmbeddings>;
 
-impl JinaEmbeddingsBuilder {
-    connection_options!("https://api.jina.ai");
-
+impl ProviderBuilder<JinaEmbeddings> {
     /// Builds the provider.
     ///
     /// # Errors
@@ -52,9 +46,7 @@ pub struct JinaEmbeddings {
 impl JinaEmbeddings {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> JinaEmbeddingsBuilder {
-        JinaEmbeddingsBuilder {
-            conn: Connect::new(model.into(), DEFAULT_ORIGIN),
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN)
     }
 
     /// The wire body (key order: model, input, task, dimensions, truncate, then the
@@ -110,7 +102,13 @@ impl JinaEmbeddings {
 }
 
 impl EmbeddingProvider for JinaEmbeddings {
-    endpoint_identity!(SYSTEM);
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        SYSTEM
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(async move {
@@ -120,7 +118,19 @@ impl EmbeddingProvider for JinaEmbeddings {
         })
     }
 
-    embed_send_via_chunks!(whole);
+    // Jina batches server-side: one request, never chunked.
+    fn send<'a>(
+        &'a self,
+        input: &'a [String],
+        config: &'a EmbeddingConfig,
+    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
+        Box::pin(stitch::embed_in_chunks(
+            input,
+            input.len(),
+            &self.endpoint.model,
+            move |chunk| self.chunk(chunk, config),
+        ))
+    }
 }
 
 #[cfg(test)]

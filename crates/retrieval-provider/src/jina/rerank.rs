@@ -13,25 +13,19 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
+use crate::builder::ProviderBuilder;
 use crate::cohere::query_body;
-use crate::endpoint::{
-    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
-};
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
 use crate::scored::{self, ResultShape};
 use crate::{extras, wire};
 
-/// Builds a [`JinaRerank`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct JinaRerankBuilder {
-    conn: Connect,
-}
+/// Builds a [`JinaRerank`] provider: the shared [`ProviderBuilder`] setters (key, base
+/// URL, transport).
+pub type JinaRerankBuilder = ProviderBuilder<JinaRerank>;
 
-impl JinaRerankBuilder {
-    connection_options!("https://api.jina.ai");
-
+impl ProviderBuilder<JinaRerank> {
     /// Builds the provider.
     ///
     /// # Errors
@@ -59,9 +53,7 @@ const SHAPE: ResultShape = ResultShape {
 impl JinaRerank {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> JinaRerankBuilder {
-        JinaRerankBuilder {
-            conn: Connect::new(model.into(), DEFAULT_ORIGIN),
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN)
     }
 
     /// The wire body (key order: model, query, documents, top_n, return_documents,
@@ -107,7 +99,13 @@ impl JinaRerank {
 }
 
 impl RerankProvider for JinaRerank {
-    endpoint_identity!(SYSTEM);
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        SYSTEM
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(async move {
@@ -116,7 +114,12 @@ impl RerankProvider for JinaRerank {
         })
     }
 
-    rerank_send_via_call!();
+    fn send<'a>(
+        &'a self,
+        request: &'a RerankRequest,
+    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
+        Box::pin(self.call(request))
+    }
 }
 
 #[cfg(test)]

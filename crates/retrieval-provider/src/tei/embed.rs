@@ -10,28 +10,18 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
-use crate::endpoint::{
-    connection_options, embed_send_via_chunks, endpoint_identity, Connect, Endpoint,
-};
+use crate::builder::ProviderBuilder;
+use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::Chunk;
+use crate::stitch::{self, Chunk};
 use crate::{extras, openai, vectors};
 
-/// Builds a [`TeiEmbeddings`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct TeiEmbeddingsBuilder {
-    conn: Connect,
-    chunk_size: usize,
-    prompt_names: Vec<(String, String)>,
-    query_prefix: Option<String>,
-    document_prefix: Option<String>,
-}
+/// Builds a [`TeiEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
+/// base URL, transport) plus `chunk_size`, `prompt_name` and `prefixes`.
+pub type TeiEmbeddingsBuilder = ProviderBuilder<TeiEmbeddings>;
 
-impl TeiEmbeddingsBuilder {
-    connection_options!("http://127.0.0.1:8080");
-
+impl ProviderBuilder<TeiEmbeddings> {
     /// The per-request input cap: the instance's `max-client-batch-size` (default
     /// 32). Longer calls are split into consecutive chunks and stitched.
     pub fn chunk_size(mut self, inputs: usize) -> Self {
@@ -52,8 +42,7 @@ impl TeiEmbeddingsBuilder {
     /// every input when `input_type` is `query` / `document` and no prompt name is
     /// mapped for it.
     pub fn prefixes(mut self, query: impl Into<String>, document: impl Into<String>) -> Self {
-        self.query_prefix = Some(query.into());
-        self.document_prefix = Some(document.into());
+        self.prefixes = Some((query.into(), document.into()));
         self
     }
 
@@ -64,12 +53,13 @@ impl TeiEmbeddingsBuilder {
     /// `http(s)`, a chunk size of 0, or a client that cannot be built.
     pub fn build(self) -> Result<TeiEmbeddings, RetrievalError> {
         check_chunk_size(self.chunk_size)?;
+        let (query_prefix, document_prefix) = self.prefixes.unzip();
         Ok(TeiEmbeddings {
             endpoint: self.conn.open()?,
             chunk_size: self.chunk_size,
             prompt_names: self.prompt_names,
-            query_prefix: self.query_prefix,
-            document_prefix: self.document_prefix,
+            query_prefix,
+            document_prefix,
         })
     }
 }
@@ -88,13 +78,7 @@ impl TeiEmbeddings {
     /// Starts a builder bound to `model` (TEI serves one model; the name is what
     /// events and spans report).
     pub fn builder(model: impl Into<String>) -> TeiEmbeddingsBuilder {
-        TeiEmbeddingsBuilder {
-            conn: Connect::new(model.into(), DEFAULT_ORIGIN),
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            prompt_names: Vec::new(),
-            query_prefix: None,
-            document_prefix: None,
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN).chunk_size(DEFAULT_CHUNK_SIZE)
     }
 
     /// The wire body for one chunk (key order: inputs, prompt_name, dimensions, then
@@ -154,13 +138,30 @@ impl TeiEmbeddings {
 }
 
 impl EmbeddingProvider for TeiEmbeddings {
-    endpoint_identity!(SYSTEM);
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        SYSTEM
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe("/info"))
     }
 
-    embed_send_via_chunks!(chunk_size);
+    fn send<'a>(
+        &'a self,
+        input: &'a [String],
+        config: &'a EmbeddingConfig,
+    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
+        Box::pin(stitch::embed_in_chunks(
+            input,
+            self.chunk_size,
+            &self.endpoint.model,
+            move |chunk| self.chunk(chunk, config),
+        ))
+    }
 }
 
 #[cfg(test)]

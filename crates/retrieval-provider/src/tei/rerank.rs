@@ -13,25 +13,18 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::endpoint::{
-    connection_options, endpoint_identity, rerank_send_via_call, Connect, Endpoint,
-};
+use crate::builder::ProviderBuilder;
+use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::rerank::{RerankConfig, RerankProvider, RerankRequest, RerankResponse};
 use crate::scored::{self, ResultShape};
 use crate::{extras, wire};
 
-/// Builds a [`TeiRerank`] provider.
-#[derive(Debug, Clone)]
-#[must_use]
-pub struct TeiRerankBuilder {
-    conn: Connect,
-    chunk_size: usize,
-}
+/// Builds a [`TeiRerank`] provider: the shared [`ProviderBuilder`] setters (key, base
+/// URL, transport) plus `chunk_size`.
+pub type TeiRerankBuilder = ProviderBuilder<TeiRerank>;
 
-impl TeiRerankBuilder {
-    connection_options!("http://127.0.0.1:8080");
-
+impl ProviderBuilder<TeiRerank> {
     /// The per-request document cap: the instance's `max-client-batch-size`
     /// (default 32). Larger pools are chunked and stitched.
     pub fn chunk_size(mut self, documents: usize) -> Self {
@@ -70,10 +63,7 @@ impl TeiRerank {
     /// Starts a builder bound to `model` (TEI serves one model; the name is what
     /// events and spans report).
     pub fn builder(model: impl Into<String>) -> TeiRerankBuilder {
-        TeiRerankBuilder {
-            conn: Connect::new(model.into(), DEFAULT_ORIGIN),
-            chunk_size: DEFAULT_CHUNK_SIZE,
-        }
+        ProviderBuilder::<Self>::new(model, DEFAULT_ORIGIN).chunk_size(DEFAULT_CHUNK_SIZE)
     }
 
     /// The wire body for one chunk of `texts` (key order: query, texts, truncate,
@@ -140,13 +130,24 @@ impl TeiRerank {
 }
 
 impl RerankProvider for TeiRerank {
-    endpoint_identity!(SYSTEM);
+    fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    fn provider_name(&self) -> &str {
+        SYSTEM
+    }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
         Box::pin(self.endpoint.probe("/info"))
     }
 
-    rerank_send_via_call!();
+    fn send<'a>(
+        &'a self,
+        request: &'a RerankRequest,
+    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
+        Box::pin(self.call(request))
+    }
 }
 
 #[cfg(test)]

@@ -171,9 +171,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
     let inner = OpenAiProvider::builder(server.base_url(), &model)
         .api_key("test-key")
-        .no_proxy()
-        .timeout(Duration::from_secs(20))
-        .connect_timeout(Duration::from_secs(5))
+        .transport(crate::http_mock::transport())
         .capabilities(mock.capabilities)
         .build()
         .map_err(|e| format!("cannot build the provider: {e}"))?;

@@ -1,0 +1,189 @@
+//! Spec: llm-provider §8 / retrieval-provider §8 (one request sent and its body read
+//! under a size cap) and §7 (transport failures are `provider_unavailable`).
+//!
+//! A successful body over the cap is `provider_invalid_response`, so a hostile server
+//! cannot exhaust memory; an error body is truncated at the cap and still classified by
+//! its status. A streaming mapping reads a successful answer incrementally itself
+//! ([`HttpClient::start`]) and applies the same cap to the whole stream.
+
+use reqwest::header::HeaderMap;
+use reqwest::{IntoUrl, RequestBuilder, Response};
+
+use crate::TransportError;
+
+/// A built [`Transport`](crate::Transport): the reqwest client and the response-size
+/// cap. Cheap to clone (the client is reference-counted).
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    max_response_bytes: usize,
+}
+
+/// A status line, headers and a (capped) body.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Reply {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers.
+    pub headers: HeaderMap,
+    /// The body, at most the cap (an error body truncated there).
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A 2xx status.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+impl HttpClient {
+    pub(crate) fn new(client: reqwest::Client, max_response_bytes: usize) -> Self {
+        HttpClient {
+            client,
+            max_response_bytes,
+        }
+    }
+
+    /// The response-size cap in bytes.
+    pub fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
+    /// A `GET` of `url` on this client.
+    pub fn get(&self, url: impl IntoUrl) -> RequestBuilder {
+        self.client.get(url)
+    }
+
+    /// A `POST` to `url` on this client.
+    pub fn post(&self, url: impl IntoUrl) -> RequestBuilder {
+        self.client.post(url)
+    }
+
+    /// Sends the request and reads the answer, capping the body.
+    ///
+    /// # Errors
+    /// `provider_unavailable` for a transport failure; `provider_invalid_response` for
+    /// a successful body over the cap.
+    pub async fn execute(&self, request: RequestBuilder) -> Result<Reply, TransportError> {
+        self.read(self.start(request).await?).await
+    }
+
+    /// Sends the request; the answer's body is not read yet (a streaming mapping
+    /// consumes it incrementally, or hands an error answer to [`HttpClient::read`]).
+    ///
+    /// # Errors
+    /// `provider_unavailable` for a transport failure.
+    pub async fn start(&self, request: RequestBuilder) -> Result<Response, TransportError> {
+        Ok(request.send().await?)
+    }
+
+    /// Reads an answer's body, capping it.
+    ///
+    /// # Errors
+    /// `provider_unavailable` for a broken successful body; `provider_invalid_response`
+    /// for a successful body over the cap.
+    pub async fn read(&self, mut response: Response) -> Result<Reply, TransportError> {
+        let cap = self.max_response_bytes;
+        let status = response.status().as_u16();
+        let success = (200..300).contains(&status);
+        // Moved out, not cloned: reading the body does not need them.
+        let headers = std::mem::take(response.headers_mut());
+        let declared = response.content_length();
+        if success && declared.is_some_and(|n| n > cap as u64) {
+            return Err(TransportError::too_large(cap));
+        }
+        // Sized from the declared length, bounded so a lying header costs nothing.
+        let hint = declared.map_or(0, |n| {
+            usize::try_from(n).unwrap_or(cap).min(cap).min(64 * 1024)
+        });
+        let mut body = Vec::with_capacity(hint);
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > cap {
+                        if success {
+                            return Err(TransportError::too_large(cap));
+                        }
+                        let room = cap - body.len();
+                        body.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                // An error status is classified by its status even if its body broke.
+                Err(_) if !success => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Transport;
+    use openarmature_core::Category;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// A one-shot server answering every connection with `answer`.
+    async fn serve(answer: &'static [u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket.write_all(answer).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    fn client(cap: usize) -> HttpClient {
+        Transport::default().no_proxy().build(cap).unwrap()
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_under_the_cap() {
+        let url = serve(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").await;
+        let reply = client(5).execute(client(5).get(&url)).await.unwrap();
+        assert!(reply.is_success());
+        assert_eq!(reply.body, b"hello");
+        let over = client(4).execute(client(4).get(&url)).await.unwrap_err();
+        assert_eq!(over.category(), Category::PROVIDER_INVALID_RESPONSE);
+    }
+
+    #[tokio::test]
+    async fn an_error_body_is_truncated_and_kept() {
+        let url =
+            serve(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 9\r\n\r\nmaintains").await;
+        let reply = client(4).execute(client(4).get(&url)).await.unwrap();
+        assert_eq!((reply.status, reply.body.as_slice()), (503, &b"main"[..]));
+        assert!(!reply.is_success());
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_unavailable() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        drop(listener);
+        let e = client(8).execute(client(8).get(&url)).await.unwrap_err();
+        assert_eq!(e.category(), Category::PROVIDER_UNAVAILABLE);
+        assert!(
+            e.message().starts_with("cannot connect to the provider"),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+    }
+}
