@@ -14,7 +14,9 @@
 //!   converts into it and the category is captured at that moment, so it survives
 //!   type erasure without any global registry;
 //! - [`CategorizedError`]: an error with an explicit category and transience, for
-//!   code that has a category but no error type of its own.
+//!   code that has a category but no error type of its own;
+//! - [`Extensions`]: a type-keyed map through which a crate attaches its own state
+//!   to a node attempt (`NodeCtx::extensions` in `openarmature-graph`).
 //!
 //! # Examples
 //! ```
@@ -51,10 +53,12 @@
 
 mod categorized;
 mod category;
+mod extensions;
 mod node_error;
 
 pub use categorized::{find_in, BoxError, Categorized, CategorizedError};
 pub use category::Category;
+pub use extensions::Extensions;
 pub use node_error::NodeError;
 
 /// The OpenArmature capability whose seams this crate carries (the categories of

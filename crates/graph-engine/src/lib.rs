@@ -115,6 +115,7 @@ pub use observer::{
     ObserverErrorSink, ObserverEvent, ParallelBranchesConfig, Phase, PhaseSet, Registration,
     StateRef,
 };
+pub use openarmature_core::Extensions;
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use rerank_events::{
     RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary, RerankUsage,

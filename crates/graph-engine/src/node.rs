@@ -2,10 +2,11 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use openarmature_core::Extensions;
 use serde_json::{Map, Value};
 
 use crate::error::{CompileError, CompileWarning, NodeError};
@@ -199,9 +200,8 @@ pub struct NodeCtx {
     pub(crate) latest_attempt: Arc<AtomicU32>,
     /// The node's resolved configuration, reported on its events.
     pub(crate) node_config: Option<Arc<crate::observer::NodeConfig>>,
-    /// Per node execution: `(attempt index, calls that attempt made so far)`
-    /// ([`NodeCtx::next_call_ordinal`]).
-    pub(crate) call_ordinals: Arc<Mutex<(u32, u32)>>,
+    /// Per node execution: what other crates attach ([`NodeCtx::extensions`]).
+    pub(crate) extensions: Extensions,
     pub(crate) scope: Arc<Scope>,
 }
 
@@ -265,24 +265,14 @@ impl NodeCtx {
         self.latest_attempt.load(Ordering::SeqCst)
     }
 
-    /// Claims the 0-based ordinal of an outbound call (an LLM `complete()`) the
-    /// current attempt is making: its first call gets 0, the next 1, and so on. Every
-    /// attempt of a node execution counts from 0, so a node-level retry that re-issues
-    /// the same calls in the same order gets the same ordinals — with
-    /// [`NodeCtx::step`], the identity of a *logical* call across both retry lanes
-    /// (extension 0001, attempt accounting).
-    pub fn next_call_ordinal(&self) -> u32 {
-        let attempt = self.latest_attempt_index();
-        let mut slot = self
-            .call_ordinals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.0 != attempt {
-            *slot = (attempt, 0);
-        }
-        let ordinal = slot.1;
-        slot.1 = slot.1.saturating_add(1);
-        ordinal
+    /// The state other crates attach to this node execution, by type (e.g.
+    /// `openarmature-llm`'s call ordinals). One map per node execution: every attempt
+    /// shares it, as do the copies middleware passes down
+    /// ([`NodeCtx::with_attempt_index`]) and the contexts entered under this node
+    /// ([`NodeCtx::enter`]); the next node execution starts with an empty one.
+    /// Per-attempt state keys itself by [`NodeCtx::latest_attempt_index`].
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// The event-source identity of this node at its latest attempt.

@@ -36,7 +36,7 @@ use futures::channel::mpsc::UnboundedSender;
 
 use openarmature_graph::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, NodeCtx, ObserverEvent, RetryReason,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, ObserverEvent, RetryReason,
 };
 use serde_json::{json, Map, Value};
 
@@ -110,7 +110,10 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     let call_started = Instant::now();
     // Extension 0001: the call's ordinal in its node attempt is claimed whether or
     // not anyone observes, so ordinals line up across node-level attempts.
-    let ordinal = request.node.as_ref().map(NodeCtx::next_call_ordinal);
+    let ordinal = request
+        .node
+        .as_ref()
+        .map(crate::resilience::accounting::next_call_ordinal);
     // Typed events are built only when an observer will receive them.
     let node = request.node.as_ref().filter(|ctx| ctx.has_observers());
     let site = node.map(LlmCallSite::from_ctx);

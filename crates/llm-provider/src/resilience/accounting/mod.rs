@@ -12,7 +12,8 @@
 //! `"<invocation_id>:<node path>[<fan-out / branch lineage>]@<step>#<ordinal>"`:
 //! the node execution (the engine's `step`, shared by all node-level attempts) and
 //! the call's ordinal among the calls that node attempt issued
-//! ([`openarmature_graph::NodeCtx::next_call_ordinal`]). A node-level retry that
+//! (claimed by every call, observed or not, in an entry of the node's
+//! [`openarmature_graph::NodeCtx::extensions`]). A node-level retry that
 //! re-issues the same calls in the same order maps each onto the same logical call.
 //! Calls outside a graph (reported through [`crate::CompletionRequest::on_attempt`])
 //! are their own logical call: `":<call_id>"` under invocation `""`.
@@ -31,6 +32,7 @@
 //! graph; an attempt reported twice on one path is counted once.
 
 mod ledger;
+mod ordinal;
 mod report;
 
 use std::collections::BTreeMap;
@@ -44,6 +46,7 @@ use openarmature_graph::{
 pub use report::{AttemptUsage, CallUsage, InvocationUsage, TokenCounts};
 
 pub(crate) use self::ledger::logical_call_id;
+pub(crate) use self::ordinal::next_call_ordinal;
 
 use self::ledger::{Invocation, Origin};
 use crate::call::{AttemptObserver, AttemptRecord};
