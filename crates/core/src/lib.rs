@@ -15,6 +15,8 @@
 //!   type erasure without any global registry;
 //! - [`CategorizedError`]: an error with an explicit category and transience, for
 //!   code that has a category but no error type of its own;
+//! - the event envelope: [`Lineage`] and [`CallSite`] (graph-engine §6 event-source
+//!   identity) and the [`InvocationMetadata`] snapshot events carry (observability §3.4);
 //! - [`Extensions`]: a type-keyed map through which a crate attaches its own state
 //!   to a node attempt (`NodeCtx::extensions` in `openarmature-graph`).
 //!
@@ -53,12 +55,16 @@
 
 mod categorized;
 mod category;
+mod envelope;
 mod extensions;
+mod metadata;
 mod node_error;
 
 pub use categorized::{find_in, BoxError, Categorized, CategorizedError};
 pub use category::Category;
+pub use envelope::{CallSite, Lineage};
 pub use extensions::Extensions;
+pub use metadata::InvocationMetadata;
 pub use node_error::NodeError;
 
 /// The OpenArmature capability whose seams this crate carries (the categories of

@@ -180,7 +180,7 @@ impl<S: State> CompiledGraph<S> {
             id: Arc::clone(&id),
             correlation_id: Some(correlation.clone()),
             session_id: options.session_id.map(Arc::from),
-            metadata: InvocationMetadata::unchecked(options.metadata),
+            metadata: InvocationMetadata::from_map(options.metadata),
             step: AtomicU64::new(first_step),
             checkpoint,
             session,

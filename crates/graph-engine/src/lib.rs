@@ -99,8 +99,8 @@ pub use error::{
 };
 pub use extension_event::ExtensionEvent;
 pub use llm_events::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
+    LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
 };
 pub use llm_token::{LlmDeltaKind, LlmTokenEvent};
 pub use metadata::{
@@ -111,11 +111,11 @@ pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};
 pub use observer::{
     observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
-    FnObserver, InvocationCompleted, InvocationStarted, Lineage, NodeConfig, NodeEvent, Observer,
+    FnObserver, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, Observer,
     ObserverErrorSink, ObserverEvent, ParallelBranchesConfig, Phase, PhaseSet, Registration,
     StateRef,
 };
-pub use openarmature_core::Extensions;
+pub use openarmature_core::{CallSite, Extensions, Lineage};
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use rerank_events::{
     RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary, RerankUsage,

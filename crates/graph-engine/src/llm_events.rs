@@ -14,9 +14,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::node::NodeCtx;
-use crate::observer::Lineage;
 use crate::prompt_context::{self, PromptContext, TokenBudget};
+use openarmature_core::CallSite;
 
 /// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
 /// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
@@ -56,37 +55,6 @@ impl RetryReason {
         match self {
             RetryReason::Transient => "transient",
             RetryReason::Reask => "reask",
-        }
-    }
-}
-
-/// Where an LLM call ran: the calling node's identity (graph-engine §6 event-source
-/// identity tuple).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LlmCallSite {
-    /// The invocation.
-    pub invocation_id: Arc<str>,
-    /// The caller's correlation id, if any.
-    pub correlation_id: Option<Arc<str>>,
-    /// The node that issued the call.
-    pub node_name: Arc<str>,
-    /// Namespace, node-level attempt index, fan-out / branch lineage.
-    pub lineage: Lineage,
-    /// The invocation metadata in force where the call was made (observability
-    /// §3.4, §5.6).
-    pub metadata: crate::metadata::InvocationMetadata,
-}
-
-impl LlmCallSite {
-    /// The site of a call issued by the node attempt `ctx` describes.
-    pub fn from_ctx(ctx: &NodeCtx) -> Self {
-        LlmCallSite {
-            invocation_id: Arc::from(ctx.invocation_id()),
-            correlation_id: ctx.correlation_id().map(Arc::from),
-            node_name: Arc::from(ctx.node_name()),
-            lineage: ctx.lineage(),
-            metadata: ctx.invocation_metadata(),
         }
     }
 }
@@ -232,7 +200,7 @@ impl LlmFailure {
 #[non_exhaustive]
 pub struct LlmCompletionEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The request (the caller's messages and config).
     pub request: LlmRequestSummary,
     /// The response.
@@ -244,7 +212,7 @@ pub struct LlmCompletionEvent {
 impl LlmCompletionEvent {
     /// A completion event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         response: LlmResponseSummary,
         latency_ms: Option<f64>,
@@ -263,7 +231,7 @@ impl LlmCompletionEvent {
 #[non_exhaustive]
 pub struct LlmFailedEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The request (the caller's messages and config).
     pub request: LlmRequestSummary,
     /// The raised error.
@@ -277,7 +245,7 @@ pub struct LlmFailedEvent {
 impl LlmFailedEvent {
     /// A failure event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         failure: LlmFailure,
         response: Option<LlmResponseSummary>,
@@ -316,7 +284,7 @@ pub enum LlmAttemptOutcome {
 #[non_exhaustive]
 pub struct LlmAttemptEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// This attempt's request (its working transcript and effective config).
     pub request: LlmRequestSummary,
     /// 0-based call-level attempt index.
@@ -335,7 +303,7 @@ pub struct LlmAttemptEvent {
 impl LlmAttemptEvent {
     /// An attempt event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         attempt_index: u32,
         retry_reason: Option<RetryReason>,

@@ -10,7 +10,7 @@
 //! bundled OTel / Langfuse observers do not render it: it is for custom forwarding
 //! observers (a UI streaming answer text, say).
 
-use crate::llm_events::LlmCallSite;
+use openarmature_core::CallSite;
 
 /// What a streamed delta carries (graph-engine §6 `delta_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,7 +48,7 @@ impl std::fmt::Display for LlmDeltaKind {
 #[non_exhaustive]
 pub struct LlmTokenEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The provider identifier (e.g. `openai`).
     pub provider: String,
     /// The bound model the request was made against.
@@ -66,7 +66,7 @@ pub struct LlmTokenEvent {
 impl LlmTokenEvent {
     /// A token event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         provider: impl Into<String>,
         model: impl Into<String>,
         call_id: impl Into<String>,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_core::Extensions;
+use openarmature_core::{CallSite, Extensions, Lineage};
 use serde_json::{Map, Value};
 
 use crate::error::{CompileError, CompileWarning, NodeError};
@@ -276,8 +276,8 @@ impl NodeCtx {
     }
 
     /// The event-source identity of this node at its latest attempt.
-    pub fn lineage(&self) -> crate::observer::Lineage {
-        crate::observer::Lineage {
+    pub fn lineage(&self) -> Lineage {
+        Lineage {
             namespace: Arc::clone(&self.namespace),
             attempt_index: self.latest_attempt_index(),
             fan_out_index: self.fan_out_index(),
@@ -285,6 +285,18 @@ impl NodeCtx {
             fan_out_index_chain: Arc::clone(&self.scope.fan_out_chain),
             branch_name_chain: Arc::clone(&self.scope.branch_chain),
         }
+    }
+
+    /// The site of a call (an LLM `complete()`, an `embed()`, a tool execution) this
+    /// node attempt issues: its identity, lineage and the invocation metadata in force.
+    pub fn call_site(&self) -> CallSite {
+        CallSite::new(
+            Arc::clone(&self.scope.inv.id),
+            self.scope.inv.correlation_id.clone(),
+            Arc::clone(&self.node_name),
+            self.lineage(),
+            self.invocation_metadata(),
+        )
     }
 
     /// Dispatches a framework-emitted event (e.g. a failure-isolation event) onto this

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use openarmature_core::Lineage;
+
 use crate::cause::{cause_chain, derive, CauseLink};
 use crate::error::BoxError;
 use crate::state::StateView;
@@ -274,23 +276,6 @@ pub struct InvocationCompleted {
     pub error: Option<(String, String)>,
     /// When the invocation ended (wall clock).
     pub at: std::time::SystemTime,
-}
-
-/// Where an event came from: the graph-engine §6 event-source identity tuple.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lineage {
-    /// Outermost-to-innermost node names.
-    pub namespace: Arc<[String]>,
-    /// The attempt index.
-    pub attempt_index: u32,
-    /// The innermost enclosing fan-out instance index.
-    pub fan_out_index: Option<usize>,
-    /// The innermost enclosing parallel branch.
-    pub branch_name: Option<String>,
-    /// Fan-out lineage per boundary.
-    pub fan_out_index_chain: Arc<[Option<usize>]>,
-    /// Branch lineage per boundary.
-    pub branch_name_chain: Arc<[Option<String>]>,
 }
 
 /// The structured error a failure-isolation middleware caught.

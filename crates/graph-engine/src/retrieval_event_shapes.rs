@@ -17,7 +17,7 @@ macro_rules! retrieval_event_pair {
         #[non_exhaustive]
         pub struct $ok {
             /// The calling node.
-            pub site: $crate::llm_events::LlmCallSite,
+            pub site: openarmature_core::CallSite,
             /// The request.
             pub request: $request,
             /// The response side.
@@ -31,7 +31,7 @@ macro_rules! retrieval_event_pair {
         impl $ok {
             /// A success event, stamped now.
             pub fn new(
-                site: $crate::llm_events::LlmCallSite,
+                site: openarmature_core::CallSite,
                 request: $request,
                 outcome: $outcome,
                 latency_ms: Option<f64>,
@@ -51,7 +51,7 @@ macro_rules! retrieval_event_pair {
         #[non_exhaustive]
         pub struct $failed {
             /// The calling node.
-            pub site: $crate::llm_events::LlmCallSite,
+            pub site: openarmature_core::CallSite,
             /// The request.
             pub request: $request,
             /// The raised error's category, type and message.
@@ -65,7 +65,7 @@ macro_rules! retrieval_event_pair {
         impl $failed {
             /// A failure event, stamped now.
             pub fn new(
-                site: $crate::llm_events::LlmCallSite,
+                site: openarmature_core::CallSite,
                 request: $request,
                 failure: $crate::llm_events::LlmFailure,
                 latency_ms: Option<f64>,

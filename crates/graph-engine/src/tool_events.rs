@@ -53,9 +53,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{category_of, BoxError};
-use crate::llm_events::LlmCallSite;
 use crate::node::NodeCtx;
 use crate::observer::ObserverEvent;
+use openarmature_core::CallSite;
 
 /// What the caller declares about one tool execution when entering the scope.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +99,7 @@ impl ToolExecution {
 #[non_exhaustive]
 pub struct ToolCallRecord {
     /// The node that entered the scope (identity captured at scope entry).
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// A fresh per-execution id minted at scope entry (OA's own token, distinct
     /// from `tool_call_id`).
     pub call_id: Arc<str>,
@@ -200,7 +200,7 @@ impl NodeCtx {
         ToolScope {
             ctx: self.clone(),
             record: ToolCallRecord {
-                site: LlmCallSite::from_ctx(self),
+                site: self.call_site(),
                 call_id: Arc::from(uuid::Uuid::new_v4().to_string()),
                 tool_name: execution.tool_name,
                 tool_call_id: execution.tool_call_id,

@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 use futures::channel::mpsc::UnboundedSender;
 
 use openarmature_graph::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, ObserverEvent, RetryReason,
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
+    LlmRequestSummary, LlmResponseSummary, NodeCtx, ObserverEvent, RetryReason,
 };
 use serde_json::{json, Map, Value};
 
@@ -116,7 +116,7 @@ pub(crate) async fn run<P: Provider + ?Sized>(
         .map(crate::resilience::accounting::next_call_ordinal);
     // Typed events are built only when an observer will receive them.
     let node = request.node.as_ref().filter(|ctx| ctx.has_observers());
-    let site = node.map(LlmCallSite::from_ctx);
+    let site = node.map(NodeCtx::call_site);
     let logical_call_id = if site.is_some() || request.attempt_observer.is_some() {
         match (&request.node, ordinal) {
             (Some(ctx), Some(ordinal)) => crate::resilience::accounting::logical_call_id(

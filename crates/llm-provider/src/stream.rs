@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use openarmature_graph::{LlmCallSite, LlmTokenEvent, NodeCtx, ObserverEvent, RetryReason};
+use openarmature_graph::{CallSite, LlmTokenEvent, NodeCtx, ObserverEvent, RetryReason};
 
 use crate::error::LlmError;
 use crate::provider::{CompletionRequest, Provider};
@@ -90,7 +90,7 @@ pub enum StreamEvent {
 /// The per-call fan-out of deltas: token events on the calling node's queue and/or
 /// the caller's [`ResponseStream`].
 pub(crate) struct CallSink<'a> {
-    pub(crate) node: Option<(&'a NodeCtx, &'a LlmCallSite)>,
+    pub(crate) node: Option<(&'a NodeCtx, &'a CallSite)>,
     pub(crate) provider: &'a str,
     pub(crate) model: &'a str,
     pub(crate) call_id: &'a str,

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::time::Instant;
 
 use openarmature_graph::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, LlmCallSite,
+    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary,
     LlmFailure, NodeCtx, ObserverEvent, RerankEvent, RerankFailedEvent, RerankOutcome,
     RerankRequestSummary,
 };
@@ -50,14 +50,14 @@ async fn report<S, R, Fut>(
     node: Option<&NodeCtx>,
     summary: impl FnOnce() -> S,
     call: Fut,
-    success: impl FnOnce(LlmCallSite, S, &R, Option<f64>) -> ObserverEvent,
-    failed: impl FnOnce(LlmCallSite, S, LlmFailure, Option<f64>) -> ObserverEvent,
+    success: impl FnOnce(CallSite, S, &R, Option<f64>) -> ObserverEvent,
+    failed: impl FnOnce(CallSite, S, LlmFailure, Option<f64>) -> ObserverEvent,
 ) -> Result<R, RetrievalError>
 where
     Fut: Future<Output = Result<R, RetrievalError>>,
 {
     let started = Instant::now();
-    let report = observed(node).map(|ctx| (ctx, LlmCallSite::from_ctx(ctx), summary()));
+    let report = observed(node).map(|ctx| (ctx, ctx.call_site(), summary()));
     let result = call.await;
     if let Some((ctx, site, summary)) = report {
         let latency = millis(started);

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    BoxError, LlmCallSite, LlmRequestSummary, LlmResponseSummary, Observer, ObserverEvent,
+    BoxError, CallSite, LlmRequestSummary, LlmResponseSummary, Observer, ObserverEvent,
     Registration,
 };
 use serde_json::{json, Map, Value};
@@ -159,7 +159,7 @@ impl Observer for Collector {
     }
 }
 
-pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
+pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &CallSite) {
     let l = &site.lineage;
     m.insert("invocation_id".into(), json!(&*site.invocation_id));
     m.insert(

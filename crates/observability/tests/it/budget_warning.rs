@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmCallSite, LlmCompletionEvent, LlmRequestSummary,
-    LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+    state, GraphBuilder, InvokeOptions, LlmCompletionEvent, LlmRequestSummary, LlmResponseSummary,
+    LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
@@ -57,7 +57,7 @@ async fn run(prompt_tokens: u64) -> Vec<(Option<Severity>, String, bool, bool)> 
                 let response =
                     LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
                 ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
-                    LlmCallSite::from_ctx(&ctx),
+                    ctx.call_site(),
                     request,
                     response,
                     Some(1.0),

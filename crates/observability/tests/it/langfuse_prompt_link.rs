@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity};
 use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary,
+    LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::langfuse::{LangfuseObserver, ObservationType};
 use openarmature_observability::OtelObserver;
@@ -48,7 +48,7 @@ fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
                         None,
                     );
                     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                        LlmCallSite::from_ctx(&ctx),
+                        ctx.call_site(),
                         request,
                         0,
                         None,

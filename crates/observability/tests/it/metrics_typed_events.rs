@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_graph::{
-    GraphBuilder, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent,
-    LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx,
-    ObserverEvent, RetryReason, END,
+    GraphBuilder, LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent,
+    RetryReason, END,
 };
 use openarmature_observability::attributes as a;
 
@@ -39,7 +39,7 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
         LlmResponseSummary::new(None, None, u, Some("length".into()), None, None)
     };
     let failure = LlmFailure::new("structured_output_invalid", None, "not JSON");
-    let site = LlmCallSite::from_ctx(ctx);
+    let site = ctx.call_site();
     let attempt = |i, reason, outcome| {
         ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
             site.clone(),

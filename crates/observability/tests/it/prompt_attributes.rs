@@ -8,8 +8,8 @@ use openarmature_graph::prompt_context::{
     scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
 };
 use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary,
+    LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
@@ -37,7 +37,7 @@ fn report(ctx: &NodeCtx, usage: LlmUsage) {
     );
     let response = LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-        LlmCallSite::from_ctx(ctx),
+        ctx.call_site(),
         request,
         0,
         None,

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use openarmature_graph::{
     state, CategorizedError, Category, GraphBuilder, InvokeOptions, LlmAttemptEvent,
-    LlmAttemptOutcome, LlmCallSite, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx,
-    NodeError, ObserverEvent, Registration, END,
+    LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, NodeError,
+    ObserverEvent, Registration, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
@@ -391,7 +391,7 @@ async fn events_without_a_call_id_are_billed_not_dropped() {
                 Map::<String, Value>::new(),
             );
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                LlmCallSite::from_ctx(&ctx),
+                ctx.call_site(),
                 request,
                 0,
                 None,

@@ -13,7 +13,7 @@
 use std::time::SystemTime;
 
 use openarmature_graph::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, LlmCallSite, LlmFailure,
+    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, LlmFailure,
     RerankEvent, RerankFailedEvent, RerankRequestSummary,
 };
 use opentelemetry::trace::{Span, Status};
@@ -33,7 +33,7 @@ pub(crate) const LANGFUSE_EMBEDDING_OUTPUT: &str = "openarmature.embedding.outpu
 /// What one finished retrieval call renders.
 struct CallSpan<'a> {
     name: &'static str,
-    site: &'a LlmCallSite,
+    site: &'a CallSite,
     latency_ms: Option<f64>,
     at: SystemTime,
     attrs: Vec<KeyValue>,
