@@ -18,7 +18,9 @@
 //! - the event envelope: [`Lineage`] and [`CallSite`] (graph-engine §6 event-source
 //!   identity) and the [`InvocationMetadata`] snapshot events carry (observability §3.4);
 //! - [`Extensions`]: a type-keyed map through which a crate attaches its own state
-//!   to a node attempt (`NodeCtx::extensions` in `openarmature-graph`).
+//!   to a node attempt (`NodeCtx::extensions` in `openarmature-graph`);
+//! - [`vocab`]: each capability's event payloads and context types (LLM, retrieval,
+//!   tool, prompt), which the engine routes and observability renders.
 //!
 //! # Examples
 //! ```
@@ -59,6 +61,7 @@ mod envelope;
 mod extensions;
 mod metadata;
 mod node_error;
+pub mod vocab;
 
 pub use categorized::{find_in, BoxError, Categorized, CategorizedError};
 pub use category::Category;

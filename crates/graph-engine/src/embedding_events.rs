@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::prompt_context::{self, PromptContext};
+use openarmature_core::vocab::prompt::PromptContext;
 
 /// An embedding usage record (retrieval-provider §4 `EmbeddingUsage`): the tokens
 /// billed for the call. A call whose provider reported no (or a malformed) figure has
@@ -46,7 +46,7 @@ pub struct EmbeddingRequestSummary {
 
 impl EmbeddingRequestSummary {
     /// A request summary. Its prompt context is what is bound in the current task
-    /// ([`prompt_context::current`]): build it where the call is made.
+    /// (bound through [`crate::ambient`]): build it where the call is made.
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -62,7 +62,7 @@ impl EmbeddingRequestSummary {
             input_strings: input_strings.into(),
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: crate::ambient::get_or_default::<PromptContext>(),
         }
     }
 

@@ -58,6 +58,7 @@
 //! # });
 //! ```
 
+pub mod ambient;
 mod builder;
 mod cause;
 pub mod checkpoint;
@@ -72,7 +73,6 @@ pub mod metadata;
 mod middleware;
 mod node;
 mod observer;
-pub mod prompt_context;
 mod queue;
 pub mod reducers;
 mod rerank_events;

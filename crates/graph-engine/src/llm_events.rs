@@ -14,28 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::prompt_context::{self, PromptContext, TokenBudget};
+pub use openarmature_core::vocab::llm::LlmUsage;
+use openarmature_core::vocab::prompt::{PromptContext, TokenBudget};
 use openarmature_core::CallSite;
-
-/// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
-/// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct LlmUsage {
-    /// Input tokens.
-    pub prompt_tokens: Option<u64>,
-    /// Output tokens.
-    pub completion_tokens: Option<u64>,
-    /// Total tokens.
-    pub total_tokens: Option<u64>,
-    /// Input tokens served from a prefix cache (`Some(0)` is a reported miss).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-    /// Input tokens written to a prefix cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_creation_tokens: Option<u64>,
-}
 
 /// Why a call-level retry attempt was scheduled (llm-provider §7.1): the class of the
 /// previous attempt's failure. Attempt 0 has none.
@@ -88,7 +69,7 @@ pub struct LlmRequestSummary {
 
 impl LlmRequestSummary {
     /// A request summary. Its prompt context is what is bound in the current task
-    /// ([`prompt_context::current`]): build it where the call is made.
+    /// (bound through [`crate::ambient`]): build it where the call is made.
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -105,7 +86,7 @@ impl LlmRequestSummary {
             input_messages: input_messages.into(),
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: crate::ambient::get_or_default::<PromptContext>(),
         }
     }
 

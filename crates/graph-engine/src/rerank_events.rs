@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::prompt_context::{self, PromptContext};
+use openarmature_core::vocab::prompt::PromptContext;
 
 /// A rerank usage record (retrieval-provider §6 `RerankUsage`): present only when the
 /// provider reported at least one figure; each figure individually optional.
@@ -99,7 +99,7 @@ impl RerankRequestSummary {
             top_k: None,
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: crate::ambient::get_or_default::<PromptContext>(),
         }
     }
 

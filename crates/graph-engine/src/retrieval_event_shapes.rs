@@ -88,12 +88,14 @@ pub(crate) use retrieval_event_pair;
 macro_rules! prompt_context_accessors {
     () => {
         /// The active prompt's identity at call time (`active_prompt`).
-        pub fn active_prompt(&self) -> Option<&$crate::prompt_context::PromptIdentity> {
+        pub fn active_prompt(&self) -> Option<&openarmature_core::vocab::prompt::PromptIdentity> {
             self.prompt_context.prompt()
         }
 
         /// The active prompt group's identity at call time (`active_prompt_group`).
-        pub fn active_prompt_group(&self) -> Option<&$crate::prompt_context::PromptGroupIdentity> {
+        pub fn active_prompt_group(
+            &self,
+        ) -> Option<&openarmature_core::vocab::prompt::PromptGroupIdentity> {
             self.prompt_context.group()
         }
     };

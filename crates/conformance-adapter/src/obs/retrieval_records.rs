@@ -2,7 +2,7 @@
 //! records of `EmbeddingEvent` / `EmbeddingFailedEvent` / `RerankEvent` /
 //! `RerankFailedEvent`, under the spec's field names.
 
-use openarmature_graph::prompt_context::PromptContext;
+use openarmature_core::vocab::prompt::PromptContext;
 use openarmature_graph::{EmbeddingRequestSummary, ObserverEvent, RerankRequestSummary};
 use serde_json::{json, Map, Value};
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use openarmature_graph::prompt_context::TokenBudget;
+use openarmature_core::vocab::prompt::TokenBudget;
 use openarmature_graph::LlmUsage;
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::SpanData;

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_graph::{
     state, GraphBuilder, InvokeOptions, LlmCompletionEvent, LlmRequestSummary, LlmResponseSummary,
     LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use opentelemetry::logs::Severity;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};

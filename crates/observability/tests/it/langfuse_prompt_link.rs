@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity};
 use openarmature_graph::{
     state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary,
     LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::langfuse::{LangfuseObserver, ObservationType};
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::json;
 

@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_graph::{
     GraphBuilder, LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent,
     LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent,
     RetryReason, END,
 };
 use openarmature_observability::attributes as a;
+use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{drive, of, Doc, DocUpdate, Point};
 

@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{
-    scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
-};
 use openarmature_graph::{
     state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary,
     LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{
+    scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
+};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 
