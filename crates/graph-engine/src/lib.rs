@@ -67,8 +67,6 @@ mod dynamic;
 mod embedding_events;
 mod error;
 mod extension_event;
-mod llm_events;
-mod llm_token;
 pub mod metadata;
 mod middleware;
 mod node;
@@ -98,11 +96,6 @@ pub use error::{
     RoutingError, RuntimeCategory, StateValidationError,
 };
 pub use extension_event::ExtensionEvent;
-pub use llm_events::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
-};
-pub use llm_token::{LlmDeltaKind, LlmTokenEvent};
 pub use metadata::{
     get_invocation_metadata, set_invocation_metadata, InvocationMetadata, MetadataAugmented,
     MetadataError,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use openarmature_core::vocab::llm;
 use openarmature_core::Lineage;
 
 use crate::cause::{cause_chain, derive, CauseLink};
@@ -209,14 +210,14 @@ pub enum ObserverEvent {
     /// A failure-isolation middleware caught an error (pipeline-utilities §6.3).
     FailureIsolation(FailureIsolationEvent),
     /// An LLM `complete()` call succeeded (graph-engine §6 `LlmCompletionEvent`).
-    LlmCompletion(crate::llm_events::LlmCompletionEvent),
+    LlmCompletion(llm::LlmCompletionEvent),
     /// An LLM `complete()` call raised (graph-engine §6 `LlmFailedEvent`).
-    LlmFailed(crate::llm_events::LlmFailedEvent),
+    LlmFailed(llm::LlmFailedEvent),
     /// One wire attempt of an LLM call (the per-attempt span signal, llm-provider §7.1).
-    LlmAttempt(crate::llm_events::LlmAttemptEvent),
+    LlmAttempt(llm::LlmAttemptEvent),
     /// One streamed delta of an LLM call made with `stream` set (graph-engine §6
     /// `LlmTokenEvent`).
-    LlmToken(crate::llm_token::LlmTokenEvent),
+    LlmToken(llm::LlmTokenEvent),
     /// An invocation of the outermost graph began (first on its queue).
     InvocationStarted(InvocationStarted),
     /// An invocation of the outermost graph ended (last on its queue).

@@ -55,7 +55,7 @@ macro_rules! retrieval_event_pair {
             /// The request.
             pub request: $request,
             /// The raised error's category, type and message.
-            pub failure: $crate::llm_events::LlmFailure,
+            pub failure: openarmature_core::vocab::llm::LlmFailure,
             #[doc = concat!("Latency from `", $call, "` entry to the failure, in milliseconds.")]
             pub latency_ms: Option<f64>,
             /// When the call failed.
@@ -67,7 +67,7 @@ macro_rules! retrieval_event_pair {
             pub fn new(
                 site: openarmature_core::CallSite,
                 request: $request,
-                failure: $crate::llm_events::LlmFailure,
+                failure: openarmature_core::vocab::llm::LlmFailure,
                 latency_ms: Option<f64>,
             ) -> Self {
                 $failed {

@@ -23,7 +23,7 @@
 //! [`LlmFailedEvent`] follows the attempt events.
 //!
 //! A streamed call (§5) sends every attempt through [`Provider::send_stream`]; its
-//! deltas become [`openarmature_graph::LlmTokenEvent`]s carrying the call's one
+//! deltas become [`openarmature_core::vocab::llm::LlmTokenEvent`]s carrying the call's one
 //! `call_id` and the node-level attempt index, with `chunk_index` running on across
 //! wire attempts, all before the terminal event.
 
@@ -34,10 +34,13 @@ use std::time::{Duration, Instant};
 
 use futures::channel::mpsc::UnboundedSender;
 
-use openarmature_graph::{
+use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
-    LlmRequestSummary, LlmResponseSummary, NodeCtx, ObserverEvent, RetryReason,
+    LlmRequestSummary, LlmResponseSummary, RetryReason,
 };
+use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_graph::ambient;
+use openarmature_graph::{NodeCtx, ObserverEvent};
 use serde_json::{json, Map, Value};
 
 use crate::config::RuntimeConfig;
@@ -295,6 +298,8 @@ fn request_summary<P: Provider + ?Sized>(
         config.declared_params(),
         config.extras.clone(),
     )
+    // The prompt bound where the call is made (prompt-management §12).
+    .with_prompt_context(ambient::get_or_default::<PromptContext>())
 }
 
 fn response_summary(response: &Response) -> LlmResponseSummary {

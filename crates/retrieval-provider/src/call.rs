@@ -9,10 +9,10 @@
 use std::future::Future;
 use std::time::Instant;
 
+use openarmature_core::vocab::llm::LlmFailure;
 use openarmature_graph::{
     CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary,
-    LlmFailure, NodeCtx, ObserverEvent, RerankEvent, RerankFailedEvent, RerankOutcome,
-    RerankRequestSummary,
+    NodeCtx, ObserverEvent, RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary,
 };
 
 use crate::embedding::{self, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse};

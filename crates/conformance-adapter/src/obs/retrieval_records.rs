@@ -64,7 +64,7 @@ fn rerank_request(m: &mut Map<String, Value>, r: &RerankRequestSummary) {
     prompt_fields(m, &r.prompt_context);
 }
 
-fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_graph::LlmFailure) {
+fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_core::vocab::llm::LlmFailure) {
     m.insert("error_category".into(), json!(f.error_category));
     m.insert("error_type".into(), json!(f.error_type));
     m.insert("error_message".into(), json!(f.error_message));

@@ -19,10 +19,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use openarmature_graph::{
-    BoxError, CallSite, LlmRequestSummary, LlmResponseSummary, Observer, ObserverEvent,
-    Registration,
-};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registration};
 use serde_json::{json, Map, Value};
 
 use crate::ge::harness::lock;
@@ -229,7 +227,7 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
 }
 
 /// The usage record with every counter present (`null` when not reported).
-pub(crate) fn usage_json(u: &openarmature_graph::LlmUsage) -> Value {
+pub(crate) fn usage_json(u: &openarmature_core::vocab::llm::LlmUsage) -> Value {
     json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
@@ -241,7 +239,7 @@ pub(crate) fn usage_json(u: &openarmature_graph::LlmUsage) -> Value {
 
 /// The usage record as the event carries it: the three counters, plus the cache
 /// counters when populated.
-fn event_usage(u: &openarmature_graph::LlmUsage) -> Value {
+fn event_usage(u: &openarmature_core::vocab::llm::LlmUsage) -> Value {
     serde_json::to_value(u).unwrap_or(Value::Null)
 }
 

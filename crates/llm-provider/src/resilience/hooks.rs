@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{CategorizedError, RetryReason};
+use openarmature_core::vocab::llm::RetryReason;
+use openarmature_graph::CategorizedError;
 use openarmature_pipeline::retry::BackoffDecision;
 
 use crate::error::{ErrorCategory, LlmError, ProviderFailure};

@@ -2,7 +2,8 @@
 //! budget (SHOULD): one per call, from the terminal LLM event, naming the prompt, in the
 //! calling node's span context. Emitted only when a logger is configured.
 
-use openarmature_graph::{CallSite, LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_graph::CallSite;
 use opentelemetry::logs::Severity;
 use opentelemetry::KeyValue;
 

@@ -5,7 +5,7 @@
 //! (`openarmature_core::vocab::prompt`, bound by `openarmature-prompt`). None of these are payload: they are
 //! identifiers and bounds, so `disable_provider_payload` does not gate them.
 
-use openarmature_graph::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
 use opentelemetry::KeyValue;
 
 use crate::attributes as attr;

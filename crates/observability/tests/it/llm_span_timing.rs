@@ -5,9 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
+};
 use openarmature_graph::{
-    observer_fn, state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, Registration, END,
+    observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmFailure, LlmRequestSummary, LlmResponseSummary,
+    LlmUsage, RetryReason,
+};
 use openarmature_graph::{
-    state, CompiledGraph, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent,
-    Registration, RetryReason, END,
+    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::{InvokeError, OtelObserver, OtelObserverBuilder};

@@ -1,6 +1,15 @@
 //! Spec: graph-engine §6 *Typed LLM completion event* / *Typed LLM failure event* /
 //! *Typed LLM token event*, llm-provider §6 `Response.usage` and §7.1 *Per-attempt
-//! span emission*: what `openarmature-llm` reports about its calls.
+//! span emission*: what `openarmature-llm` reports about its calls (and re-exports).
+
+mod events;
+mod token;
+
+pub use events::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
+    LlmRequestSummary, LlmResponseSummary, RetryReason,
+};
+pub use token::{LlmDeltaKind, LlmTokenEvent};
 
 /// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
 /// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.

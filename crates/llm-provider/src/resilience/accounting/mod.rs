@@ -39,9 +39,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
-use openarmature_graph::{
-    BoxError, LlmAttemptOutcome, LlmResponseSummary, Observer, ObserverEvent, Phase,
-};
+use openarmature_core::vocab::llm::{LlmAttemptOutcome, LlmResponseSummary};
+use openarmature_graph::{BoxError, Observer, ObserverEvent, Phase};
 
 pub use report::{AttemptUsage, CallUsage, InvocationUsage, TokenCounts};
 

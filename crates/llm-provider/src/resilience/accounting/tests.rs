@@ -4,9 +4,11 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
+};
 use openarmature_graph::{
-    state, CategorizedError, Category, GraphBuilder, InvokeOptions, LlmAttemptEvent,
-    LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, NodeError,
+    state, CategorizedError, Category, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
     ObserverEvent, Registration, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};

@@ -12,9 +12,10 @@
 
 use std::time::SystemTime;
 
+use openarmature_core::vocab::llm::LlmFailure;
 use openarmature_graph::{
-    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, LlmFailure,
-    RerankEvent, RerankFailedEvent, RerankRequestSummary,
+    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, RerankEvent,
+    RerankFailedEvent, RerankRequestSummary,
 };
 use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;

@@ -1,22 +1,20 @@
-//! Spec: graph-engine §6 *Typed LLM completion event* / *Typed LLM failure event*, and the
-//! per-attempt signal llm-provider §7.1 *Per-attempt span emission* needs.
-//!
-//! The engine only carries these events; `openarmature-llm` builds and dispatches them
-//! (through [`crate::NodeCtx::dispatch_event`]) when a `complete()` call runs inside a
-//! node. Payload fields are plain JSON values so the engine stays free of LLM types.
+//! The typed LLM events (graph-engine §6) and the per-attempt signal (llm-provider
+//! §7.1). `openarmature-llm` builds and dispatches them (through the engine's
+//! `NodeCtx::dispatch_event`) when a `complete()` call runs inside a node. Payload
+//! fields are plain JSON values so no crate that reads them needs the LLM types.
 //!
 //! Per call: zero or more [`LlmAttemptEvent`]s (one per wire attempt) interleaved, for a
-//! streamed call, with its [`crate::LlmTokenEvent`]s, then exactly one terminal
-//! [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial queue before
-//! the node's own `completed` event.
+//! streamed call, with its [`LlmTokenEvent`](super::LlmTokenEvent)s, then exactly one
+//! terminal [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial
+//! queue before the node's own `completed` event.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub use openarmature_core::vocab::llm::LlmUsage;
-use openarmature_core::vocab::prompt::{PromptContext, TokenBudget};
-use openarmature_core::CallSite;
+use super::LlmUsage;
+use crate::vocab::prompt::{PromptContext, PromptGroupIdentity, PromptIdentity, TokenBudget};
+use crate::CallSite;
 
 /// Why a call-level retry attempt was scheduled (llm-provider §7.1): the class of the
 /// previous attempt's failure. Attempt 0 has none.
@@ -68,8 +66,8 @@ pub struct LlmRequestSummary {
 }
 
 impl LlmRequestSummary {
-    /// A request summary. Its prompt context is what is bound in the current task
-    /// (bound through [`crate::ambient`]): build it where the call is made.
+    /// A request summary with an empty prompt context: the emitter sets the one
+    /// bound where the call is made with [`LlmRequestSummary::with_prompt_context`].
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -86,17 +84,25 @@ impl LlmRequestSummary {
             input_messages: input_messages.into(),
             request_params,
             request_extras,
-            prompt_context: crate::ambient::get_or_default::<PromptContext>(),
+            prompt_context: PromptContext::default(),
         }
     }
 
-    /// Replaces the captured prompt context.
+    /// Sets the prompt context bound where the call was made.
     pub fn with_prompt_context(mut self, prompt_context: PromptContext) -> Self {
         self.prompt_context = prompt_context;
         self
     }
 
-    crate::retrieval_event_shapes::prompt_context_accessors!();
+    /// The active prompt's identity at call time (`active_prompt`).
+    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
+        self.prompt_context.prompt()
+    }
+
+    /// The active prompt group's identity at call time (`active_prompt_group`).
+    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
+        self.prompt_context.group()
+    }
 
     /// The active prompt's declared token budget at call time (`token_budget`).
     pub fn token_budget(&self) -> Option<TokenBudget> {

@@ -1,16 +1,17 @@
-//! Spec: graph-engine §6 *Typed LLM token event* (`LlmTokenEvent`, proposal 0062).
+//! The typed LLM token event (graph-engine §6 `LlmTokenEvent`, proposal 0062).
 //!
 //! A `complete()` call made with `stream` set dispatches one [`LlmTokenEvent`] per
 //! streamed content or reasoning delta, in `chunk_index` order, all before the call's
-//! terminal [`crate::LlmCompletionEvent`] / [`crate::LlmFailedEvent`]. The event is a
+//! terminal [`LlmCompletionEvent`](super::LlmCompletionEvent) /
+//! [`LlmFailedEvent`](super::LlmFailedEvent). The event is a
 //! within-call sub-event: it is unpaired (a failed stream emits its partial token
 //! events, then the terminal failure event) and carries no `phase`.
 //!
-//! The engine only carries the event; `openarmature-llm` builds and dispatches it. The
+//! The engine only routes the event; `openarmature-llm` builds and dispatches it. The
 //! bundled OTel / Langfuse observers do not render it: it is for custom forwarding
 //! observers (a UI streaming answer text, say).
 
-use openarmature_core::CallSite;
+use crate::CallSite;
 
 /// What a streamed delta carries (graph-engine §6 `delta_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
