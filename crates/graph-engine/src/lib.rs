@@ -64,7 +64,6 @@ mod cause;
 pub mod checkpoint;
 mod compiled;
 mod dynamic;
-mod embedding_events;
 mod error;
 mod extension_event;
 pub mod metadata;
@@ -73,8 +72,6 @@ mod node;
 mod observer;
 mod queue;
 pub mod reducers;
-mod rerank_events;
-mod retrieval_event_shapes;
 pub mod session;
 mod state;
 mod subgraph;
@@ -87,9 +84,6 @@ pub use cause::{
 };
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
-pub use embedding_events::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, EmbeddingUsage,
-};
 pub use error::{
     category, category_of, erase, find_in, is_transient_link, BoxError, Categorized,
     CategorizedError, Category, CompileError, CompileWarning, GraphError, MergeError, NodeError,
@@ -110,10 +104,6 @@ pub use observer::{
 };
 pub use openarmature_core::{CallSite, Extensions, Lineage};
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
-pub use rerank_events::{
-    RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary, RerankUsage,
-    ScoredDocument,
-};
 pub use state::{is_round_trip_idempotent, State, StateView};
 pub use subgraph::{SubgraphFailure, SubgraphNode};
 pub use tool_events::{

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use openarmature_core::vocab::llm;
+use openarmature_core::vocab::{llm, retrieval};
 use openarmature_core::Lineage;
 
 use crate::cause::{cause_chain, derive, CauseLink};
@@ -232,13 +232,13 @@ pub enum ObserverEvent {
     /// An instrumented tool execution failed (graph-engine §6 `ToolCallFailedEvent`).
     ToolCallFailed(crate::tool_events::ToolCallFailedEvent),
     /// An `embed()` call succeeded (graph-engine §6 `EmbeddingEvent`).
-    Embedding(crate::embedding_events::EmbeddingEvent),
+    Embedding(retrieval::EmbeddingEvent),
     /// An `embed()` call raised (graph-engine §6 `EmbeddingFailedEvent`).
-    EmbeddingFailed(crate::embedding_events::EmbeddingFailedEvent),
+    EmbeddingFailed(retrieval::EmbeddingFailedEvent),
     /// A `rerank()` call succeeded (graph-engine §6 `RerankEvent`).
-    Rerank(crate::rerank_events::RerankEvent),
+    Rerank(retrieval::RerankEvent),
     /// A `rerank()` call raised (graph-engine §6 `RerankFailedEvent`).
-    RerankFailed(crate::rerank_events::RerankFailedEvent),
+    RerankFailed(retrieval::RerankFailedEvent),
 }
 
 /// The first event of every invocation: its identity and caller inputs.

@@ -10,10 +10,12 @@ use std::future::Future;
 use std::time::Instant;
 
 use openarmature_core::vocab::llm::LlmFailure;
-use openarmature_graph::{
-    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary,
-    NodeCtx, ObserverEvent, RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary,
+use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, RerankEvent,
+    RerankFailedEvent, RerankOutcome, RerankRequestSummary,
 };
+use openarmature_graph::{ambient, CallSite, NodeCtx, ObserverEvent};
 
 use crate::embedding::{self, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse};
 use crate::error::RetrievalError;
@@ -35,6 +37,11 @@ fn failure(e: &RetrievalError) -> LlmFailure {
 
 fn millis(started: Instant) -> Option<f64> {
     Some(started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// The prompt context bound where the call is made (prompt-management §12).
+fn bound_prompt() -> PromptContext {
+    ambient::get_or_default::<PromptContext>()
 }
 
 /// The node to report to: only one whose invocation has observers.
@@ -84,6 +91,7 @@ pub(crate) async fn embed<P: EmbeddingProvider + ?Sized>(
             request.config.request_params(),
             request.config.extras.clone(),
         )
+        .with_prompt_context(bound_prompt())
     };
     let call = async {
         embedding::validate(request)?;
@@ -128,6 +136,7 @@ pub(crate) async fn rerank<P: RerankProvider + ?Sized>(
             request.config.extras.clone(),
         )
         .with_top_k(request.top_k)
+        .with_prompt_context(bound_prompt())
     };
     let call = async {
         rerank::validate(request)?;

@@ -67,6 +67,12 @@ pub use embedding::{
 pub use error::{RetrievalCategory, RetrievalError};
 pub use jina::{JinaEmbeddings, JinaEmbeddingsBuilder, JinaRerank, JinaRerankBuilder};
 pub use openai::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
+/// The typed embedding and rerank events this crate dispatches (graph-engine §6), from
+/// `openarmature_core::vocab::retrieval`.
+pub use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, RerankEvent,
+    RerankFailedEvent, RerankOutcome, RerankRequestSummary, RetrievalEvent, RetrievalFailedEvent,
+};
 pub use rerank::{
     RerankConfig, RerankProvider, RerankRequest, RerankResponse, RerankUsage, ScoredDocument,
 };

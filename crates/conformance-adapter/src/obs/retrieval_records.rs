@@ -3,7 +3,8 @@
 //! `RerankFailedEvent`, under the spec's field names.
 
 use openarmature_core::vocab::prompt::PromptContext;
-use openarmature_graph::{EmbeddingRequestSummary, ObserverEvent, RerankRequestSummary};
+use openarmature_core::vocab::retrieval::{EmbeddingRequestSummary, RerankRequestSummary};
+use openarmature_graph::ObserverEvent;
 use serde_json::{json, Map, Value};
 
 use super::typed::site_fields;

@@ -9,3 +9,4 @@
 
 pub mod llm;
 pub mod prompt;
+pub mod retrieval;

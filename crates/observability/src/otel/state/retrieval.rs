@@ -13,10 +13,11 @@
 use std::time::SystemTime;
 
 use openarmature_core::vocab::llm::LlmFailure;
-use openarmature_graph::{
-    CallSite, EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, RerankEvent,
-    RerankFailedEvent, RerankRequestSummary,
+use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, RerankEvent, RerankFailedEvent,
+    RerankRequestSummary,
 };
+use openarmature_graph::CallSite;
 use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;
 use serde_json::Value;
