@@ -75,7 +75,6 @@ pub mod reducers;
 pub mod session;
 mod state;
 mod subgraph;
-mod tool_events;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};
@@ -106,9 +105,6 @@ pub use openarmature_core::{CallSite, Extensions, Lineage};
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
 pub use state::{is_round_trip_idempotent, State, StateView};
 pub use subgraph::{SubgraphFailure, SubgraphNode};
-pub use tool_events::{
-    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution, ToolScope,
-};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "graph-engine";

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use openarmature_core::vocab::{llm, retrieval};
+use openarmature_core::vocab::{llm, retrieval, tool};
 use openarmature_core::Lineage;
 
 use crate::cause::{cause_chain, derive, CauseLink};
@@ -228,9 +228,9 @@ pub enum ObserverEvent {
     MetadataAugmented(crate::metadata::MetadataAugmented),
     /// An instrumented tool execution returned a result (graph-engine §6
     /// `ToolCallEvent`).
-    ToolCall(crate::tool_events::ToolCallEvent),
+    ToolCall(tool::ToolCallEvent),
     /// An instrumented tool execution failed (graph-engine §6 `ToolCallFailedEvent`).
-    ToolCallFailed(crate::tool_events::ToolCallFailedEvent),
+    ToolCallFailed(tool::ToolCallFailedEvent),
     /// An `embed()` call succeeded (graph-engine §6 `EmbeddingEvent`).
     Embedding(retrieval::EmbeddingEvent),
     /// An `embed()` call raised (graph-engine §6 `EmbeddingFailedEvent`).

@@ -106,6 +106,7 @@ mod retry;
 pub mod schema;
 mod stream;
 mod tool;
+mod tool_scope;
 mod validate;
 
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
@@ -125,6 +126,11 @@ pub use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmDeltaKind, LlmFailedEvent,
     LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmTokenEvent, LlmUsage, RetryReason,
 };
+/// The typed tool-call events a [`ToolScope`] dispatches (graph-engine §6), from
+/// `openarmature_core::vocab::tool`.
+pub use openarmature_core::vocab::tool::{
+    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution,
+};
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
@@ -133,6 +139,7 @@ pub use stream::{
     streaming_unsupported, DeltaKind, DeltaSink, ResponseStream, StreamEvent, TokenDelta,
 };
 pub use tool::{Tool, ToolChoice};
+pub use tool_scope::{ToolScope, ToolScopeExt};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "llm-provider";

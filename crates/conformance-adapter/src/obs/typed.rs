@@ -173,7 +173,7 @@ pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &CallSite) {
     m.insert("branch_name_chain".into(), json!(&*l.branch_name_chain));
 }
 
-fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_graph::ToolCallRecord) {
+fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_llm::ToolCallRecord) {
     site_fields(m, &call.site);
     m.insert("call_id".into(), json!(&*call.call_id));
     m.insert("tool_name".into(), json!(call.tool_name));

@@ -10,3 +10,4 @@
 pub mod llm;
 pub mod prompt;
 pub mod retrieval;
+pub mod tool;
