@@ -392,45 +392,6 @@ impl NodeCtx {
         &self.scope.inv.metadata
     }
 
-    /// Per-instance checkpoint progress for a fan-out node about to dispatch
-    /// `instance_count` instances (pipeline-utilities §10.7 / §10.11); `state` is the
-    /// node's input state. `None` when the graph registered no Checkpointer (or the
-    /// node runs inside a parallel branch, which resumes whole): then nothing is
-    /// allocated. Keep the tracker alive until the fan-in; dropping it ends the
-    /// fan-out's progress entry.
-    ///
-    /// # Errors
-    /// `checkpoint_record_invalid` when the resumed record holds this fan-out's
-    /// progress under a different instance count (checked before any instance runs).
-    pub fn fan_out_tracker(
-        &self,
-        state: &dyn crate::StateView,
-        instance_count: usize,
-    ) -> Result<Option<crate::checkpoint::FanOutTracker>, crate::checkpoint::CheckpointError> {
-        let Some(rt) = &self.scope.inv.checkpoint else {
-            return Ok(None);
-        };
-        if !crate::checkpoint::engine::saves_here(&self.scope) {
-            return Ok(None);
-        }
-        let prefix = &self.scope.namespace_prefix;
-        let chain = &self.scope.fan_out_chain;
-        let site = (
-            prefix.to_vec(),
-            &*self.node_name,
-            crate::checkpoint::lineage(prefix, chain, chain.len()),
-        );
-        crate::checkpoint::FanOutTracker::new(
-            Arc::clone(rt),
-            Arc::clone(&self.scope.inv.id),
-            site,
-            instance_count,
-            state.to_json(),
-            crate::checkpoint::engine::parent_json(&self.scope),
-        )
-        .map(Some)
-    }
-
     /// The innermost enclosing fan-out instance index.
     pub fn fan_out_index(&self) -> Option<usize> {
         self.scope.fan_out_chain.iter().rev().find_map(|x| *x)
