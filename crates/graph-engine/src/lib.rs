@@ -21,7 +21,12 @@
 //!   [`InvokeOptions::metadata`], read and extended mid-run with
 //!   [`get_invocation_metadata`] / [`set_invocation_metadata`] (see [`metadata`]).
 //!
-//! The engine does no network I/O and depends on no other workspace crate.
+//! - Per-node state of other crates: [`NodeCtx::extensions`]; values bound for the
+//!   duration of a future: [`ambient`].
+//!
+//! The engine does no network I/O and depends on one workspace crate,
+//! `openarmature-core` (the seams, and each capability's event vocabulary, which
+//! [`ObserverEvent`] routes without the engine defining or re-exporting it).
 //!
 //! # Examples
 //! ```
