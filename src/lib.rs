@@ -83,6 +83,7 @@
 //! # }
 //! ```
 
+pub use openarmature_core as core;
 pub use openarmature_graph as graph;
 pub use openarmature_llm as llm;
 pub use openarmature_observability as observability;

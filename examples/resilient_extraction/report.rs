@@ -8,11 +8,9 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use openarmature::graph::{
-    observer_fn, LlmAttemptEvent, LlmAttemptOutcome, LlmUsage, ObserverEvent, Phase, Registration,
-    RetryReason,
-};
+use openarmature::graph::{observer_fn, ObserverEvent, Phase, Registration};
 use openarmature::llm::resilience::accounting::InvocationUsage;
+use openarmature::llm::{LlmAttemptEvent, LlmAttemptOutcome, LlmUsage, RetryReason};
 use serde_json::Value;
 
 use crate::pipeline::Waits;

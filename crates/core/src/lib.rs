@@ -14,7 +14,13 @@
 //!   converts into it and the category is captured at that moment, so it survives
 //!   type erasure without any global registry;
 //! - [`CategorizedError`]: an error with an explicit category and transience, for
-//!   code that has a category but no error type of its own.
+//!   code that has a category but no error type of its own;
+//! - the event envelope: [`Lineage`] and [`CallSite`] (graph-engine §6 event-source
+//!   identity) and the [`InvocationMetadata`] snapshot events carry (observability §3.4);
+//! - [`Extensions`]: a type-keyed map through which a crate attaches its own state
+//!   to a node attempt (`NodeCtx::extensions` in `openarmature-graph`);
+//! - [`vocab`]: each capability's event payloads and context types (LLM, retrieval,
+//!   tool, prompt), which the engine routes and observability renders.
 //!
 //! # Examples
 //! ```
@@ -51,10 +57,17 @@
 
 mod categorized;
 mod category;
+mod envelope;
+mod extensions;
+mod metadata;
 mod node_error;
+pub mod vocab;
 
 pub use categorized::{find_in, BoxError, Categorized, CategorizedError};
 pub use category::Category;
+pub use envelope::{CallSite, Lineage};
+pub use extensions::Extensions;
+pub use metadata::InvocationMetadata;
 pub use node_error::NodeError;
 
 /// The OpenArmature capability whose seams this crate carries (the categories of

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use openarmature_core::Extensions;
 
 use crate::builder::EdgeFn;
 use crate::checkpoint::engine::{instance, originates_here, parent_json, saves_here, Start};
@@ -179,7 +180,7 @@ impl<S: State> CompiledGraph<S> {
             id: Arc::clone(&id),
             correlation_id: Some(correlation.clone()),
             session_id: options.session_id.map(Arc::from),
-            metadata: InvocationMetadata::unchecked(options.metadata),
+            metadata: InvocationMetadata::from_map(options.metadata),
             step: AtomicU64::new(first_step),
             checkpoint,
             session,
@@ -675,7 +676,7 @@ impl<S: State> Inner<S> {
                 attempt_scoped: false,
                 latest_attempt: Arc::new(AtomicU32::new(scope.inherited_attempt)),
                 node_config: node.node.event_config(&node.name, &state).map(Arc::new),
-                call_ordinals: Arc::default(),
+                extensions: Extensions::new(),
                 scope: Arc::clone(&scope),
             };
             let step = ctx.step;
@@ -868,7 +869,7 @@ where
         attempt_scoped: false,
         latest_attempt: Arc::new(AtomicU32::new(ctx.attempt_index)),
         node_config: None,
-        call_ordinals: Arc::default(),
+        extensions: Extensions::new(),
         scope: Arc::clone(scope),
     };
     emit(&unit, Phase::Started, &state, None, None);

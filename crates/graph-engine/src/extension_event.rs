@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::{Map, Value};
 
 use crate::node::NodeCtx;
-use crate::observer::Lineage;
+use openarmature_core::Lineage;
 
 /// A named extension event from the node attempt that caused it.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,7 +21,12 @@
 //!   [`InvokeOptions::metadata`], read and extended mid-run with
 //!   [`get_invocation_metadata`] / [`set_invocation_metadata`] (see [`metadata`]).
 //!
-//! The engine does no network I/O and depends on no other workspace crate.
+//! - Per-node state of other crates: [`NodeCtx::extensions`]; values bound for the
+//!   duration of a future: [`ambient`].
+//!
+//! The engine does no network I/O and depends on one workspace crate,
+//! `openarmature-core` (the seams, and each capability's event vocabulary, which
+//! [`ObserverEvent`] routes without the engine defining or re-exporting it).
 //!
 //! # Examples
 //! ```
@@ -58,29 +63,23 @@
 //! # });
 //! ```
 
+pub mod ambient;
 mod builder;
 mod cause;
 pub mod checkpoint;
 mod compiled;
 mod dynamic;
-mod embedding_events;
 mod error;
 mod extension_event;
-mod llm_events;
-mod llm_token;
 pub mod metadata;
 mod middleware;
 mod node;
 mod observer;
-pub mod prompt_context;
 mod queue;
 pub mod reducers;
-mod rerank_events;
-mod retrieval_event_shapes;
 pub mod session;
 mod state;
 mod subgraph;
-mod tool_events;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};
@@ -89,20 +88,12 @@ pub use cause::{
 };
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
-pub use embedding_events::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, EmbeddingUsage,
-};
 pub use error::{
     category, category_of, erase, find_in, is_transient_link, BoxError, Categorized,
     CategorizedError, Category, CompileError, CompileWarning, GraphError, MergeError, NodeError,
     RoutingError, RuntimeCategory, StateValidationError,
 };
 pub use extension_event::ExtensionEvent;
-pub use llm_events::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
-};
-pub use llm_token::{LlmDeltaKind, LlmTokenEvent};
 pub use metadata::{
     current_node, get_invocation_metadata, set_invocation_metadata, InvocationMetadata,
     MetadataAugmented, MetadataError,
@@ -111,20 +102,14 @@ pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx};
 pub use observer::{
     observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
-    FnObserver, InvocationCompleted, InvocationStarted, Lineage, NodeConfig, NodeEvent, Observer,
+    FnObserver, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, Observer,
     ObserverErrorSink, ObserverEvent, ParallelBranchesConfig, Phase, PhaseSet, Registration,
     StateRef,
 };
+pub use openarmature_core::{CallSite, Extensions, Lineage};
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};
-pub use rerank_events::{
-    RerankEvent, RerankFailedEvent, RerankOutcome, RerankRequestSummary, RerankUsage,
-    ScoredDocument,
-};
 pub use state::{is_round_trip_idempotent, State, StateView};
 pub use subgraph::{SubgraphFailure, SubgraphNode};
-pub use tool_events::{
-    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution, ToolScope,
-};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "graph-engine";

@@ -2,10 +2,11 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use openarmature_core::{CallSite, Extensions, Lineage};
 use serde_json::{Map, Value};
 
 use crate::error::{CompileError, CompileWarning, NodeError};
@@ -199,9 +200,8 @@ pub struct NodeCtx {
     pub(crate) latest_attempt: Arc<AtomicU32>,
     /// The node's resolved configuration, reported on its events.
     pub(crate) node_config: Option<Arc<crate::observer::NodeConfig>>,
-    /// Per node execution: `(attempt index, calls that attempt made so far)`
-    /// ([`NodeCtx::next_call_ordinal`]).
-    pub(crate) call_ordinals: Arc<Mutex<(u32, u32)>>,
+    /// Per node execution: what other crates attach ([`NodeCtx::extensions`]).
+    pub(crate) extensions: Extensions,
     pub(crate) scope: Arc<Scope>,
 }
 
@@ -265,29 +265,19 @@ impl NodeCtx {
         self.latest_attempt.load(Ordering::SeqCst)
     }
 
-    /// Claims the 0-based ordinal of an outbound call (an LLM `complete()`) the
-    /// current attempt is making: its first call gets 0, the next 1, and so on. Every
-    /// attempt of a node execution counts from 0, so a node-level retry that re-issues
-    /// the same calls in the same order gets the same ordinals — with
-    /// [`NodeCtx::step`], the identity of a *logical* call across both retry lanes
-    /// (extension 0001, attempt accounting).
-    pub fn next_call_ordinal(&self) -> u32 {
-        let attempt = self.latest_attempt_index();
-        let mut slot = self
-            .call_ordinals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.0 != attempt {
-            *slot = (attempt, 0);
-        }
-        let ordinal = slot.1;
-        slot.1 = slot.1.saturating_add(1);
-        ordinal
+    /// The state other crates attach to this node execution, by type (e.g.
+    /// `openarmature-llm`'s call ordinals). One map per node execution: every attempt
+    /// shares it, as do the copies middleware passes down
+    /// ([`NodeCtx::with_attempt_index`]) and the contexts entered under this node
+    /// ([`NodeCtx::enter`]); the next node execution starts with an empty one.
+    /// Per-attempt state keys itself by [`NodeCtx::latest_attempt_index`].
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
     }
 
     /// The event-source identity of this node at its latest attempt.
-    pub fn lineage(&self) -> crate::observer::Lineage {
-        crate::observer::Lineage {
+    pub fn lineage(&self) -> Lineage {
+        Lineage {
             namespace: Arc::clone(&self.namespace),
             attempt_index: self.latest_attempt_index(),
             fan_out_index: self.fan_out_index(),
@@ -295,6 +285,18 @@ impl NodeCtx {
             fan_out_index_chain: Arc::clone(&self.scope.fan_out_chain),
             branch_name_chain: Arc::clone(&self.scope.branch_chain),
         }
+    }
+
+    /// The site of a call (an LLM `complete()`, an `embed()`, a tool execution) this
+    /// node attempt issues: its identity, lineage and the invocation metadata in force.
+    pub fn call_site(&self) -> CallSite {
+        CallSite::new(
+            Arc::clone(&self.scope.inv.id),
+            self.scope.inv.correlation_id.clone(),
+            Arc::clone(&self.node_name),
+            self.lineage(),
+            self.invocation_metadata(),
+        )
     }
 
     /// Dispatches a framework-emitted event (e.g. a failure-isolation event) onto this
@@ -388,45 +390,6 @@ impl NodeCtx {
     /// [`NodeCtx::invocation_metadata`] adds the writes visible in this context).
     pub fn metadata(&self) -> &Map<String, Value> {
         &self.scope.inv.metadata
-    }
-
-    /// Per-instance checkpoint progress for a fan-out node about to dispatch
-    /// `instance_count` instances (pipeline-utilities §10.7 / §10.11); `state` is the
-    /// node's input state. `None` when the graph registered no Checkpointer (or the
-    /// node runs inside a parallel branch, which resumes whole): then nothing is
-    /// allocated. Keep the tracker alive until the fan-in; dropping it ends the
-    /// fan-out's progress entry.
-    ///
-    /// # Errors
-    /// `checkpoint_record_invalid` when the resumed record holds this fan-out's
-    /// progress under a different instance count (checked before any instance runs).
-    pub fn fan_out_tracker(
-        &self,
-        state: &dyn crate::StateView,
-        instance_count: usize,
-    ) -> Result<Option<crate::checkpoint::FanOutTracker>, crate::checkpoint::CheckpointError> {
-        let Some(rt) = &self.scope.inv.checkpoint else {
-            return Ok(None);
-        };
-        if !crate::checkpoint::engine::saves_here(&self.scope) {
-            return Ok(None);
-        }
-        let prefix = &self.scope.namespace_prefix;
-        let chain = &self.scope.fan_out_chain;
-        let site = (
-            prefix.to_vec(),
-            &*self.node_name,
-            crate::checkpoint::lineage(prefix, chain, chain.len()),
-        );
-        crate::checkpoint::FanOutTracker::new(
-            Arc::clone(rt),
-            Arc::clone(&self.scope.inv.id),
-            site,
-            instance_count,
-            state.to_json(),
-            crate::checkpoint::engine::parent_json(&self.scope),
-        )
-        .map(Some)
     }
 
     /// The innermost enclosing fan-out instance index.

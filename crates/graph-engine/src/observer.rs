@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use openarmature_core::vocab::{llm, retrieval, tool};
+use openarmature_core::Lineage;
+
 use crate::cause::{cause_chain, derive, CauseLink};
 use crate::error::BoxError;
 use crate::state::StateView;
@@ -207,14 +210,14 @@ pub enum ObserverEvent {
     /// A failure-isolation middleware caught an error (pipeline-utilities §6.3).
     FailureIsolation(FailureIsolationEvent),
     /// An LLM `complete()` call succeeded (graph-engine §6 `LlmCompletionEvent`).
-    LlmCompletion(crate::llm_events::LlmCompletionEvent),
+    LlmCompletion(llm::LlmCompletionEvent),
     /// An LLM `complete()` call raised (graph-engine §6 `LlmFailedEvent`).
-    LlmFailed(crate::llm_events::LlmFailedEvent),
+    LlmFailed(llm::LlmFailedEvent),
     /// One wire attempt of an LLM call (the per-attempt span signal, llm-provider §7.1).
-    LlmAttempt(crate::llm_events::LlmAttemptEvent),
+    LlmAttempt(llm::LlmAttemptEvent),
     /// One streamed delta of an LLM call made with `stream` set (graph-engine §6
     /// `LlmTokenEvent`).
-    LlmToken(crate::llm_token::LlmTokenEvent),
+    LlmToken(llm::LlmTokenEvent),
     /// An invocation of the outermost graph began (first on its queue).
     InvocationStarted(InvocationStarted),
     /// An invocation of the outermost graph ended (last on its queue).
@@ -225,17 +228,17 @@ pub enum ObserverEvent {
     MetadataAugmented(crate::metadata::MetadataAugmented),
     /// An instrumented tool execution returned a result (graph-engine §6
     /// `ToolCallEvent`).
-    ToolCall(crate::tool_events::ToolCallEvent),
+    ToolCall(tool::ToolCallEvent),
     /// An instrumented tool execution failed (graph-engine §6 `ToolCallFailedEvent`).
-    ToolCallFailed(crate::tool_events::ToolCallFailedEvent),
+    ToolCallFailed(tool::ToolCallFailedEvent),
     /// An `embed()` call succeeded (graph-engine §6 `EmbeddingEvent`).
-    Embedding(crate::embedding_events::EmbeddingEvent),
+    Embedding(retrieval::EmbeddingEvent),
     /// An `embed()` call raised (graph-engine §6 `EmbeddingFailedEvent`).
-    EmbeddingFailed(crate::embedding_events::EmbeddingFailedEvent),
+    EmbeddingFailed(retrieval::EmbeddingFailedEvent),
     /// A `rerank()` call succeeded (graph-engine §6 `RerankEvent`).
-    Rerank(crate::rerank_events::RerankEvent),
+    Rerank(retrieval::RerankEvent),
     /// A `rerank()` call raised (graph-engine §6 `RerankFailedEvent`).
-    RerankFailed(crate::rerank_events::RerankFailedEvent),
+    RerankFailed(retrieval::RerankFailedEvent),
 }
 
 /// The first event of every invocation: its identity and caller inputs.
@@ -274,23 +277,6 @@ pub struct InvocationCompleted {
     pub error: Option<(String, String)>,
     /// When the invocation ended (wall clock).
     pub at: std::time::SystemTime,
-}
-
-/// Where an event came from: the graph-engine §6 event-source identity tuple.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lineage {
-    /// Outermost-to-innermost node names.
-    pub namespace: Arc<[String]>,
-    /// The attempt index.
-    pub attempt_index: u32,
-    /// The innermost enclosing fan-out instance index.
-    pub fan_out_index: Option<usize>,
-    /// The innermost enclosing parallel branch.
-    pub branch_name: Option<String>,
-    /// Fan-out lineage per boundary.
-    pub fan_out_index_chain: Arc<[Option<usize>]>,
-    /// Branch lineage per boundary.
-    pub branch_name_chain: Arc<[Option<String>]>,
 }
 
 /// The structured error a failure-isolation middleware caught.

@@ -25,7 +25,7 @@
 //! [`LlmFailedEvent`] follows the attempt events.
 //!
 //! A streamed call (§5) sends every attempt through [`Provider::send_stream`]; its
-//! deltas become [`openarmature_graph::LlmTokenEvent`]s carrying the call's one
+//! deltas become [`openarmature_core::vocab::llm::LlmTokenEvent`]s carrying the call's one
 //! `call_id` and the node-level attempt index, with `chunk_index` running on across
 //! wire attempts, all before the terminal event.
 
@@ -39,11 +39,13 @@ use std::future::Future;
 use futures::channel::mpsc::UnboundedSender;
 use openarmature_pipeline::retry::{drive, Retry, RetryLane};
 
-use openarmature_graph::{
-    CategorizedError, Category, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmCompletionEvent, LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, NodeCtx,
-    ObserverEvent, RetryReason,
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
+    LlmRequestSummary, LlmResponseSummary, RetryReason,
 };
+use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_graph::ambient;
+use openarmature_graph::{CallSite, CategorizedError, Category, NodeCtx, ObserverEvent};
 use serde_json::{json, Map, Value};
 
 use crate::config::RuntimeConfig;
@@ -125,10 +127,10 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     let node_ctx = request.node.as_ref().or(ambient.as_ref());
     // Extension 0001: the call's ordinal in its node attempt is claimed whether or
     // not anyone observes, so ordinals line up across node-level attempts.
-    let ordinal = node_ctx.map(NodeCtx::next_call_ordinal);
+    let ordinal = node_ctx.map(crate::resilience::accounting::next_call_ordinal);
     // Typed events are built only when an observer will receive them.
     let node = node_ctx.filter(|ctx| ctx.has_observers());
-    let site = node.map(LlmCallSite::from_ctx);
+    let site = node.map(NodeCtx::call_site);
     let logical_call_id = if site.is_some() || request.attempt_observer.is_some() {
         match (node_ctx, ordinal) {
             (Some(ctx), Some(ordinal)) => crate::resilience::accounting::logical_call_id(
@@ -180,7 +182,7 @@ struct CallLane<'a, P: ?Sized> {
     /// The calling node's context (explicit or ambient), observed or not.
     node_ctx: Option<&'a NodeCtx>,
     /// The calling node and its call site, when an observer will receive events.
-    observed: Option<(&'a NodeCtx, &'a LlmCallSite)>,
+    observed: Option<(&'a NodeCtx, &'a CallSite)>,
     call_id: &'a str,
     logical_call_id: &'a str,
     call_started: Instant,
@@ -384,6 +386,8 @@ fn request_summary<P: Provider + ?Sized>(
         config.declared_params(),
         config.extras.clone(),
     )
+    // The prompt bound where the call is made (prompt-management §12).
+    .with_prompt_context(ambient::get_or_default::<PromptContext>())
 }
 
 fn response_summary(response: &Response) -> LlmResponseSummary {

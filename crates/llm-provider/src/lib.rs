@@ -25,7 +25,7 @@
 //!   transport, retry loop and error categories;
 //! - streaming (§5 / §6 *Streaming assembly*): [`CompletionRequest::stream`] keeps the
 //!   atomic [`Response`] and, inside a node, dispatches one
-//!   [`openarmature_graph::LlmTokenEvent`] per content / reasoning delta;
+//!   [`openarmature_core::vocab::llm::LlmTokenEvent`] per content / reasoning delta;
 //!   [`Provider::stream`] gives the caller a [`ResponseStream`] of [`StreamEvent`]s
 //!   instead. Mappings without streaming (the Anthropic and Gemini mappings here)
 //!   keep the trait's defaults and reject a streamed call pre-send
@@ -34,9 +34,9 @@
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
 //! call inside a node dispatch the graph-engine §6 typed events (one
-//! [`openarmature_graph::LlmAttemptEvent`] per attempt, then one
-//! [`openarmature_graph::LlmCompletionEvent`] or
-//! [`openarmature_graph::LlmFailedEvent`]).
+//! [`openarmature_core::vocab::llm::LlmAttemptEvent`] per attempt, then one
+//! [`openarmature_core::vocab::llm::LlmCompletionEvent`] or
+//! [`openarmature_core::vocab::llm::LlmFailedEvent`]).
 //!
 //! Providers never retry on their own.
 //!
@@ -50,7 +50,7 @@
 //!   [`HonorRetryAfter`] to wait at least what a rate limit's `Retry-After` asks —
 //!   and, with a reask builder, `structured_output_invalid` by appending the bad reply
 //!   and a correction. Each attempt's retry reason (`transient` / `reask`) is on its
-//!   [`openarmature_graph::LlmAttemptEvent`].
+//!   [`openarmature_core::vocab::llm::LlmAttemptEvent`].
 //! - **Node level** (`openarmature-pipeline`): [`openarmature_pipeline::RetryMiddleware`]
 //!   re-runs the whole node, every call in it. Stacked, budgets multiply (3 node
 //!   attempts × 3 call attempts = up to 9 requests per logical call): retry provider
@@ -106,6 +106,7 @@ mod retry;
 pub mod schema;
 mod stream;
 mod tool;
+mod tool_scope;
 mod validate;
 
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
@@ -120,7 +121,17 @@ pub use message::{
     UserMessage,
 };
 pub use openai::{OpenAiBuilder, OpenAiProvider};
-pub use openarmature_graph::RetryReason;
+/// The typed LLM events this crate dispatches (graph-engine §6), from
+/// `openarmature_core::vocab::llm`.
+pub use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmDeltaKind, LlmFailedEvent,
+    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmTokenEvent, LlmUsage, RetryReason,
+};
+/// The typed tool-call events a [`ToolScope`] dispatches (graph-engine §6), from
+/// `openarmature_core::vocab::tool`.
+pub use openarmature_core::vocab::tool::{
+    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution,
+};
 pub use openarmature_http::Transport;
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
@@ -130,6 +141,7 @@ pub use stream::{
     streaming_unsupported, DeltaKind, DeltaSink, ResponseStream, StreamEvent, TokenDelta,
 };
 pub use tool::{Tool, ToolChoice};
+pub use tool_scope::{ToolScope, ToolScopeExt};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "llm-provider";

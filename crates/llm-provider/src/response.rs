@@ -8,7 +8,7 @@ use crate::message::{AssistantMessage, Content};
 /// the provider did not report it, or reported something malformed (§7 *Malformed
 /// usage counter*: a non-integer, a negative or a boolean is "not reported", never
 /// repaired).
-pub use openarmature_graph::LlmUsage as Usage;
+pub use openarmature_core::vocab::llm::LlmUsage as Usage;
 
 /// Why generation stopped (§6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,7 +3,7 @@
 //!
 //! Streaming is a delivery concern: a streamed `complete()` call still returns the
 //! atomic [`Response`] (§6 *Streaming assembly*), and, inside a node with observers,
-//! additionally dispatches one [`openarmature_graph::LlmTokenEvent`] per content or
+//! additionally dispatches one [`openarmature_core::vocab::llm::LlmTokenEvent`] per content or
 //! reasoning delta as it arrives. Outside a graph, [`Provider::stream`] hands the same
 //! deltas to the caller as a [`ResponseStream`] ending with the assembled response.
 //!
@@ -20,14 +20,15 @@ use std::task::{Context, Poll};
 use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
-use openarmature_graph::{LlmCallSite, LlmTokenEvent, NodeCtx, ObserverEvent, RetryReason};
+use openarmature_core::vocab::llm::{LlmTokenEvent, RetryReason};
+use openarmature_graph::{CallSite, NodeCtx, ObserverEvent};
 
 use crate::error::LlmError;
 use crate::provider::{CompletionRequest, Provider};
 use crate::response::Response;
 
 /// What a streamed delta carries: answer text or reasoning text.
-pub use openarmature_graph::LlmDeltaKind as DeltaKind;
+pub use openarmature_core::vocab::llm::LlmDeltaKind as DeltaKind;
 
 /// Receives the text deltas of one streamed wire attempt, in arrival order.
 ///
@@ -90,7 +91,7 @@ pub enum StreamEvent {
 /// The per-call fan-out of deltas: token events on the calling node's queue and/or
 /// the caller's [`ResponseStream`].
 pub(crate) struct CallSink<'a> {
-    pub(crate) node: Option<(&'a NodeCtx, &'a LlmCallSite)>,
+    pub(crate) node: Option<(&'a NodeCtx, &'a CallSite)>,
     pub(crate) provider: &'a str,
     pub(crate) model: &'a str,
     pub(crate) call_id: &'a str,

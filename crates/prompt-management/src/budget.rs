@@ -8,7 +8,7 @@
 //! an object, a bound that is not a non-negative integer, no bound at all) yields no
 //! budget rather than an error: the budget is advisory and never breaks the call.
 
-use openarmature_graph::prompt_context::TokenBudget;
+use crate::prompt_context::TokenBudget;
 use serde_json::Value;
 
 /// Reads a sourced `token_budget` config: `Some` with the recognized bounds, `None`

@@ -242,7 +242,7 @@ fn check_name(name: &str, label: &str) -> Result<(), PromptError> {
 mod tests {
     use super::config::token_budget;
     use super::*;
-    use openarmature_graph::prompt_context::TokenBudget;
+    use crate::prompt_context::TokenBudget;
     use serde_json::json;
 
     fn budget(v: Value) -> Option<TokenBudget> {

@@ -8,7 +8,7 @@
 
 use std::future::Future;
 
-use openarmature_graph::prompt_context::{scope_prompt, scope_prompt_group, PromptGroupIdentity};
+use crate::prompt_context::{scope_prompt, scope_prompt_group, PromptGroupIdentity};
 
 use crate::error::PromptError;
 use crate::result::PromptResult;
@@ -87,7 +87,7 @@ impl PromptGroup {
     ///
     /// ```
     /// # use openarmature_prompt::{render_prompt, Prompt, PromptGroup, RenderOptions};
-    /// # use openarmature_graph::prompt_context::current;
+    /// # use openarmature_prompt::prompt_context::current;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), openarmature_prompt::PromptError> {
     /// # let r = |n: &str| render_prompt(&Prompt::text(n, "v1", "production", "x"), &(), None,

@@ -55,6 +55,7 @@ pub mod hash;
 mod label;
 mod manager;
 mod prompt;
+pub mod prompt_context;
 mod render;
 mod result;
 
@@ -71,9 +72,8 @@ pub use filesystem::{ConfigSource, FilesystemBackend, FsLayout};
 pub use group::PromptGroup;
 pub use label::{LabelResolver, DEFAULT_LABEL};
 pub use manager::{FetchOptions, PromptManager};
-pub use openarmature_graph::prompt_context;
-pub use openarmature_graph::prompt_context::{PromptGroupIdentity, PromptIdentity, TokenBudget};
 pub use prompt::{Prompt, Template, LANGFUSE_PROMPT};
+pub use prompt_context::{PromptGroupIdentity, PromptIdentity, TokenBudget};
 pub use render::{render_prompt, Placeholders, RenderOptions};
 pub use result::PromptResult;
 

@@ -9,7 +9,7 @@
 
 use std::time::SystemTime;
 
-use openarmature_graph::prompt_context::TokenBudget;
+use crate::prompt_context::TokenBudget;
 use openarmature_llm::RuntimeConfig;
 
 /// The spec-normative `observability_entities` key of the Langfuse Prompt-entity

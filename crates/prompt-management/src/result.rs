@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::time::SystemTime;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
+use crate::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_llm::{Message, RuntimeConfig};
 use serde_json::{Map, Value};
 
@@ -152,7 +152,7 @@ impl PromptResult {
     ///
     /// ```
     /// # use openarmature_prompt::{Prompt, RenderOptions, render_prompt};
-    /// # use openarmature_graph::prompt_context::current;
+    /// # use openarmature_prompt::prompt_context::current;
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), openarmature_prompt::PromptError> {
     /// let prompt = Prompt::text("greeting", "v1", "production", "Hi {{ who }}");

@@ -9,11 +9,13 @@
 use std::future::Future;
 use std::time::Instant;
 
-use openarmature_graph::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, LlmCallSite,
-    LlmFailure, NodeCtx, ObserverEvent, RerankEvent, RerankFailedEvent, RerankOutcome,
-    RerankRequestSummary,
+use openarmature_core::vocab::llm::LlmFailure;
+use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, RerankEvent,
+    RerankFailedEvent, RerankOutcome, RerankRequestSummary,
 };
+use openarmature_graph::{ambient, CallSite, NodeCtx, ObserverEvent};
 
 use crate::embedding::{self, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse};
 use crate::error::RetrievalError;
@@ -37,6 +39,11 @@ fn millis(started: Instant) -> Option<f64> {
     Some(started.elapsed().as_secs_f64() * 1000.0)
 }
 
+/// The prompt context bound where the call is made (prompt-management §12).
+fn bound_prompt() -> PromptContext {
+    ambient::get_or_default::<PromptContext>()
+}
+
 /// The node to report to: only one whose invocation has observers.
 fn observed(node: Option<&NodeCtx>) -> Option<&NodeCtx> {
     node.filter(|ctx| ctx.has_observers())
@@ -50,14 +57,14 @@ async fn report<S, R, Fut>(
     node: Option<&NodeCtx>,
     summary: impl FnOnce() -> S,
     call: Fut,
-    success: impl FnOnce(LlmCallSite, S, &R, Option<f64>) -> ObserverEvent,
-    failed: impl FnOnce(LlmCallSite, S, LlmFailure, Option<f64>) -> ObserverEvent,
+    success: impl FnOnce(CallSite, S, &R, Option<f64>) -> ObserverEvent,
+    failed: impl FnOnce(CallSite, S, LlmFailure, Option<f64>) -> ObserverEvent,
 ) -> Result<R, RetrievalError>
 where
     Fut: Future<Output = Result<R, RetrievalError>>,
 {
     let started = Instant::now();
-    let report = observed(node).map(|ctx| (ctx, LlmCallSite::from_ctx(ctx), summary()));
+    let report = observed(node).map(|ctx| (ctx, ctx.call_site(), summary()));
     let result = call.await;
     if let Some((ctx, site, summary)) = report {
         let latency = millis(started);
@@ -84,6 +91,7 @@ pub(crate) async fn embed<P: EmbeddingProvider + ?Sized>(
             request.config.request_params(),
             request.config.extras.clone(),
         )
+        .with_prompt_context(bound_prompt())
     };
     let call = async {
         embedding::validate(request)?;
@@ -134,6 +142,7 @@ pub(crate) async fn rerank<P: RerankProvider + ?Sized>(
             request.config.extras.clone(),
         )
         .with_top_k(request.top_k)
+        .with_prompt_context(bound_prompt())
     };
     let call = async {
         rerank::validate(request)?;

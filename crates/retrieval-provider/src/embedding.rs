@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use openarmature_graph::NodeCtx;
 use serde_json::{Map, Value};
 
-pub use openarmature_graph::EmbeddingUsage;
+pub use openarmature_core::vocab::retrieval::EmbeddingUsage;
 
 use crate::error::RetrievalError;
 

@@ -70,6 +70,12 @@ pub use error::{RetrievalCategory, RetrievalError};
 pub use http::DEFAULT_MAX_RESPONSE_BYTES;
 pub use jina::{JinaEmbeddings, JinaEmbeddingsBuilder, JinaRerank, JinaRerankBuilder};
 pub use openai::{OpenAiEmbeddings, OpenAiEmbeddingsBuilder};
+/// The typed embedding and rerank events this crate dispatches (graph-engine §6), from
+/// `openarmature_core::vocab::retrieval`.
+pub use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, RerankEvent,
+    RerankFailedEvent, RerankOutcome, RerankRequestSummary, RetrievalEvent, RetrievalFailedEvent,
+};
 pub use openarmature_http::Transport;
 pub use rerank::{
     RerankConfig, RerankProvider, RerankRequest, RerankResponse, RerankUsage, ScoredDocument,

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use openarmature_graph::NodeCtx;
 use serde_json::{Map, Value};
 
-pub use openarmature_graph::{RerankUsage, ScoredDocument};
+pub use openarmature_core::vocab::retrieval::{RerankUsage, ScoredDocument};
 
 use crate::error::RetrievalError;
 

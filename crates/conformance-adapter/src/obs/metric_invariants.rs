@@ -7,8 +7,9 @@
 //! vacuously. Expected budget observations are derived here from the events'
 //! declared budget and usage, independently of the observer.
 
-use openarmature_graph::prompt_context::TokenBudget;
-use openarmature_graph::{LlmAttemptOutcome, LlmResponseSummary, LlmUsage, ObserverEvent};
+use openarmature_core::vocab::llm::{LlmAttemptOutcome, LlmResponseSummary, LlmUsage};
+use openarmature_core::vocab::prompt::TokenBudget;
+use openarmature_graph::ObserverEvent;
 use openarmature_observability::attributes as a;
 use serde_json::Value;
 

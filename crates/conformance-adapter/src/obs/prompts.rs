@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::TokenBudget;
+use openarmature_core::vocab::prompt::TokenBudget;
 use openarmature_graph::BoxError;
 use openarmature_llm::Message;
 use openarmature_prompt::{

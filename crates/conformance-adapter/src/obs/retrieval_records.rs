@@ -2,8 +2,9 @@
 //! records of `EmbeddingEvent` / `EmbeddingFailedEvent` / `RerankEvent` /
 //! `RerankFailedEvent`, under the spec's field names.
 
-use openarmature_graph::prompt_context::PromptContext;
-use openarmature_graph::{EmbeddingRequestSummary, ObserverEvent, RerankRequestSummary};
+use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_core::vocab::retrieval::{EmbeddingRequestSummary, RerankRequestSummary};
+use openarmature_graph::ObserverEvent;
 use serde_json::{json, Map, Value};
 
 use super::typed::site_fields;
@@ -64,7 +65,7 @@ fn rerank_request(m: &mut Map<String, Value>, r: &RerankRequestSummary) {
     prompt_fields(m, &r.prompt_context);
 }
 
-fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_graph::LlmFailure) {
+fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_core::vocab::llm::LlmFailure) {
     m.insert("error_category".into(), json!(f.error_category));
     m.insert("error_type".into(), json!(f.error_type));
     m.insert("error_message".into(), json!(f.error_message));

@@ -3,10 +3,10 @@
 //!
 //! `calls_tool: {tool_name, tool_call_id?, arguments?, mock_tool, stores_result_in?}`
 //! — the node runs a mock tool inside the engine's scope:
-//! - `mock_tool: {returns: <value>}` — the inline form ([`NodeCtx::instrument_tool`])
+//! - `mock_tool: {returns: <value>}` — the inline form ([`ToolScopeExt::instrument_tool`])
 //!   wraps a tool returning `<value>`; `stores_result_in` receives it.
 //! - `mock_tool: {raises: {error_type, message}}` — the start/complete form
-//!   ([`NodeCtx::start_tool`]) reports the failure under the fixture's own
+//!   ([`ToolScopeExt::start_tool`]) reports the failure under the fixture's own
 //!   `error_type` name (a Python exception class), then the node raises.
 //!
 //! The node's other directives run first; the tool runs after them.
@@ -16,8 +16,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
-    ToolExecution,
 };
+use openarmature_llm::{ToolExecution, ToolScopeExt};
 use serde_json::Value;
 
 use crate::yaml::Y;

@@ -19,10 +19,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use openarmature_graph::{
-    BoxError, LlmCallSite, LlmRequestSummary, LlmResponseSummary, Observer, ObserverEvent,
-    Registration,
-};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registration};
 use serde_json::{json, Map, Value};
 
 use crate::ge::harness::lock;
@@ -159,7 +157,7 @@ impl Observer for Collector {
     }
 }
 
-pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
+pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &CallSite) {
     let l = &site.lineage;
     m.insert("invocation_id".into(), json!(&*site.invocation_id));
     m.insert(
@@ -175,7 +173,7 @@ pub(crate) fn site_fields(m: &mut Map<String, Value>, site: &LlmCallSite) {
     m.insert("branch_name_chain".into(), json!(&*l.branch_name_chain));
 }
 
-fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_graph::ToolCallRecord) {
+fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_llm::ToolCallRecord) {
     site_fields(m, &call.site);
     m.insert("call_id".into(), json!(&*call.call_id));
     m.insert("tool_name".into(), json!(call.tool_name));
@@ -229,7 +227,7 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
 }
 
 /// The usage record with every counter present (`null` when not reported).
-pub(crate) fn usage_json(u: &openarmature_graph::LlmUsage) -> Value {
+pub(crate) fn usage_json(u: &openarmature_core::vocab::llm::LlmUsage) -> Value {
     json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
@@ -241,7 +239,7 @@ pub(crate) fn usage_json(u: &openarmature_graph::LlmUsage) -> Value {
 
 /// The usage record as the event carries it: the three counters, plus the cache
 /// counters when populated.
-fn event_usage(u: &openarmature_graph::LlmUsage) -> Value {
+fn event_usage(u: &openarmature_core::vocab::llm::LlmUsage) -> Value {
     serde_json::to_value(u).unwrap_or(Value::Null)
 }
 

@@ -2,7 +2,7 @@
 //! `fan_out_progress` entries a run saves with every record, the saves made inside
 //! fan-out instances, and the [`FanOutTracker`] a fan-out node drives.
 //!
-//! A fan-out node asks for a tracker before dispatching ([`crate::NodeCtx::fan_out_tracker`]).
+//! A fan-out node asks for a tracker before dispatching ([`FanOutTracker::for_node`]).
 //! On a resumed run the tracker is seeded from the loaded record's entry whose key
 //! `(namespace, node, enclosing lineage)` matches exactly — an unmatched (or legacy,
 //! unlineaged nested) entry is ignored, so the fan-out re-runs whole; a matched entry
@@ -22,6 +22,8 @@ use serde_json::{Map, Value};
 use super::runtime::{lock, CheckpointRuntime, SaveKind};
 use super::NodePosition;
 use super::{CheckpointError, FanOutProgress, InstanceProgress, InstanceState, LineageEntry};
+use crate::node::NodeCtx;
+use crate::state::StateView;
 
 /// The fan-out instance a level runs in: its fan-out's key and its index.
 pub(crate) struct InstanceKey {
@@ -156,7 +158,7 @@ impl CheckpointRuntime {
 pub type SavedContribution = InstanceProgress;
 
 /// One fan-out execution's per-instance progress (§10.11), from
-/// [`crate::NodeCtx::fan_out_tracker`]: which instances a resume skips (and what they
+/// [`FanOutTracker::for_node`]: which instances a resume skips (and what they
 /// contributed), and the "instance completed" saves.
 pub struct FanOutTracker {
     runtime: Arc<CheckpointRuntime>,
@@ -179,6 +181,46 @@ impl std::fmt::Debug for FanOutTracker {
 }
 
 impl FanOutTracker {
+    /// Per-instance checkpoint progress for the fan-out node `ctx` runs, about to dispatch
+    /// `instance_count` instances (pipeline-utilities §10.7 / §10.11); `state` is the
+    /// node's input state. `None` when the graph registered no Checkpointer (or the
+    /// node runs inside a parallel branch, which resumes whole): then nothing is
+    /// allocated. Keep the tracker alive until the fan-in; dropping it ends the
+    /// fan-out's progress entry.
+    ///
+    /// # Errors
+    /// `checkpoint_record_invalid` when the resumed record holds this fan-out's
+    /// progress under a different instance count (checked before any instance runs).
+    pub fn for_node(
+        ctx: &NodeCtx,
+        state: &dyn StateView,
+        instance_count: usize,
+    ) -> Result<Option<FanOutTracker>, CheckpointError> {
+        let scope = &ctx.scope;
+        let Some(rt) = &scope.inv.checkpoint else {
+            return Ok(None);
+        };
+        if !super::engine::saves_here(scope) {
+            return Ok(None);
+        }
+        let prefix = &scope.namespace_prefix;
+        let chain = &scope.fan_out_chain;
+        let site = (
+            prefix.to_vec(),
+            &*ctx.node_name,
+            super::lineage(prefix, chain, chain.len()),
+        );
+        FanOutTracker::new(
+            Arc::clone(rt),
+            Arc::clone(&scope.inv.id),
+            site,
+            instance_count,
+            state.to_json(),
+            super::engine::parent_json(scope),
+        )
+        .map(Some)
+    }
+
     pub(crate) fn new(
         runtime: Arc<CheckpointRuntime>,
         invocation_id: Arc<str>,

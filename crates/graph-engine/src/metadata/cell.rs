@@ -262,7 +262,7 @@ impl NodeCtx {
             let event = MetadataAugmented {
                 invocation_id: Arc::clone(&self.scope.inv.id),
                 correlation_id: self.scope.inv.correlation_id.clone(),
-                entries: InvocationMetadata::unchecked(delta),
+                entries: InvocationMetadata::from_map(delta),
                 metadata,
                 lineage: self.lineage(),
                 at: std::time::SystemTime::now(),
@@ -279,7 +279,7 @@ mod tests {
     use serde_json::json;
 
     fn meta(v: Value) -> InvocationMetadata {
-        InvocationMetadata::unchecked(v.as_object().cloned().unwrap())
+        InvocationMetadata::from_map(v.as_object().cloned().unwrap())
     }
 
     #[test]

@@ -32,11 +32,7 @@
 mod cell;
 mod rules;
 
-use std::fmt;
-use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
-
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
 pub use cell::{current_node, get_invocation_metadata, set_invocation_metadata};
 pub(crate) use cell::{enter_node, scoped, MetadataCell};
@@ -45,99 +41,8 @@ pub use rules::{
     RESERVED_PREFIXES,
 };
 
-use crate::observer::Lineage;
-
-/// An immutable snapshot of invocation metadata: string keys to attribute values.
-///
-/// Cheap to clone (a shared pointer) and read-only: it dereferences to the
-/// underlying [`Map`] for lookups and iteration, and nothing can change it after
-/// the fact — later writes produce a new snapshot.
-///
-/// # Examples
-/// ```
-/// use openarmature_graph::metadata::InvocationMetadata;
-/// let meta = InvocationMetadata::try_from_map(
-///     serde_json::json!({"tenantId": "acme"}).as_object().cloned().unwrap_or_default(),
-/// )
-/// .unwrap();
-/// assert_eq!(meta.get("tenantId"), Some(&serde_json::json!("acme")));
-/// assert!(InvocationMetadata::default().is_empty());
-/// ```
-#[derive(Clone, PartialEq, Eq)]
-pub struct InvocationMetadata(Arc<Map<String, Value>>);
-
-impl InvocationMetadata {
-    /// Validates `map` (§3.4) and wraps it.
-    ///
-    /// # Errors
-    /// The first [`MetadataError`] in `map`.
-    pub fn try_from_map(map: Map<String, Value>) -> Result<Self, MetadataError> {
-        validate(&map)?;
-        Ok(InvocationMetadata(Arc::new(map)))
-    }
-
-    /// Wraps `map` without validating it (the engine keeps caller metadata as given;
-    /// the `invoke()` boundary validates it).
-    pub(crate) fn unchecked(map: Map<String, Value>) -> Self {
-        if map.is_empty() {
-            return InvocationMetadata::default();
-        }
-        InvocationMetadata(Arc::new(map))
-    }
-
-    /// The shared map (no copy).
-    pub fn as_arc(&self) -> &Arc<Map<String, Value>> {
-        &self.0
-    }
-
-    /// An owned copy of the entries.
-    pub fn to_map(&self) -> Map<String, Value> {
-        (*self.0).clone()
-    }
-
-    /// Whether both snapshots share one map (so they are equal without a comparison).
-    pub fn ptr_eq(&self, other: &InvocationMetadata) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// This snapshot with `delta` merged in (existing keys overwritten, the others
-    /// kept, new keys appended in `delta`'s order).
-    pub(crate) fn merged(&self, delta: &Map<String, Value>) -> InvocationMetadata {
-        let mut map = self.to_map();
-        for (k, v) in delta {
-            map.insert(k.clone(), v.clone());
-        }
-        InvocationMetadata(Arc::new(map))
-    }
-}
-
-impl Default for InvocationMetadata {
-    /// The empty snapshot (shared; no allocation).
-    fn default() -> Self {
-        static EMPTY: OnceLock<Arc<Map<String, Value>>> = OnceLock::new();
-        InvocationMetadata(Arc::clone(EMPTY.get_or_init(Arc::default)))
-    }
-}
-
-impl Deref for InvocationMetadata {
-    type Target = Map<String, Value>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl fmt::Debug for InvocationMetadata {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
-    }
-}
-
-impl From<InvocationMetadata> for Value {
-    fn from(meta: InvocationMetadata) -> Value {
-        Value::Object(meta.to_map())
-    }
-}
+pub use openarmature_core::InvocationMetadata;
+use openarmature_core::Lineage;
 
 /// The framework-emitted metadata-augmentation event (observability §6): an accepted
 /// `set_invocation_metadata` call, on the same serial queue as the node events, so it

@@ -213,16 +213,21 @@ async fn reattempting_middleware_produces_one_event_pair_per_attempt_sharing_one
     );
 }
 
+/// What the extension test attaches to a node execution.
+#[derive(Default)]
+struct Attempts(AtomicUsize);
+
 #[tokio::test]
-async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
-    // Each attempt claims two call ordinals; attempts 0 and 1 fail. Every attempt
-    // counts from 0 (extension 0001: a node-level retry re-issues the same calls).
+async fn extensions_are_shared_by_the_attempts_of_one_node_execution() {
+    // Every attempt of "calls" sees the entry the first one attached (attempts 0 and 1
+    // fail); the next node execution starts with an empty map.
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
     let graph = GraphBuilder::new(Doc::default())
         .add_node("calls", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let ordinals = [ctx.next_call_ordinal(), ctx.next_call_ordinal()];
-            sink.lock().unwrap().push((ctx.attempt_index(), ordinals));
+            let entry = ctx.extensions().get_or_insert_with(Attempts::default);
+            let count = entry.0.fetch_add(1, Ordering::SeqCst) + 1;
+            sink.lock().unwrap().push((ctx.attempt_index(), count));
             futures::future::ready(if ctx.attempt_index() < 2 {
                 Err::<DocUpdate, NodeError>("again".into())
             } else {
@@ -230,10 +235,10 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
             })
         })
         .add_node("next", |_s: Arc<Doc>, ctx: NodeCtx| {
-            futures::future::ready(if ctx.next_call_ordinal() == 0 {
+            futures::future::ready(if ctx.extensions().is_empty() {
                 Ok(DocUpdate::default().note("fresh".to_owned()))
             } else {
-                Err::<DocUpdate, NodeError>("a new node execution counts from 0".into())
+                Err::<DocUpdate, NodeError>("a new node execution starts empty".into())
             })
         })
         .add_edge("calls", "next")
@@ -244,10 +249,7 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
         .unwrap();
     let out = graph.invoke(Doc::default()).await.unwrap();
     assert_eq!(out.note, "fresh");
-    assert_eq!(
-        *seen.lock().unwrap(),
-        vec![(0, [0, 1]), (1, [0, 1]), (2, [0, 1])]
-    );
+    assert_eq!(*seen.lock().unwrap(), vec![(0, 1), (1, 2), (2, 3)]);
 }
 
 #[tokio::test]

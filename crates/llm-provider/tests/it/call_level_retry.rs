@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use openarmature_core::vocab::llm::LlmAttemptOutcome;
 use openarmature_graph::{
-    category_of, observer_fn, state, GraphBuilder, InvokeOptions, LlmAttemptOutcome, NodeCtx,
-    ObserverEvent, Registration, END,
+    category_of, observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent,
+    Registration, END,
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig, Message,

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
+use openarmature_core::vocab::llm::LlmDeltaKind;
 use openarmature_graph::{
-    observer_fn, state, BoxError, GraphBuilder, InvokeOptions, LlmDeltaKind, NodeCtx,
-    ObserverEvent, Registration, END,
+    observer_fn, state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent,
+    Registration, END,
 };
 use openarmature_llm::{
     CompletionRequest, DeltaKind, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use openarmature_graph::prompt_context::TokenBudget;
-use openarmature_graph::LlmUsage;
+use openarmature_core::vocab::llm::LlmUsage;
+use openarmature_core::vocab::prompt::TokenBudget;
 use opentelemetry::trace::TraceId;
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::{Map, Value};

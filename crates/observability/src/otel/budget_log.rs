@@ -2,7 +2,8 @@
 //! budget (SHOULD): one per call, from the terminal LLM event, naming the prompt, in the
 //! calling node's span context. Emitted only when a logger is configured.
 
-use openarmature_graph::{LlmCallSite, LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_graph::CallSite;
 use opentelemetry::logs::Severity;
 use opentelemetry::KeyValue;
 
@@ -14,7 +15,7 @@ use crate::attributes as attr;
 /// The warning for a call whose reported usage crossed its prompt's declared budget,
 /// or `None` (no budget, nothing evaluable, or within budget).
 pub(crate) fn budget_warning(
-    site: &LlmCallSite,
+    site: &CallSite,
     request: &LlmRequestSummary,
     response: Option<&LlmResponseSummary>,
     user: &[KeyValue],

@@ -10,7 +10,7 @@
 //! response or error. Inline image bytes never reach this module: the event's
 //! `input_messages` carry the §5.5.5 placeholder already.
 
-use openarmature_graph::{LlmAttemptEvent, LlmAttemptOutcome, LlmResponseSummary};
+use openarmature_core::vocab::llm::{LlmAttemptEvent, LlmAttemptOutcome, LlmResponseSummary};
 use opentelemetry::{Array, KeyValue, StringValue, Value as OtelValue};
 use serde_json::Value;
 

@@ -23,10 +23,11 @@
 //! identifier, plus the per-instrument split; never the attempt index or the response
 //! model.
 
-use openarmature_graph::{
+use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmRequestSummary,
-    LlmResponseSummary, LlmUsage, ObserverEvent,
+    LlmResponseSummary, LlmUsage,
 };
+use openarmature_graph::ObserverEvent;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 use opentelemetry::KeyValue;
 

@@ -2,10 +2,10 @@
 //! LLM span), observability §5.5.15 (token-budget signal).
 //!
 //! Rendered from the prompt context the request summary captured at call time
-//! (`openarmature_graph::prompt_context`). None of these are payload: they are
+//! (`openarmature_core::vocab::prompt`, bound by `openarmature-prompt`). None of these are payload: they are
 //! identifiers and bounds, so `disable_provider_payload` does not gate them.
 
-use openarmature_graph::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
 use opentelemetry::KeyValue;
 
 use crate::attributes as attr;

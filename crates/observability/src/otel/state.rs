@@ -28,8 +28,9 @@ pub(crate) use tool::ToolOutcome;
 use std::collections::HashMap;
 use std::time::SystemTime;
 
+use openarmature_core::vocab::llm::LlmAttemptEvent;
 use openarmature_graph::{
-    EventError, ExtensionEvent, FanOutConfig, InvocationMetadata, LlmAttemptEvent, NodeEvent,
+    EventError, ExtensionEvent, FanOutConfig, InvocationMetadata, NodeEvent,
     ParallelBranchesConfig, Phase,
 };
 use opentelemetry::global::BoxedSpan;

@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
-use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmCallSite, LlmCompletionEvent, LlmRequestSummary,
-    LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+use openarmature_core::vocab::llm::{
+    LlmCompletionEvent, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity, TokenBudget};
 use opentelemetry::logs::Severity;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
@@ -47,7 +47,8 @@ async fn run(prompt_tokens: u64) -> Vec<(Option<Severity>, String, bool, bool)> 
                     Vec::new(),
                     serde_json::Map::new(),
                     serde_json::Map::new(),
-                );
+                )
+                .with_prompt_context(prompt_context::current());
                 let usage = LlmUsage {
                     prompt_tokens: Some(prompt_tokens),
                     completion_tokens: Some(1),
@@ -57,7 +58,7 @@ async fn run(prompt_tokens: u64) -> Vec<(Option<Severity>, String, bool, bool)> 
                 let response =
                     LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
                 ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
-                    LlmCallSite::from_ctx(&ctx),
+                    ctx.call_site(),
                     request,
                     response,
                     Some(1.0),

@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity};
-use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
 use openarmature_observability::langfuse::{LangfuseObserver, ObservationType};
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::json;
 
@@ -38,7 +38,8 @@ fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
                         Vec::new(),
                         serde_json::Map::new(),
                         serde_json::Map::new(),
-                    );
+                    )
+                    .with_prompt_context(prompt_context::current());
                     let response = LlmResponseSummary::new(
                         None,
                         None,
@@ -48,7 +49,7 @@ fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
                         None,
                     );
                     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                        LlmCallSite::from_ctx(&ctx),
+                        ctx.call_site(),
                         request,
                         0,
                         None,

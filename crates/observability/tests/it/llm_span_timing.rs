@@ -5,10 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
+};
 use openarmature_graph::{
-    observer_fn, state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome,
-    LlmCallSite, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent,
-    Registration, END,
+    observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
@@ -52,7 +53,7 @@ async fn a_slow_observer_does_not_move_the_llm_span_end() {
                     None,
                 );
                 ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    LlmCallSite::from_ctx(&ctx),
+                    ctx.call_site(),
                     request,
                     0,
                     None,

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 use openarmature_graph::{GraphBuilder, NodeCtx, NodeError, END};
 use openarmature_llm::{
     AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, LlmRetryConfig, Message,
@@ -16,6 +15,7 @@ use openarmature_llm::{
 };
 use openarmature_observability::attributes as a;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
+use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
 

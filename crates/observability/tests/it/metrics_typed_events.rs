@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
-use openarmature_graph::{
-    GraphBuilder, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite, LlmCompletionEvent,
-    LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx,
-    ObserverEvent, RetryReason, END,
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
+    LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
 };
+use openarmature_graph::{GraphBuilder, NodeCtx, ObserverEvent, END};
 use openarmature_observability::attributes as a;
+use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{drive, of, Doc, DocUpdate, Point};
 
@@ -28,6 +28,7 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
             serde_json::Map::new(),
             serde_json::Map::new(),
         )
+        .with_prompt_context(prompt_context::current())
     };
     let reply = |p, c| {
         let u = LlmUsage {
@@ -39,7 +40,7 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
         LlmResponseSummary::new(None, None, u, Some("length".into()), None, None)
     };
     let failure = LlmFailure::new("structured_output_invalid", None, "not JSON");
-    let site = LlmCallSite::from_ctx(ctx);
+    let site = ctx.call_site();
     let attempt = |i, reason, outcome| {
         ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
             site.clone(),

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmFailure, LlmRequestSummary, LlmResponseSummary,
+    LlmUsage, RetryReason,
+};
 use openarmature_graph::{
-    state, CompiledGraph, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome,
-    LlmCallSite, LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx,
-    ObserverEvent, Registration, RetryReason, END,
+    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::{InvokeError, OtelObserver, OtelObserverBuilder};
@@ -50,7 +52,7 @@ fn named<'s>(spans: &'s [SpanData], name: &str) -> Vec<&'s SpanData> {
 fn llm_graph() -> CompiledGraph<Doc> {
     GraphBuilder::new(Doc::default())
         .add_node("ask", |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let site = LlmCallSite::from_ctx(&ctx);
+            let site = ctx.call_site();
             let request = LlmRequestSummary::new(
                 "openai",
                 "gpt-test",
@@ -323,7 +325,7 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
                     ]),
                 ));
                 ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    LlmCallSite::from_ctx(&ctx),
+                    ctx.call_site(),
                     request,
                     0,
                     None,

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::export::{OtlpExport, Protocol};
 use openarmature_observability::OtelObserver;
@@ -50,7 +50,7 @@ fn report(ctx: &NodeCtx) {
     };
     let response = LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-        LlmCallSite::from_ctx(ctx),
+        ctx.call_site(),
         request,
         0,
         None,

@@ -4,15 +4,15 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::prompt_context::{
-    scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
-use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, ObserverEvent, END,
-};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
+use openarmature_prompt::prompt_context::{
+    self, scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
+};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 
@@ -34,10 +34,11 @@ fn report(ctx: &NodeCtx, usage: LlmUsage) {
         Vec::new(),
         serde_json::Map::new(),
         serde_json::Map::new(),
-    );
+    )
+    .with_prompt_context(prompt_context::current());
     let response = LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-        LlmCallSite::from_ctx(ctx),
+        ctx.call_site(),
         request,
         0,
         None,

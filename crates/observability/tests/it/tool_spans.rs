@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
     observer_fn, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
-    ObserverEvent, Registration, ToolExecution, END,
+    ObserverEvent, Registration, END,
 };
+use openarmature_llm::{ToolExecution, ToolScopeExt};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use opentelemetry::trace::Status;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
+use openarmature_graph::checkpoint::FanOutTracker;
 use openarmature_graph::{
     CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, State,
 };
@@ -79,7 +80,7 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
                 return self.fan_in(&state, 0, Vec::new());
             }
             // Per-instance checkpoint progress (§10.11): `None` without a Checkpointer.
-            let tracker = ctx.fan_out_tracker(&*state, count)?;
+            let tracker = FanOutTracker::for_node(&ctx, &*state, count)?;
             let tracker = tracker.as_ref();
             let limit = bound.unwrap_or(count).max(1);
             let (parent, node_ctx) = (&state, &ctx);

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use openarmature_graph::prompt_context::TokenBudget;
+use crate::prompt_context::TokenBudget;
 use openarmature_llm::{LlmError, RuntimeConfig};
 use serde_json::{Map, Value};
 

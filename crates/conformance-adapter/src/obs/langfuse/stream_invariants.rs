@@ -3,7 +3,8 @@
 //! 117's Langfuse case: a streamed call is one Generation carrying the assembled
 //! output, with no per-token observations.
 
-use openarmature_graph::{LlmDeltaKind, ObserverEvent};
+use openarmature_core::vocab::llm::LlmDeltaKind;
+use openarmature_graph::ObserverEvent;
 use openarmature_observability::langfuse::{LangfuseTrace, Observation, ObservationType};
 use serde_json::Value;
 

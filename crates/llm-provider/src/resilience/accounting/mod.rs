@@ -12,7 +12,8 @@
 //! `"<invocation_id>:<node path>[<fan-out / branch lineage>]@<step>#<ordinal>"`:
 //! the node execution (the engine's `step`, shared by all node-level attempts) and
 //! the call's ordinal among the calls that node attempt issued
-//! ([`openarmature_graph::NodeCtx::next_call_ordinal`]). A node-level retry that
+//! (claimed by every call, observed or not, in an entry of the node's
+//! [`openarmature_graph::NodeCtx::extensions`]). A node-level retry that
 //! re-issues the same calls in the same order maps each onto the same logical call.
 //! Calls outside a graph (reported through [`crate::CompletionRequest::on_attempt`])
 //! are their own logical call: `":<call_id>"` under invocation `""`.
@@ -31,19 +32,20 @@
 //! graph; an attempt reported twice on one path is counted once.
 
 mod ledger;
+mod ordinal;
 mod report;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
-use openarmature_graph::{
-    BoxError, LlmAttemptOutcome, LlmResponseSummary, Observer, ObserverEvent, Phase,
-};
+use openarmature_core::vocab::llm::{LlmAttemptOutcome, LlmResponseSummary};
+use openarmature_graph::{BoxError, Observer, ObserverEvent, Phase};
 
 pub use report::{AttemptUsage, CallUsage, InvocationUsage, TokenCounts};
 
 pub(crate) use self::ledger::logical_call_id;
+pub(crate) use self::ordinal::next_call_ordinal;
 
 use self::ledger::{Invocation, Origin};
 use crate::call::{AttemptObserver, AttemptRecord};

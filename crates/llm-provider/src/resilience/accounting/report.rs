@@ -1,7 +1,7 @@
 //! The usage report: per logical call and per invocation, `final` (the successful
 //! attempt) and `billed` (every attempt that reported usage).
 
-use openarmature_graph::LlmUsage;
+use openarmature_core::vocab::llm::LlmUsage;
 
 /// Token counts (unreported counters add nothing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]

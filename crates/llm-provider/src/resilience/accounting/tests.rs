@@ -4,10 +4,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use openarmature_core::vocab::llm::{
+    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
+};
 use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, LlmAttemptEvent, LlmAttemptOutcome, LlmCallSite,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, NodeCtx, NodeError, ObserverEvent,
-    Registration, END,
+    state, CategorizedError, Category, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
+    ObserverEvent, Registration, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
@@ -205,6 +207,49 @@ async fn the_same_example_outside_a_graph() {
 }
 
 #[tokio::test]
+async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
+    // Each attempt claims two call ordinals; attempts 0 and 1 fail. Every attempt
+    // counts from 0 (a node-level retry re-issues the same calls), and the next node
+    // execution counts from 0 again.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let graph = GraphBuilder::new(S::default())
+        .add_node("calls", move |_s: Arc<S>, ctx: NodeCtx| {
+            let ordinals = [next_call_ordinal(&ctx), next_call_ordinal(&ctx)];
+            sink.lock().unwrap().push((ctx.attempt_index(), ordinals));
+            futures::future::ready(if ctx.attempt_index() < 2 {
+                Err::<SUpdate, NodeError>(
+                    CategorizedError::new(Category::PROVIDER_UNAVAILABLE, "again").into(),
+                )
+            } else {
+                Ok(SUpdate::default())
+            })
+        })
+        .add_node("next", |_s: Arc<S>, ctx: NodeCtx| {
+            futures::future::ready(if next_call_ordinal(&ctx) == 0 {
+                Ok(SUpdate::default().out("fresh".to_owned()))
+            } else {
+                Err::<SUpdate, NodeError>("a new node execution counts from 0".into())
+            })
+        })
+        .add_edge("calls", "next")
+        .add_edge("next", END)
+        .entry("calls")
+        .node_middleware(
+            "calls",
+            Arc::new(RetryMiddleware::new(zero().max_attempts(3))),
+        )
+        .compile()
+        .unwrap();
+    let out = graph.invoke(S::default()).await.unwrap();
+    assert_eq!(out.out, "fresh");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![(0, [0, 1]), (1, [0, 1]), (2, [0, 1])]
+    );
+}
+
+#[tokio::test]
 async fn node_retries_map_onto_the_same_logical_calls_by_ordinal() {
     // Node attempt 0: call #0 succeeds (10/1), call #1 fails; node attempt 1: both
     // succeed. Two logical calls, each with one call id per node attempt.
@@ -348,7 +393,7 @@ async fn events_without_a_call_id_are_billed_not_dropped() {
                 Map::<String, Value>::new(),
             );
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                LlmCallSite::from_ctx(&ctx),
+                ctx.call_site(),
                 request,
                 0,
                 None,

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use openarmature_graph::LlmCallSite;
+use openarmature_graph::CallSite;
 use opentelemetry::trace::{Span, SpanBuilder, Status};
 use opentelemetry::KeyValue;
 
@@ -21,7 +21,7 @@ use crate::otel::Config;
 /// One finished call, as its terminal event describes it.
 pub(crate) struct FinishedCall<'a> {
     /// The calling node.
-    pub(crate) site: &'a LlmCallSite,
+    pub(crate) site: &'a CallSite,
     /// How long the call took, when measured.
     pub(crate) latency_ms: Option<f64>,
     /// When it ended.
@@ -35,7 +35,7 @@ impl InvState {
         &mut self,
         tracer: &dyn TracerDyn,
         config: &Config,
-        site: &LlmCallSite,
+        site: &CallSite,
         now: SystemTime,
     ) -> Key {
         self.use_metadata(Some(&site.metadata));

@@ -12,10 +12,12 @@
 
 use std::time::SystemTime;
 
-use openarmature_graph::{
-    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, LlmCallSite, LlmFailure,
-    RerankEvent, RerankFailedEvent, RerankRequestSummary,
+use openarmature_core::vocab::llm::LlmFailure;
+use openarmature_core::vocab::retrieval::{
+    EmbeddingEvent, EmbeddingFailedEvent, EmbeddingRequestSummary, RerankEvent, RerankFailedEvent,
+    RerankRequestSummary,
 };
+use openarmature_graph::CallSite;
 use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;
 use serde_json::Value;
@@ -33,7 +35,7 @@ pub(crate) const LANGFUSE_EMBEDDING_OUTPUT: &str = "openarmature.embedding.outpu
 /// What one finished retrieval call renders.
 struct CallSpan<'a> {
     name: &'static str,
-    site: &'a LlmCallSite,
+    site: &'a CallSite,
     latency_ms: Option<f64>,
     at: SystemTime,
     attrs: Vec<KeyValue>,

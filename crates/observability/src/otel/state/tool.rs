@@ -9,7 +9,7 @@
 
 use std::time::SystemTime;
 
-use openarmature_graph::{ToolCallEvent, ToolCallFailedEvent, ToolCallRecord};
+use openarmature_core::vocab::tool::{ToolCallEvent, ToolCallFailedEvent, ToolCallRecord};
 use opentelemetry::trace::{Span, Status};
 use opentelemetry::KeyValue;
 use serde_json::Value;

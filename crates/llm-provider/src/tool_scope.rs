@@ -1,9 +1,9 @@
-//! Spec: graph-engine §6 *Tool-call instrumentation scope*, *Typed tool-call event*,
-//! *Typed tool-call failure event* (observability §5.5.12, proposal 0063).
+//! Spec: graph-engine §6 *Tool-call instrumentation scope* (observability §5.5.12,
+//! proposal 0063): the scope a node body runs one tool execution in.
 //!
-//! The caller runs the tool; the engine only observes it. A node body wraps one
-//! execution in [`NodeCtx::instrument_tool`] (inline form), or enters a
-//! [`ToolScope`] with [`NodeCtx::start_tool`] and reports the outcome later
+//! The caller runs the tool; the framework only observes it. A node body wraps one
+//! execution in [`ToolScopeExt::instrument_tool`] (inline form), or enters a
+//! [`ToolScope`] with [`ToolScopeExt::start_tool`] and reports the outcome later
 //! (start/complete form). Exactly one terminal event is dispatched per execution,
 //! when its outcome is known: a [`ToolCallEvent`] for a result, a
 //! [`ToolCallFailedEvent`] for a failure, never both. A failure is passed back to
@@ -12,7 +12,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeError, NodeCtx, ToolExecution, END};
+//! use openarmature_graph::{state, BoxError, GraphBuilder, NodeError, NodeCtx, END};
+//! use openarmature_llm::{ToolExecution, ToolScopeExt};
 //! use serde_json::json;
 //!
 //! state! {
@@ -49,94 +50,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use openarmature_core::vocab::tool::{
+    ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution,
+};
+use openarmature_graph::{category_of, BoxError, NodeCtx, NodeError, ObserverEvent};
 use serde::Serialize;
 use serde_json::Value;
-
-use crate::error::{category_of, BoxError};
-use crate::llm_events::LlmCallSite;
-use crate::node::NodeCtx;
-use crate::observer::ObserverEvent;
-
-/// What the caller declares about one tool execution when entering the scope.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolExecution {
-    /// The tool's name (the `Tool.name` when it satisfies a model request).
-    pub tool_name: String,
-    /// The `ToolCall.id` of the model's request this execution satisfies; `None` for
-    /// a standalone instrumented function.
-    pub tool_call_id: Option<String>,
-    /// The arguments the tool is invoked with; `None` when it takes none.
-    pub arguments: Option<Value>,
-}
-
-impl ToolExecution {
-    /// An execution of `tool_name` with no arguments and no model-request link.
-    pub fn new(tool_name: impl Into<String>) -> Self {
-        ToolExecution {
-            tool_name: tool_name.into(),
-            tool_call_id: None,
-            arguments: None,
-        }
-    }
-
-    /// Links the execution to the model's tool-call request `id`.
-    pub fn tool_call_id(mut self, id: impl Into<String>) -> Self {
-        self.tool_call_id = Some(id.into());
-        self
-    }
-
-    /// The arguments the tool is invoked with (e.g. the parsed `ToolCall.arguments`).
-    pub fn arguments(mut self, arguments: Value) -> Self {
-        self.arguments = Some(arguments);
-        self
-    }
-}
-
-/// The request side shared by both terminal tool events: where the scope was
-/// entered and what was executed.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolCallRecord {
-    /// The node that entered the scope (identity captured at scope entry).
-    pub site: LlmCallSite,
-    /// A fresh per-execution id minted at scope entry (OA's own token, distinct
-    /// from `tool_call_id`).
-    pub call_id: Arc<str>,
-    /// The tool's name.
-    pub tool_name: String,
-    /// The model request this execution satisfies, if any.
-    pub tool_call_id: Option<String>,
-    /// The arguments (payload; renderers gate it, §5.5.4).
-    pub arguments: Option<Value>,
-    /// Wall-clock latency measured at the scope boundary, in milliseconds.
-    pub latency_ms: Option<f64>,
-    /// When the outcome became known (wall clock).
-    pub at: SystemTime,
-}
-
-/// A tool execution returned a result (graph-engine §6 `ToolCallEvent`).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolCallEvent {
-    /// Identity, tool name, ids, arguments and latency.
-    pub call: ToolCallRecord,
-    /// The tool's result as JSON (payload; renderers gate it, §5.5.4).
-    pub result: Value,
-}
-
-/// A tool execution failed (graph-engine §6 `ToolCallFailedEvent`). Deliberately no
-/// error category: tool code has no closed failure taxonomy.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolCallFailedEvent {
-    /// Identity, tool name, ids, arguments and latency.
-    pub call: ToolCallRecord,
-    /// The error's type name (or a tool-defined code); `None` when unknown.
-    pub error_type: Option<String>,
-    /// The error's message (empty when it has none).
-    pub error_message: String,
-}
 
 /// An entered tool-call scope (the start/complete form): report the outcome once
 /// with [`ToolScope::complete`] or [`ToolScope::fail`]. Dropping it unreported
@@ -158,6 +77,17 @@ impl std::fmt::Debug for ToolScope {
 }
 
 impl ToolScope {
+    /// Enters a tool-call scope for one execution in the node attempt `ctx`
+    /// describes: captures its identity now and mints the execution's `call_id`.
+    pub fn start(ctx: &NodeCtx, execution: ToolExecution) -> ToolScope {
+        let call_id = Arc::from(uuid::Uuid::new_v4().to_string());
+        ToolScope {
+            ctx: ctx.clone(),
+            record: ToolCallRecord::new(ctx.call_site(), call_id, execution),
+            started: Instant::now(),
+        }
+    }
+
     /// This execution's `call_id`.
     pub fn call_id(&self) -> &str {
         &self.record.call_id
@@ -170,18 +100,18 @@ impl ToolScope {
             .unwrap_or_else(|e| Value::String(format!("<result not representable as JSON: {e}>")));
         let call = self.finish();
         self.ctx
-            .dispatch_event(ObserverEvent::ToolCall(ToolCallEvent { call, result }));
+            .dispatch_event(ObserverEvent::ToolCall(ToolCallEvent::new(call, result)));
     }
 
     /// Reports a failure: dispatches the [`ToolCallFailedEvent`].
     pub fn fail(self, error_type: Option<&str>, error_message: impl Into<String>) {
         let call = self.finish();
         self.ctx
-            .dispatch_event(ObserverEvent::ToolCallFailed(ToolCallFailedEvent {
+            .dispatch_event(ObserverEvent::ToolCallFailed(ToolCallFailedEvent::new(
                 call,
-                error_type: error_type.map(str::to_owned),
-                error_message: error_message.into(),
-            }));
+                error_type.map(str::to_owned),
+                error_message.into(),
+            )));
     }
 
     fn finish(&self) -> ToolCallRecord {
@@ -192,34 +122,44 @@ impl ToolScope {
     }
 }
 
-impl NodeCtx {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for openarmature_graph::NodeCtx {}
+}
+
+/// The tool-call scope on the node context: `use openarmature_llm::ToolScopeExt` and
+/// call `ctx.instrument_tool(..)` / `ctx.start_tool(..)` in a node body.
+pub trait ToolScopeExt: sealed::Sealed {
     /// Enters a tool-call scope for one execution the caller runs itself (the
     /// start/complete form, for outcomes that arrive later). Captures this node's
     /// identity now and mints the execution's `call_id`.
-    pub fn start_tool(&self, execution: ToolExecution) -> ToolScope {
-        ToolScope {
-            ctx: self.clone(),
-            record: ToolCallRecord {
-                site: LlmCallSite::from_ctx(self),
-                call_id: Arc::from(uuid::Uuid::new_v4().to_string()),
-                tool_name: execution.tool_name,
-                tool_call_id: execution.tool_call_id,
-                arguments: execution.arguments,
-                latency_ms: None,
-                at: SystemTime::now(),
-            },
-            started: Instant::now(),
-        }
-    }
+    fn start_tool(&self, execution: ToolExecution) -> ToolScope;
 
     /// Runs `tool` (the caller's execution) inside a tool-call scope and returns its
     /// outcome unchanged, after dispatching a [`ToolCallEvent`] (on `Ok`) or a
     /// [`ToolCallFailedEvent`] (on `Err`).
     ///
     /// The failure's `error_type` is the error type's name (`TimeoutError` for a
-    /// `my_tools::TimeoutError`); for a [`BoxError`] it is the error's category when
-    /// it has one, else `None`. Use [`NodeCtx::start_tool`] to name it explicitly.
-    pub async fn instrument_tool<T, E, F>(&self, execution: ToolExecution, tool: F) -> Result<T, E>
+    /// `my_tools::TimeoutError`); for a [`BoxError`] or a [`NodeError`] it is the
+    /// error's category when it has one, else `None`. Use
+    /// [`ToolScopeExt::start_tool`] to name it explicitly.
+    fn instrument_tool<T, E, F>(
+        &self,
+        execution: ToolExecution,
+        tool: F,
+    ) -> impl Future<Output = Result<T, E>>
+    where
+        F: Future<Output = Result<T, E>>,
+        T: Serialize,
+        E: Display + 'static;
+}
+
+impl ToolScopeExt for NodeCtx {
+    fn start_tool(&self, execution: ToolExecution) -> ToolScope {
+        ToolScope::start(self, execution)
+    }
+
+    async fn instrument_tool<T, E, F>(&self, execution: ToolExecution, tool: F) -> Result<T, E>
     where
         F: Future<Output = Result<T, E>>,
         T: Serialize,
@@ -243,7 +183,7 @@ fn error_type_of<E: Display + 'static>(err: &E) -> Option<String> {
     if let Some(boxed) = (err as &dyn Any).downcast_ref::<BoxError>() {
         return category_of(boxed.as_ref()).map(|c| c.as_str().to_owned());
     }
-    if let Some(node_error) = (err as &dyn Any).downcast_ref::<crate::NodeError>() {
+    if let Some(node_error) = (err as &dyn Any).downcast_ref::<NodeError>() {
         return category_of(node_error).map(|c| c.as_str().to_owned());
     }
     short_type_name(std::any::type_name::<E>())

@@ -1,42 +1,20 @@
-//! Spec: graph-engine §6 *Typed LLM completion event* / *Typed LLM failure event*, and the
-//! per-attempt signal llm-provider §7.1 *Per-attempt span emission* needs.
-//!
-//! The engine only carries these events; `openarmature-llm` builds and dispatches them
-//! (through [`crate::NodeCtx::dispatch_event`]) when a `complete()` call runs inside a
-//! node. Payload fields are plain JSON values so the engine stays free of LLM types.
+//! The typed LLM events (graph-engine §6) and the per-attempt signal (llm-provider
+//! §7.1). `openarmature-llm` builds and dispatches them (through the engine's
+//! `NodeCtx::dispatch_event`) when a `complete()` call runs inside a node. Payload
+//! fields are plain JSON values so no crate that reads them needs the LLM types.
 //!
 //! Per call: zero or more [`LlmAttemptEvent`]s (one per wire attempt) interleaved, for a
-//! streamed call, with its [`crate::LlmTokenEvent`]s, then exactly one terminal
-//! [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial queue before
-//! the node's own `completed` event.
+//! streamed call, with its [`LlmTokenEvent`](super::LlmTokenEvent)s, then exactly one
+//! terminal [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial
+//! queue before the node's own `completed` event.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::node::NodeCtx;
-use crate::observer::Lineage;
-use crate::prompt_context::{self, PromptContext, TokenBudget};
-
-/// A token-usage record (llm-provider §6 `Response.usage`). Every counter is a
-/// non-negative integer or `None` ("not reported"); a malformed wire counter is `None`.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
-)]
-pub struct LlmUsage {
-    /// Input tokens.
-    pub prompt_tokens: Option<u64>,
-    /// Output tokens.
-    pub completion_tokens: Option<u64>,
-    /// Total tokens.
-    pub total_tokens: Option<u64>,
-    /// Input tokens served from a prefix cache (`Some(0)` is a reported miss).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-    /// Input tokens written to a prefix cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_creation_tokens: Option<u64>,
-}
+use super::LlmUsage;
+use crate::vocab::prompt::{PromptContext, PromptGroupIdentity, PromptIdentity, TokenBudget};
+use crate::CallSite;
 
 /// Why a call-level retry attempt was scheduled (llm-provider §7.1): the class of the
 /// previous attempt's failure. Attempt 0 has none.
@@ -56,37 +34,6 @@ impl RetryReason {
         match self {
             RetryReason::Transient => "transient",
             RetryReason::Reask => "reask",
-        }
-    }
-}
-
-/// Where an LLM call ran: the calling node's identity (graph-engine §6 event-source
-/// identity tuple).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LlmCallSite {
-    /// The invocation.
-    pub invocation_id: Arc<str>,
-    /// The caller's correlation id, if any.
-    pub correlation_id: Option<Arc<str>>,
-    /// The node that issued the call.
-    pub node_name: Arc<str>,
-    /// Namespace, node-level attempt index, fan-out / branch lineage.
-    pub lineage: Lineage,
-    /// The invocation metadata in force where the call was made (observability
-    /// §3.4, §5.6).
-    pub metadata: crate::metadata::InvocationMetadata,
-}
-
-impl LlmCallSite {
-    /// The site of a call issued by the node attempt `ctx` describes.
-    pub fn from_ctx(ctx: &NodeCtx) -> Self {
-        LlmCallSite {
-            invocation_id: Arc::from(ctx.invocation_id()),
-            correlation_id: ctx.correlation_id().map(Arc::from),
-            node_name: Arc::from(ctx.node_name()),
-            lineage: ctx.lineage(),
-            metadata: ctx.invocation_metadata(),
         }
     }
 }
@@ -119,8 +66,8 @@ pub struct LlmRequestSummary {
 }
 
 impl LlmRequestSummary {
-    /// A request summary. Its prompt context is what is bound in the current task
-    /// ([`prompt_context::current`]): build it where the call is made.
+    /// A request summary with an empty prompt context: the emitter sets the one
+    /// bound where the call is made with [`LlmRequestSummary::with_prompt_context`].
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -137,17 +84,25 @@ impl LlmRequestSummary {
             input_messages: input_messages.into(),
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: PromptContext::default(),
         }
     }
 
-    /// Replaces the captured prompt context.
+    /// Sets the prompt context bound where the call was made.
     pub fn with_prompt_context(mut self, prompt_context: PromptContext) -> Self {
         self.prompt_context = prompt_context;
         self
     }
 
-    crate::retrieval_event_shapes::prompt_context_accessors!();
+    /// The active prompt's identity at call time (`active_prompt`).
+    pub fn active_prompt(&self) -> Option<&PromptIdentity> {
+        self.prompt_context.prompt()
+    }
+
+    /// The active prompt group's identity at call time (`active_prompt_group`).
+    pub fn active_prompt_group(&self) -> Option<&PromptGroupIdentity> {
+        self.prompt_context.group()
+    }
 
     /// The active prompt's declared token budget at call time (`token_budget`).
     pub fn token_budget(&self) -> Option<TokenBudget> {
@@ -232,7 +187,7 @@ impl LlmFailure {
 #[non_exhaustive]
 pub struct LlmCompletionEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The request (the caller's messages and config).
     pub request: LlmRequestSummary,
     /// The response.
@@ -244,7 +199,7 @@ pub struct LlmCompletionEvent {
 impl LlmCompletionEvent {
     /// A completion event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         response: LlmResponseSummary,
         latency_ms: Option<f64>,
@@ -263,7 +218,7 @@ impl LlmCompletionEvent {
 #[non_exhaustive]
 pub struct LlmFailedEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The request (the caller's messages and config).
     pub request: LlmRequestSummary,
     /// The raised error.
@@ -277,7 +232,7 @@ pub struct LlmFailedEvent {
 impl LlmFailedEvent {
     /// A failure event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         failure: LlmFailure,
         response: Option<LlmResponseSummary>,
@@ -316,7 +271,7 @@ pub enum LlmAttemptOutcome {
 #[non_exhaustive]
 pub struct LlmAttemptEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// This attempt's request (its working transcript and effective config).
     pub request: LlmRequestSummary,
     /// 0-based call-level attempt index.
@@ -335,7 +290,7 @@ pub struct LlmAttemptEvent {
 impl LlmAttemptEvent {
     /// An attempt event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         request: LlmRequestSummary,
         attempt_index: u32,
         retry_reason: Option<RetryReason>,

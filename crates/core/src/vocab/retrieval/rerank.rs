@@ -1,9 +1,9 @@
-//! Spec: graph-engine §6 *Typed rerank event* / *Typed rerank failure event*
-//! (observability §5.5.14, retrieval-provider §5 / §6).
+//! The typed rerank events' payloads (graph-engine §6 *Typed rerank event* / *Typed
+//! rerank failure event*, observability §5.5.14, retrieval-provider §5 / §6).
 //!
-//! The engine only carries these events; `openarmature-retrieval` builds and
-//! dispatches them when a `rerank()` call runs inside a node: exactly one
-//! [`RerankEvent`] or [`RerankFailedEvent`] per call. Payload fields (`query`,
+//! `openarmature-retrieval` builds and dispatches them when a `rerank()` call runs
+//! inside a node: exactly one [`RerankEvent`](super::RerankEvent) or
+//! [`RerankFailedEvent`](super::RerankFailedEvent) per call. Payload fields (`query`,
 //! `documents`, `request_extras`, `output_results`) are always populated; renderers
 //! gate them (§5.5.4).
 
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::prompt_context::{self, PromptContext};
+use crate::vocab::prompt::PromptContext;
 
 /// A rerank usage record (retrieval-provider §6 `RerankUsage`): present only when the
 /// provider reported at least one figure; each figure individually optional.
@@ -79,8 +79,9 @@ pub struct RerankRequestSummary {
 }
 
 impl RerankRequestSummary {
-    /// A request summary without `top_k` (see [`RerankRequestSummary::with_top_k`]),
-    /// capturing the prompt context bound in the current task.
+    /// A request summary without `top_k` (see [`RerankRequestSummary::with_top_k`])
+    /// and with an empty prompt context (see
+    /// [`RerankRequestSummary::with_prompt_context`]).
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -99,7 +100,7 @@ impl RerankRequestSummary {
             top_k: None,
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: PromptContext::default(),
         }
     }
 
@@ -119,7 +120,11 @@ impl RerankRequestSummary {
         self.query.len()
     }
 
-    crate::retrieval_event_shapes::prompt_context_accessors!();
+    /// Sets the prompt context bound where the call was made.
+    pub fn with_prompt_context(mut self, prompt_context: PromptContext) -> Self {
+        self.prompt_context = prompt_context;
+        self
+    }
 }
 
 /// What a successful `rerank()` call returned, as the event carries it.
@@ -157,11 +162,3 @@ impl RerankOutcome {
         self.output_results.len()
     }
 }
-
-crate::retrieval_event_shapes::retrieval_event_pair!(
-    RerankEvent,
-    RerankFailedEvent,
-    RerankRequestSummary,
-    RerankOutcome,
-    "rerank()"
-);

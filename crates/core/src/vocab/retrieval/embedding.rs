@@ -1,17 +1,17 @@
-//! Spec: graph-engine §6 *Typed embedding event* / *Typed embedding failure event*
-//! (observability §5.5.9, retrieval-provider §3 / §4).
+//! The typed embedding events' payloads (graph-engine §6 *Typed embedding event* /
+//! *Typed embedding failure event*, observability §5.5.9, retrieval-provider §3 / §4).
 //!
-//! The engine only carries these events; `openarmature-retrieval` builds and
-//! dispatches them (through [`crate::NodeCtx::dispatch_event`]) when an `embed()` call
-//! runs inside a node: exactly one [`EmbeddingEvent`] or [`EmbeddingFailedEvent`] per
-//! call, never both. Payload fields (`input_strings`, `request_extras`,
-//! `output_vectors`) are always populated; renderers gate them (§5.5.4).
+//! `openarmature-retrieval` builds and dispatches them when an `embed()` call runs
+//! inside a node: exactly one [`EmbeddingEvent`](super::EmbeddingEvent) or
+//! [`EmbeddingFailedEvent`](super::EmbeddingFailedEvent) per call, never both. Payload
+//! fields (`input_strings`, `request_extras`, `output_vectors`) are always populated;
+//! renderers gate them (§5.5.4).
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::prompt_context::{self, PromptContext};
+use crate::vocab::prompt::PromptContext;
 
 /// An embedding usage record (retrieval-provider §4 `EmbeddingUsage`): the tokens
 /// billed for the call. A call whose provider reported no (or a malformed) figure has
@@ -45,8 +45,8 @@ pub struct EmbeddingRequestSummary {
 }
 
 impl EmbeddingRequestSummary {
-    /// A request summary. Its prompt context is what is bound in the current task
-    /// ([`prompt_context::current`]): build it where the call is made.
+    /// A request summary with an empty prompt context (see
+    /// [`EmbeddingRequestSummary::with_prompt_context`]).
     pub fn new(
         provider: impl Into<String>,
         model: impl Into<String>,
@@ -62,7 +62,7 @@ impl EmbeddingRequestSummary {
             input_strings: input_strings.into(),
             request_params,
             request_extras,
-            prompt_context: prompt_context::current(),
+            prompt_context: PromptContext::default(),
         }
     }
 
@@ -71,7 +71,11 @@ impl EmbeddingRequestSummary {
         self.input_strings.len()
     }
 
-    crate::retrieval_event_shapes::prompt_context_accessors!();
+    /// Sets the prompt context bound where the call was made.
+    pub fn with_prompt_context(mut self, prompt_context: PromptContext) -> Self {
+        self.prompt_context = prompt_context;
+        self
+    }
 }
 
 /// What a successful `embed()` call returned, as the event carries it.
@@ -108,11 +112,3 @@ impl EmbeddingOutcome {
         }
     }
 }
-
-crate::retrieval_event_shapes::retrieval_event_pair!(
-    EmbeddingEvent,
-    EmbeddingFailedEvent,
-    EmbeddingRequestSummary,
-    EmbeddingOutcome,
-    "embed()"
-);

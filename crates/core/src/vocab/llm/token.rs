@@ -1,16 +1,17 @@
-//! Spec: graph-engine §6 *Typed LLM token event* (`LlmTokenEvent`, proposal 0062).
+//! The typed LLM token event (graph-engine §6 `LlmTokenEvent`, proposal 0062).
 //!
 //! A `complete()` call made with `stream` set dispatches one [`LlmTokenEvent`] per
 //! streamed content or reasoning delta, in `chunk_index` order, all before the call's
-//! terminal [`crate::LlmCompletionEvent`] / [`crate::LlmFailedEvent`]. The event is a
+//! terminal [`LlmCompletionEvent`](super::LlmCompletionEvent) /
+//! [`LlmFailedEvent`](super::LlmFailedEvent). The event is a
 //! within-call sub-event: it is unpaired (a failed stream emits its partial token
 //! events, then the terminal failure event) and carries no `phase`.
 //!
-//! The engine only carries the event; `openarmature-llm` builds and dispatches it. The
+//! The engine only routes the event; `openarmature-llm` builds and dispatches it. The
 //! bundled OTel / Langfuse observers do not render it: it is for custom forwarding
 //! observers (a UI streaming answer text, say).
 
-use crate::llm_events::LlmCallSite;
+use crate::CallSite;
 
 /// What a streamed delta carries (graph-engine §6 `delta_kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,7 +49,7 @@ impl std::fmt::Display for LlmDeltaKind {
 #[non_exhaustive]
 pub struct LlmTokenEvent {
     /// The calling node.
-    pub site: LlmCallSite,
+    pub site: CallSite,
     /// The provider identifier (e.g. `openai`).
     pub provider: String,
     /// The bound model the request was made against.
@@ -66,7 +67,7 @@ pub struct LlmTokenEvent {
 impl LlmTokenEvent {
     /// A token event.
     pub fn new(
-        site: LlmCallSite,
+        site: CallSite,
         provider: impl Into<String>,
         model: impl Into<String>,
         call_id: impl Into<String>,

@@ -1,21 +1,15 @@
 //! Spec: graph-engine §6 (`LlmCompletionEvent.active_prompt` / `active_prompt_group` /
-//! `token_budget`), prompt-management §12 (the prompt-context binding that drives the
-//! `openarmature.prompt.*` span attributes).
+//! `token_budget`), prompt-management §3 `token_budget`, §4, §10 and §12 (the prompt
+//! context that drives the `openarmature.prompt.*` span attributes), observability
+//! §5.5.15 (the budget evaluation).
 //!
-//! The binding is task-scoped: [`scope_prompt`] and [`scope_prompt_group`] run a future
-//! with a prompt (or a prompt group) active, and [`current`] reads what is active at the
-//! point an LLM call is made. Bindings nest: a prompt bound inside a group keeps the
-//! group, and an inner binding shadows an outer one of the same kind until its future
-//! ends. The binding follows the future, not the thread: a task spawned with
-//! `tokio::spawn` starts with nothing bound; carry the context over with
-//! [`PromptContext::scope`].
-//!
-//! The identity records live in the engine because they are fields of the typed LLM
-//! events; `openarmature-prompt` builds them from rendered prompts and offers the
-//! user-facing `PromptResult::scope` / `PromptGroup::scope` over these functions.
+//! The identity records and the budget live here because they are fields of the typed
+//! LLM events, which observability reads without depending on `openarmature-prompt`;
+//! `openarmature-prompt` builds them from rendered prompts and binds them.
 
-use std::future::Future;
 use std::sync::Arc;
+
+use super::llm::LlmUsage;
 
 /// The identity of a rendered prompt (prompt-management §4), as snapshotted on typed LLM
 /// events and rendered as the `openarmature.prompt.*` span attributes.
@@ -108,7 +102,7 @@ impl TokenBudget {
     /// first: `input` against `prompt_tokens`; `total` against `total_tokens`, else
     /// `prompt_tokens + completion_tokens` when both are reported. A bound whose actual
     /// count is not reported is left out (never treated as zero).
-    pub fn bounds(&self, usage: &crate::LlmUsage) -> Vec<BudgetBound> {
+    pub fn bounds(&self, usage: &LlmUsage) -> Vec<BudgetBound> {
         let total = usage.total_tokens.or_else(|| {
             usage
                 .prompt_tokens
@@ -133,7 +127,7 @@ impl TokenBudget {
     /// Which declared bounds the reported usage crossed (observability §5.5.15), from
     /// [`TokenBudget::bounds`]. Returns `None` when no bound could be evaluated (so no
     /// `openarmature.llm.token_budget.exceeded` attribute is emitted).
-    pub fn evaluate(&self, usage: &crate::LlmUsage) -> Option<BudgetEvaluation> {
+    pub fn evaluate(&self, usage: &LlmUsage) -> Option<BudgetEvaluation> {
         let bounds = self.bounds(usage);
         if bounds.is_empty() {
             return None;
@@ -207,7 +201,10 @@ impl BudgetEvaluation {
 }
 
 /// What is bound at a point in a task: the active prompt (with its token budget) and the
-/// active prompt group. Cheap to clone.
+/// active prompt group. Cheap to clone. `openarmature-prompt` binds it for the duration
+/// of a future (`PromptResult::scope`, `PromptGroup::scope`, its `prompt_context`
+/// module) and the provider crates read it where a call is made; the binding is a
+/// task-local of the engine's (`openarmature_graph::ambient`), keyed by this type.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PromptContext {
     prompt: Option<Arc<PromptIdentity>>,
@@ -236,91 +233,29 @@ impl PromptContext {
         self.prompt.is_none() && self.group.is_none()
     }
 
-    /// Runs `fut` with this context bound (e.g. to carry the caller's binding into a
-    /// spawned task).
-    pub async fn scope<F: Future>(self, fut: F) -> F::Output {
-        ACTIVE.scope(self, fut).await
+    /// This context with `prompt` (and its declared `token_budget`) as the active
+    /// prompt; the group is kept.
+    pub fn with_prompt(
+        mut self,
+        prompt: PromptIdentity,
+        token_budget: Option<TokenBudget>,
+    ) -> Self {
+        self.prompt = Some(Arc::new(prompt));
+        self.token_budget = token_budget;
+        self
     }
-}
 
-tokio::task_local! {
-    static ACTIVE: PromptContext;
-}
-
-/// What is bound in the current task (empty outside any binding).
-pub fn current() -> PromptContext {
-    ACTIVE.try_with(Clone::clone).unwrap_or_default()
-}
-
-/// Runs `fut` with `prompt` (and its declared `token_budget`) as the active prompt,
-/// keeping any active group. LLM calls made inside carry the identity on their typed
-/// events and spans.
-pub async fn scope_prompt<F: Future>(
-    prompt: PromptIdentity,
-    token_budget: Option<TokenBudget>,
-    fut: F,
-) -> F::Output {
-    let mut ctx = current();
-    ctx.prompt = Some(Arc::new(prompt));
-    ctx.token_budget = token_budget;
-    ctx.scope(fut).await
-}
-
-/// Runs `fut` with `group` as the active prompt group, keeping any active prompt.
-pub async fn scope_prompt_group<F: Future>(group: PromptGroupIdentity, fut: F) -> F::Output {
-    let mut ctx = current();
-    ctx.group = Some(Arc::new(group));
-    ctx.scope(fut).await
+    /// This context with `group` as the active prompt group; the prompt is kept.
+    pub fn with_group(mut self, group: PromptGroupIdentity) -> Self {
+        self.group = Some(Arc::new(group));
+        self
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::LlmUsage;
-
-    fn id(name: &str) -> PromptIdentity {
-        PromptIdentity::new(name, "v1", "production", "t", "r")
-    }
-
-    #[tokio::test]
-    async fn bindings_nest_and_unwind() {
-        assert!(current().is_empty());
-        scope_prompt_group(PromptGroupIdentity::new("g"), async {
-            assert_eq!(current().group().map(|g| g.group_name.as_str()), Some("g"));
-            assert!(current().prompt().is_none());
-            scope_prompt(id("a"), None, async {
-                let ctx = current();
-                assert_eq!(ctx.prompt().map(|p| p.name.as_str()), Some("a"));
-                assert_eq!(ctx.group().map(|g| g.group_name.as_str()), Some("g"));
-                scope_prompt(id("b"), Some(TokenBudget::new(Some(1), None)), async {
-                    assert_eq!(current().prompt().map(|p| p.name.as_str()), Some("b"));
-                    assert!(current().token_budget().is_some());
-                })
-                .await;
-                assert_eq!(current().prompt().map(|p| p.name.as_str()), Some("a"));
-                assert!(current().token_budget().is_none());
-            })
-            .await;
-            assert!(current().prompt().is_none());
-        })
-        .await;
-        assert!(current().is_empty());
-    }
-
-    #[tokio::test]
-    async fn spawned_tasks_start_unbound_unless_carried() {
-        scope_prompt(id("a"), None, async {
-            let bare = tokio::spawn(async { current().is_empty() }).await;
-            assert_eq!(bare.ok(), Some(true));
-            let carried = tokio::spawn(current().scope(async { current().prompt().cloned() }))
-                .await
-                .ok()
-                .flatten();
-            assert_eq!(carried.map(|p| p.name), Some("a".to_owned()));
-        })
-        .await;
-    }
 
     fn usage(p: Option<u64>, c: Option<u64>, t: Option<u64>) -> LlmUsage {
         LlmUsage {

@@ -1,0 +1,13 @@
+//! Each capability's event payloads and context types: the vocabulary the engine
+//! routes and observability renders without either depending on the capability
+//! crates (see ARCHITECTURE.md, *Dependency rule*).
+//!
+//! One module per capability. The capability crate builds the values and re-exports
+//! its module (`openarmature-llm` re-exports [`llm`] and [`tool`],
+//! `openarmature-retrieval` [`retrieval`], `openarmature-prompt` [`prompt`]); the
+//! engine's `ObserverEvent` carries them; observability reads them.
+
+pub mod llm;
+pub mod prompt;
+pub mod retrieval;
+pub mod tool;
