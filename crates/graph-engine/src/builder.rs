@@ -307,6 +307,12 @@ impl<S: State> GraphBuilder<S> {
             None => None,
         };
         let checkpoint = self.checkpoint.compile()?;
+        // Paused records go to the registered Checkpointer, else to a store the
+        // compiled graph owns (suspension §8.5).
+        let paused: Arc<dyn Checkpointer> = match &checkpoint {
+            Some(c) => Arc::clone(&c.checkpointer),
+            None => Arc::new(crate::checkpoint::InMemoryCheckpointer::new()),
+        };
         let entry = self.entry.clone().ok_or(CompileError::NoDeclaredEntry)?;
         let entry_index =
             self.nodes
@@ -395,6 +401,7 @@ impl<S: State> GraphBuilder<S> {
                 warnings,
                 checkpoint,
                 sessions,
+                paused,
             }),
         })
     }

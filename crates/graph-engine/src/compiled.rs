@@ -1,6 +1,6 @@
 //! Spec: graph-engine §3 (execution model), §4 (error semantics), §6 (event dispatch).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -11,14 +11,14 @@ use crate::builder::EdgeFn;
 use crate::checkpoint::engine::{instance, originates_here, parent_json, saves_here, Start};
 use crate::checkpoint::NodePosition;
 use crate::error::{BoxError, CompileWarning, GraphError, NodeError, RuntimeCategory};
-use crate::metadata::{enter_node, scoped, InvocationMetadata, MetadataCell};
+use crate::metadata::{enter_node, scoped, scoped_body};
 use crate::middleware::{Middleware, Next, Terminal};
 use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
 use crate::observer::{
-    EventError, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, ObserverErrorSink,
-    ObserverEvent, Phase, Registration, StateRef,
+    EventError, NodeConfig, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration,
+    StateRef,
 };
-use crate::queue::{DrainSummary, EventQueue, Registry};
+use crate::queue::{DrainSummary, Registry};
 use crate::state::State;
 use crate::subgraph::SubgraphFailure;
 
@@ -49,6 +49,9 @@ pub(crate) struct Inner<S: State> {
     pub(crate) checkpoint: Option<Arc<crate::checkpoint::runtime::CheckpointConfig>>,
     /// The registered SessionStore and its rules (sessions §5–§8), if any.
     pub(crate) sessions: Option<Arc<crate::session::SessionConfig>>,
+    /// Where paused-invocation records go (suspension §8.5): the registered
+    /// Checkpointer, else a store this graph owns.
+    pub(crate) paused: Arc<dyn crate::checkpoint::Checkpointer>,
 }
 
 /// Orders observer attach/detach against invocation starts, so an invocation's
@@ -118,154 +121,6 @@ impl<S: State> CompiledGraph<S> {
         self.invoke_with(initial, InvokeOptions::default())
             .await
             .map(|c| c.state)
-    }
-
-    /// Runs the graph with invocation-scoped observers, ids and metadata.
-    ///
-    /// # Errors
-    /// A [`GraphError`] with the §4 category and the recoverable state;
-    /// [`RuntimeCategory::InvocationMetadataInvalid`] (with the
-    /// [`MetadataError`](crate::metadata::MetadataError) as its source) before any
-    /// work begins when `options.metadata` breaks observability §3.4.
-    pub async fn invoke_with(
-        &self,
-        initial: S,
-        options: InvokeOptions,
-    ) -> Result<Completed<S>, GraphError<S>> {
-        let resuming = options.resume_invocation.is_some();
-        // A resumed run is a new invocation: a caller-supplied id is ignored (§10.4).
-        let id: Arc<str> = match options.invocation_id {
-            Some(id) if options.resume_invocation.is_none() => id.into(),
-            _ => uuid::Uuid::new_v4().to_string().into(),
-        };
-        if let Err(e) = crate::metadata::validate(&options.metadata) {
-            return Err(GraphError {
-                category: RuntimeCategory::InvocationMetadataInvalid,
-                node: String::new(),
-                namespace: Vec::new(),
-                state: initial,
-                invocation_id: id.to_string(),
-                source: Box::new(e),
-            });
-        }
-        let prepared = self
-            .inner
-            .prepare_checkpoint(options.resume_invocation.as_deref(), options.correlation_id)
-            .await;
-        let (checkpoint, correlation, first_step) = match prepared {
-            Ok(p) => p,
-            Err(e) => {
-                return Err(GraphError {
-                    category: e.runtime_category(),
-                    node: String::new(),
-                    namespace: Vec::new(),
-                    state: initial,
-                    invocation_id: id.to_string(),
-                    source: Box::new(e),
-                })
-            }
-        };
-        let (initial, session) = self
-            .inner
-            .open_session(initial, options.session_id.as_deref(), resuming, &id)
-            .await?;
-        let queue = EventQueue::start(
-            &self.inner.registry,
-            Arc::clone(&id),
-            Arc::clone(&self.inner.sink),
-        );
-        let started_seq = next_seq();
-        let inv = Arc::new(Invocation {
-            started_seq,
-            id: Arc::clone(&id),
-            correlation_id: Some(correlation.clone()),
-            session_id: options.session_id.map(Arc::from),
-            metadata: InvocationMetadata::from_map(options.metadata),
-            step: AtomicU64::new(first_step),
-            checkpoint,
-            session,
-            queue,
-            invocation_observers: options.observers,
-        });
-        let _close = CloseOnDrop(Arc::clone(&inv));
-        let attached = self.inner.observers_at(started_seq);
-        let scope = Arc::new(Scope {
-            recipients: Scope::recipients_for(&attached, &inv),
-            attached,
-            metadata: MetadataCell::new(inv.metadata.clone()),
-            inv,
-            namespace_prefix: Arc::from([]),
-            parent_states: Arc::from([]),
-            fan_out_chain: Arc::from([]),
-            branch_chain: Arc::from([]),
-            inherited_attempt: 0,
-        });
-        // Lifecycle events are opt-in: dispatch them only when someone asked.
-        let listening = scope.recipients.iter().any(|r| r.invocation_events);
-        if listening {
-            let entry = Arc::clone(&self.inner.nodes[self.inner.entry].name);
-            let initial_state: Option<StateRef> =
-                match (&options.resume_invocation, &scope.inv.checkpoint) {
-                    (None, _) => Some(Arc::new(initial.clone())),
-                    (Some(_), Some(runtime)) => runtime.restored_state().and_then(|v| {
-                        crate::checkpoint::runtime::state_from_json(&self.inner.defaults, v.clone())
-                            .ok()
-                            .map(|s| Arc::new(s) as StateRef)
-                    }),
-                    (Some(_), None) => None,
-                };
-            let started = InvocationStarted {
-                invocation_id: Arc::clone(&id),
-                correlation_id: correlation,
-                metadata: Arc::clone(scope.inv.metadata.as_arc()),
-                session_id: scope.inv.session_id.clone(),
-                entry,
-                initial_state,
-                resumed_from: options.resume_invocation.as_deref().map(Arc::from),
-                at: std::time::SystemTime::now(),
-            };
-            scope.inv.queue.dispatch(
-                ObserverEvent::InvocationStarted(started),
-                Arc::clone(&scope.recipients),
-            );
-        }
-        // On resume the caller's initial state is not used: the restored one is checked
-        // when it is rebuilt from the record.
-        let checked = if resuming { Ok(()) } else { initial.validate() };
-        let result = match checked {
-            Err(err) => Err(GraphError {
-                category: RuntimeCategory::StateValidationError,
-                node: String::new(),
-                namespace: Vec::new(),
-                state: initial,
-                invocation_id: id.to_string(),
-                source: Box::new(err),
-            }),
-            Ok(()) => {
-                self.inner
-                    .run_level(Arc::new(initial), Arc::clone(&scope))
-                    .await
-            }
-        };
-        if listening {
-            let completed = InvocationCompleted {
-                invocation_id: Arc::clone(&id),
-                error: result
-                    .as_ref()
-                    .err()
-                    .map(|e| (e.category_name().to_owned(), e.original_message())),
-                at: std::time::SystemTime::now(),
-            };
-            scope.inv.queue.dispatch(
-                ObserverEvent::InvocationCompleted(completed),
-                Arc::clone(&scope.recipients),
-            );
-        }
-        let state = self.inner.finish_session(&scope.inv, result?).await?;
-        Ok(Completed {
-            state: unwrap_arc(state),
-            invocation_id: id.to_string(),
-        })
     }
 
     /// Attaches an observer; it fires from the next invocation on (invocations in
@@ -346,6 +201,7 @@ impl<S: State> CompiledGraph<S> {
             branch_chain: Arc::clone(&outer.branch_chain),
             inherited_attempt: ctx.attempt_index,
             metadata: Arc::clone(&outer.metadata),
+            suspension_forbidden: outer.suspension_forbidden.clone(),
         });
         match self.inner.run_level(Arc::new(initial), scope).await {
             Ok(done) => Ok(unwrap_arc(done)),
@@ -391,7 +247,7 @@ impl<S: State> CompiledGraph<S> {
     }
 }
 
-struct CloseOnDrop(Arc<Invocation>);
+pub(crate) struct CloseOnDrop(pub(crate) Arc<Invocation>);
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
@@ -399,7 +255,7 @@ impl Drop for CloseOnDrop {
     }
 }
 
-fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
+pub(crate) fn unwrap_arc<S: Clone>(state: Arc<S>) -> S {
     Arc::try_unwrap(state).unwrap_or_else(|shared| (*shared).clone())
 }
 
@@ -423,9 +279,9 @@ impl Site<'_> {
 }
 
 /// The node attempt whose terminal (`completed`) event is still owed.
-struct OpenAttempt<S: State> {
-    ctx: NodeCtx,
-    pre: Arc<S>,
+pub(crate) struct OpenAttempt<S: State> {
+    pub(crate) ctx: NodeCtx,
+    pub(crate) pre: Arc<S>,
     /// The node's failure, when the attempt raised.
     failure: Option<EventError>,
     /// A copy of a successful attempt's update, kept only under middleware (which
@@ -444,12 +300,15 @@ struct OpenAttempt<S: State> {
 ///   update), the attempt completes with the merged state — the outcome the engine
 ///   saw (pipeline-utilities §2/§5, fixture 006);
 /// - a successful attempt completes after the merge and edge resolution.
-struct AttemptTerminal<'a, S: State> {
+pub(crate) struct AttemptTerminal<'a, S: State> {
     node: &'a dyn Node<S>,
     emits: bool,
     /// Keep copies of successful updates (only when middleware wraps the node).
     keep_updates: bool,
     open: Mutex<Option<OpenAttempt<S>>>,
+    /// Set when the node body suspended: the terminal's future then never completes,
+    /// and the step loop drops the middleware chain (suspension §3 / §8.4).
+    suspended: AtomicBool,
 }
 
 impl<S: State> AttemptTerminal<'_, S> {
@@ -491,7 +350,7 @@ impl<S: State> AttemptTerminal<'_, S> {
         }
     }
 
-    fn flush(open: OpenAttempt<S>, error: Option<EventError>) {
+    pub(crate) fn flush(open: OpenAttempt<S>, error: Option<EventError>) {
         let error = error.or(open.failure);
         emit(&open.ctx, Phase::Completed, &open.pre, None, error);
     }
@@ -516,7 +375,9 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
             }
             // §3.4 per-attempt scoping: a failed attempt's metadata writes are discarded.
             let before = ctx.scope.metadata.snapshot();
+            crate::metadata::set_in_body(true);
             let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
+            crate::metadata::set_in_body(false);
             if result.is_err() {
                 ctx.scope.metadata.restore(before);
             }
@@ -530,11 +391,16 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                     _ => None,
                 };
                 *self.open.lock().unwrap_or_else(PoisonError::into_inner) = Some(OpenAttempt {
-                    ctx,
+                    ctx: ctx.clone(),
                     pre: state,
                     failure,
                     success,
                 });
+            }
+            if ctx.scope.inv.pending.suspends(&ctx.scope, &ctx.node_name) {
+                // `next.run(..)` never returns to the middleware around the node.
+                self.suspended.store(true, Ordering::SeqCst);
+                std::future::pending::<()>().await;
             }
             result
         })
@@ -556,6 +422,9 @@ fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCate
     if let Some(node_error) = err.downcast_ref::<NodeError>() {
         return node_failure_category(node_error.inner());
     }
+    if let Some(e) = err.downcast_ref::<crate::suspension::SuspensionError>() {
+        return e.runtime_category();
+    }
     if let Some(cp) = err.downcast_ref::<crate::checkpoint::CheckpointError>() {
         // A composite node's own checkpoint failure (fan-out count drift, an
         // instance-completed save that raised) keeps its §10.10 category.
@@ -571,6 +440,18 @@ pub(crate) fn emit<S: State>(
     pre: &Arc<S>,
     post: Option<&Arc<S>>,
     error: Option<EventError>,
+) {
+    emit_with(ctx, phase, pre, post, error, None);
+}
+
+/// [`emit`] with a `suspended` event's descriptor.
+pub(crate) fn emit_with<S: State>(
+    ctx: &NodeCtx,
+    phase: Phase,
+    pre: &Arc<S>,
+    post: Option<&Arc<S>>,
+    error: Option<EventError>,
+    descriptor: Option<Arc<crate::suspension::SignalDescriptor>>,
 ) {
     let scope = &ctx.scope;
     if scope.recipients.is_empty() {
@@ -603,6 +484,7 @@ pub(crate) fn emit<S: State>(
             Some(NodeConfig::ParallelBranches(c)) => Some(c.clone()),
             _ => None,
         },
+        descriptor,
     };
     scope
         .inv
@@ -624,8 +506,8 @@ impl<S: State> Inner<S> {
     async fn step_loop(&self, initial: Arc<S>, scope: Arc<Scope>) -> Result<Arc<S>, GraphError<S>> {
         let mut state = initial;
         let mut current = self.entry;
-        if let Some(rt) = &scope.inv.checkpoint {
-            match self.resume_level(rt, &scope) {
+        if let Some(cursor) = &scope.inv.resume {
+            match self.resume_level(cursor, &scope) {
                 Ok(None) => {}
                 Ok(Some((restored, Start::At(i)))) => {
                     state = restored;
@@ -685,16 +567,34 @@ impl<S: State> Inner<S> {
                 emits: node.node.emits_node_events(),
                 keep_updates: !node.chain.is_empty(),
                 open: Mutex::new(None),
+                suspended: AtomicBool::new(false),
             };
             // The chain (middleware and node) runs with this node as the ambient
             // context (`get_invocation_metadata` / `set_invocation_metadata`); it
             // stays there through the merge and edge, until the next node.
             enter_node(ctx.clone());
-            let result = Next::new(&node.chain, &terminal)
-                .run(Arc::clone(&state), ctx)
-                .await
-                .map_err(crate::error::erase);
+            let chain = Next::new(&node.chain, &terminal).run(Arc::clone(&state), ctx);
+            let result = crate::suspension::run::unless_suspended(chain, &terminal.suspended).await;
             let open = terminal.take_open();
+            // A `suspend()` on this node's path (suspension §3): whatever the chain
+            // returned, the level stops here.
+            if let Some(interrupt) = scope.inv.pending.interrupt(&scope, &node.name) {
+                let attempt = open
+                    .as_ref()
+                    .map_or(scope.inherited_attempt, |o| o.ctx.attempt_index);
+                let position = NodePosition::new(
+                    scope.namespace_prefix.to_vec(),
+                    &*node.name,
+                    step,
+                    attempt,
+                    scope.fan_out_chain.iter().rev().find_map(|x| *x),
+                );
+                return Err(self.interrupted(interrupt, &scope, &node.name, &state, open, position));
+            }
+            let result = match result {
+                Some(result) => result.map_err(crate::error::erase),
+                None => Err("the node suspended outside the suspension's path".into()),
+            };
 
             let update = match result {
                 Ok(update) => update,
@@ -873,7 +773,7 @@ where
         scope: Arc::clone(scope),
     };
     emit(&unit, Phase::Started, &state, None, None);
-    match scoped(Some(unit.clone()), f(Arc::clone(&state), unit.clone())).await {
+    match scoped_body(unit.clone(), f(Arc::clone(&state), unit.clone())).await {
         Ok(update) => {
             match state.merge(update.clone()) {
                 Ok(post) => emit(&unit, Phase::Completed, &state, Some(&Arc::new(post)), None),
@@ -885,8 +785,16 @@ where
             Ok(update)
         }
         Err(err) => {
-            let error = EventError::capture(RuntimeCategory::NodeException.as_str(), &err);
-            emit(&unit, Phase::Completed, &state, None, Some(error));
+            match scope.inv.pending.interrupt(scope, name) {
+                Some(crate::suspension::run::Interrupt::Suspend { descriptor, .. }) => {
+                    let descriptor = Some(Arc::new(descriptor));
+                    emit_with(&unit, Phase::Suspended, &state, None, None, descriptor);
+                }
+                _ => {
+                    let error = EventError::capture(RuntimeCategory::NodeException.as_str(), &err);
+                    emit(&unit, Phase::Completed, &state, None, Some(error));
+                }
+            }
             Err(err)
         }
     }

@@ -249,6 +249,21 @@ pub enum RuntimeCategory {
     SessionStateMigrationChainAmbiguous,
     /// An optimistic-concurrency session save conflicted (sessions §8.2).
     SessionWriteConflict,
+    /// `suspend()` was called where it is not permitted (suspension §9).
+    SuspensionInUnsupportedContext,
+    /// The paused-invocation record (or its session, §8.6) could not be persisted
+    /// (suspension §9).
+    SuspensionPersistenceFailed,
+    /// Resume named an invocation that is not suspended (suspension §9).
+    SuspensionRecordInvalid,
+    /// The signal payload does not fit the state schema (suspension §9).
+    SuspensionResumePayloadInvalid,
+    /// Not a failure: the invocation suspended, and the caller used `invoke` /
+    /// `invoke_with`, which return only a final state. The paused record is persisted;
+    /// the source is a [`crate::suspension::SuspendedInvocation`]. Use
+    /// [`crate::CompiledGraph::run`] to receive the suspended outcome instead. An
+    /// implementation-defined category (`invocation_suspended`), not in the spec.
+    InvocationSuspended,
 }
 
 impl RuntimeCategory {
@@ -278,6 +293,11 @@ impl RuntimeCategory {
                 "session_state_migration_chain_ambiguous"
             }
             RuntimeCategory::SessionWriteConflict => "session_write_conflict",
+            RuntimeCategory::SuspensionInUnsupportedContext => "suspension_in_unsupported_context",
+            RuntimeCategory::SuspensionPersistenceFailed => "suspension_persistence_failed",
+            RuntimeCategory::SuspensionRecordInvalid => "suspension_record_invalid",
+            RuntimeCategory::SuspensionResumePayloadInvalid => "suspension_resume_payload_invalid",
+            RuntimeCategory::InvocationSuspended => "invocation_suspended",
         }
     }
 }

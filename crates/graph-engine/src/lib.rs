@@ -71,6 +71,7 @@ mod compiled;
 mod dynamic;
 mod error;
 mod extension_event;
+mod invoke;
 pub mod metadata;
 mod middleware;
 mod node;
@@ -80,6 +81,7 @@ pub mod reducers;
 pub mod session;
 mod state;
 mod subgraph;
+pub mod suspension;
 mod typed;
 
 pub use builder::{EdgeFn, GraphBuilder, Target, END};

@@ -82,9 +82,21 @@ pub struct InvokeOptions {
     /// spans many invocations. Never minted; observers render it as
     /// `openarmature.session_id` and Langfuse's `trace.sessionId`.
     pub session_id: Option<String>,
+    /// With [`InvokeOptions::resume_invocation`]: resume a *suspended* invocation
+    /// (suspension §7) with this payload merged into its state, instead of a
+    /// checkpoint resume.
+    pub signal_payload: Option<Value>,
 }
 
 impl InvokeOptions {
+    /// Resumes a suspended invocation (with [`InvokeOptions::resume_invocation`]) with
+    /// `payload` — an object of state fields — overlaid on its state (suspension §6:
+    /// a direct overwrite, reducers are not consulted).
+    pub fn signal_payload(mut self, payload: Value) -> Self {
+        self.signal_payload = Some(payload);
+        self
+    }
+
     /// Resumes `invocation_id` from its latest checkpoint: the initial state passed to
     /// `invoke_with` is ignored, the record's correlation id is kept, and a fresh
     /// invocation id is minted (a caller-supplied one is ignored).
@@ -141,6 +153,10 @@ pub(crate) struct Invocation {
     pub(crate) session: Option<Arc<crate::session::runtime::SessionRuntime>>,
     pub(crate) queue: EventQueue,
     pub(crate) invocation_observers: Vec<Registration>,
+    /// Where a resumed invocation re-enters (checkpoint or signal resume).
+    pub(crate) resume: Option<crate::checkpoint::runtime::ResumeCursor>,
+    /// A `suspend()` call being acted on (suspension §3).
+    pub(crate) pending: crate::suspension::PendingSlot,
 }
 
 impl Invocation {
@@ -170,6 +186,9 @@ pub(crate) struct Scope {
     /// This context's invocation metadata (observability §3.4): shared with serial
     /// subgraphs, forked for fan-out instances and branches.
     pub(crate) metadata: Arc<MetadataCell>,
+    /// Why `suspend()` is refused in this level (a collecting fan-out instance or
+    /// branch, suspension §8.2 / §8.3), inherited by nested levels.
+    pub(crate) suspension_forbidden: Option<Arc<str>>,
 }
 
 impl Scope {
@@ -348,6 +367,7 @@ impl NodeCtx {
             branch_chain: outer.branch_chain.iter().cloned().chain([branch]).collect(),
             inherited_attempt: self.attempt_index,
             metadata,
+            suspension_forbidden: outer.suspension_forbidden.clone(),
         };
         NodeCtx {
             attempt_scoped: false,
@@ -356,6 +376,16 @@ impl NodeCtx {
             scope: Arc::new(scope),
             ..self.clone()
         }
+    }
+
+    /// This context with `suspend()` refused inside it (and in every level nested
+    /// under it) with `suspension_in_unsupported_context`, `reason` saying why: a
+    /// composite node whose instances' errors are collected rather than raised calls
+    /// this on the contexts it [`enter`](NodeCtx::enter)s (suspension §8.2 / §8.3).
+    #[must_use]
+    pub fn forbid_suspension(mut self, reason: impl Into<Arc<str>>) -> NodeCtx {
+        Arc::make_mut(&mut self.scope).suspension_forbidden = Some(reason.into());
+        self
     }
 
     pub(crate) fn unscoped(self) -> NodeCtx {

@@ -23,6 +23,9 @@ pub enum Phase {
     Started,
     /// Dispatched after the merge and edge resolution (or the failure).
     Completed,
+    /// The node suspended (suspension §3): the attempt's terminal event instead of
+    /// `completed`; [`NodeEvent::descriptor`] carries the signal descriptor.
+    Suspended,
 }
 
 impl Phase {
@@ -31,6 +34,7 @@ impl Phase {
         match self {
             Phase::Started => "started",
             Phase::Completed => "completed",
+            Phase::Suspended => "suspended",
         }
     }
 }
@@ -40,6 +44,7 @@ impl Phase {
 pub struct PhaseSet {
     started: bool,
     completed: bool,
+    suspended: bool,
 }
 
 /// An empty phase set was passed at registration (graph-engine §6).
@@ -52,9 +57,11 @@ impl PhaseSet {
     pub const ALL: PhaseSet = PhaseSet {
         started: true,
         completed: true,
+        suspended: true,
     };
 
-    /// The set of `phases`.
+    /// The set of `phases`. `suspended` is a terminal phase like `completed`: a set
+    /// with `completed` receives `suspended` events too.
     ///
     /// # Errors
     /// [`EmptyPhaseSet`] when `phases` is empty.
@@ -62,8 +69,9 @@ impl PhaseSet {
         let set = PhaseSet {
             started: phases.contains(&Phase::Started),
             completed: phases.contains(&Phase::Completed),
+            suspended: phases.contains(&Phase::Suspended) || phases.contains(&Phase::Completed),
         };
-        if set.started || set.completed {
+        if set.started || set.completed || set.suspended {
             Ok(set)
         } else {
             Err(EmptyPhaseSet)
@@ -75,6 +83,7 @@ impl PhaseSet {
         match phase {
             Phase::Started => self.started,
             Phase::Completed => self.completed,
+            Phase::Suspended => self.suspended,
         }
     }
 }
@@ -159,6 +168,8 @@ pub struct NodeEvent {
     pub fan_out_config: Option<FanOutConfig>,
     /// The resolved configuration of a parallel-branches node (on its own events only).
     pub parallel_branches_config: Option<ParallelBranchesConfig>,
+    /// The signal descriptor of a `suspended` event (suspension §4), else `None`.
+    pub descriptor: Option<Arc<crate::suspension::SignalDescriptor>>,
 }
 
 /// A fan-out node's resolved configuration (graph-engine §6 `fan_out_config`).
@@ -272,9 +283,11 @@ pub struct InvocationStarted {
 pub struct InvocationCompleted {
     /// The invocation id.
     pub invocation_id: Arc<str>,
-    /// `None` when the run reached `END`; else the reported error category
+    /// `None` when the run reached `END` or suspended; else the reported error category
     /// (`GraphError::category_name`) and message.
     pub error: Option<(String, String)>,
+    /// The signal descriptor when the invocation suspended (suspension §5).
+    pub suspended: Option<Arc<crate::suspension::SignalDescriptor>>,
     /// When the invocation ended (wall clock).
     pub at: std::time::SystemTime,
 }

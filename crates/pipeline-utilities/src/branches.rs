@@ -357,6 +357,13 @@ impl<P: State> Node<P> for ParallelBranchesNode<P> {
                     .map(|b| b.dispatched(&state))
                     .collect(),
             };
+            // Suspension §8.3: a branch of a collecting node cannot suspend.
+            let ctx = match self.error_policy {
+                ErrorPolicy::Collect => ctx.forbid_suspension(
+                    "suspend() inside a branch of a parallel-branches node with error_policy collect (suspension §8.3)",
+                ),
+                ErrorPolicy::FailFast => ctx,
+            };
             let mut running = FuturesUnordered::new();
             for (position, (name, branch)) in self.branches.iter().enumerate() {
                 if !dispatched[position] {

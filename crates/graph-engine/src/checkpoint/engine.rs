@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::runtime::{state_from_json, CheckpointRuntime, LevelResume};
+use super::runtime::{state_from_json, CheckpointRuntime, LevelResume, ResumeCursor};
 use super::CheckpointError;
 use crate::compiled::{Inner, ResolvedEdge};
 use crate::error::{BoxError, GraphError, RoutingError, RuntimeCategory};
@@ -22,6 +22,15 @@ pub(crate) enum Start {
     At(usize),
     /// Continue after this node (evaluate its edge).
     After(usize),
+}
+
+/// A prepared invocation's checkpoint side: the runtime (when a Checkpointer is
+/// registered), where a resume re-enters, the correlation id and the first step.
+pub(crate) struct Prepared {
+    pub(crate) checkpoint: Option<Arc<CheckpointRuntime>>,
+    pub(crate) cursor: Option<ResumeCursor>,
+    pub(crate) correlation: Arc<str>,
+    pub(crate) first_step: u64,
 }
 
 /// Whether a level saves: not inside a parallel branch (the branches node saves when it
@@ -54,15 +63,21 @@ impl<S: State> Inner<S> {
         &self,
         resume: Option<&str>,
         correlation: Option<String>,
-    ) -> Result<(Option<Arc<CheckpointRuntime>>, Arc<str>, u64), CheckpointError> {
+    ) -> Result<Prepared, CheckpointError> {
         match (resume, &self.checkpoint) {
             (Some(id), None) => Err(CheckpointError::NotFound {
                 invocation_id: id.to_owned(),
             }),
             (Some(id), Some(config)) => {
-                let (runtime, step) = CheckpointRuntime::resume(Arc::clone(config), id).await?;
+                let (runtime, cursor, step) =
+                    CheckpointRuntime::resume(Arc::clone(config), id).await?;
                 let correlation: Arc<str> = runtime.correlation_id().into();
-                Ok((Some(Arc::new(runtime)), correlation, step))
+                Ok(Prepared {
+                    checkpoint: Some(Arc::new(runtime)),
+                    cursor,
+                    correlation,
+                    first_step: step,
+                })
             }
             (None, config) => {
                 let correlation: Arc<str> = correlation
@@ -71,7 +86,12 @@ impl<S: State> Inner<S> {
                 let runtime = config
                     .as_ref()
                     .map(|c| Arc::new(CheckpointRuntime::fresh(Arc::clone(c), &correlation)));
-                Ok((runtime, correlation, 0))
+                Ok(Prepared {
+                    checkpoint: runtime,
+                    cursor: None,
+                    correlation,
+                    first_step: 0,
+                })
             }
         }
     }
@@ -79,10 +99,10 @@ impl<S: State> Inner<S> {
     /// How the level `scope` describes starts, when a resume passes through it.
     pub(crate) fn resume_level(
         &self,
-        runtime: &CheckpointRuntime,
+        cursor: &ResumeCursor,
         scope: &Scope,
     ) -> Result<Option<(Arc<S>, Start)>, CheckpointError> {
-        let Some(level) = runtime.take_level(&scope.namespace_prefix) else {
+        let Some(level) = cursor.take_level(&scope.namespace_prefix) else {
             return Ok(None);
         };
         let index = |name: &str| {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 
 use super::record::{CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer};
+use crate::suspension::{PausedRecord, PausedStatus};
 use crate::BoxError;
 
 /// Keeps the latest record per invocation in memory (upsert). Cheap to clone: clones
@@ -16,6 +17,8 @@ use crate::BoxError;
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryCheckpointer {
     records: Arc<Mutex<HashMap<String, CheckpointRecord>>>,
+    /// Paused-invocation records (suspension §8.5): a store of their own.
+    paused: Arc<Mutex<HashMap<String, PausedRecord>>>,
 }
 
 impl InMemoryCheckpointer {
@@ -26,6 +29,10 @@ impl InMemoryCheckpointer {
 
     fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, CheckpointRecord>) -> R) -> R {
         f(&mut self.records.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn with_paused<R>(&self, f: impl FnOnce(&mut HashMap<String, PausedRecord>) -> R) -> R {
+        f(&mut self.paused.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// How many invocations have a record.
@@ -73,6 +80,54 @@ impl Checkpointer for InMemoryCheckpointer {
 
     fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         self.with(|m| m.remove(invocation_id));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.with_paused(|m| m.insert(record.invocation_id.clone(), record));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let found = self.with_paused(|m| m.get(invocation_id).cloned());
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let claimed = self.with_paused(|m| {
+            let record = m
+                .get_mut(invocation_id)
+                .filter(|r| r.status == PausedStatus::Suspended)?;
+            let before = record.clone();
+            record.status = PausedStatus::Resumed;
+            Some(before)
+        });
+        Box::pin(async move { Ok(claimed) })
+    }
+
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        let mut out: Vec<PausedRecord> = self.with_paused(|m| {
+            m.values()
+                .filter(|r| r.status == PausedStatus::Suspended)
+                .filter(|r| signal_id.is_none_or(|id| r.descriptor.signal_id == id))
+                .cloned()
+                .collect()
+        });
+        out.sort_by_key(|r| r.suspended_at);
+        Box::pin(async move { Ok(out) })
+    }
+
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.with_paused(|m| m.remove(invocation_id));
         Box::pin(async { Ok(()) })
     }
 }

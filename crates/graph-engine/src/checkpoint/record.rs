@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Positions;
+use crate::suspension::PausedRecord;
 use crate::BoxError;
 
 /// One completed node attempt whose result was merged (§10.2 `completed_positions`).
@@ -341,6 +342,35 @@ impl<C: Checkpointer + ?Sized> Checkpointer for Arc<C> {
     ) -> BoxFuture<'a, Result<(), BoxError>> {
         (**self).save_fan_out_failure(invocation_id, record)
     }
+
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).save_paused(record)
+    }
+
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        (**self).load_paused(invocation_id)
+    }
+
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        (**self).claim_paused(invocation_id)
+    }
+
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        (**self).list_paused(signal_id)
+    }
+
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        (**self).delete_paused(invocation_id)
+    }
 }
 
 /// The checkpoint store a graph saves to and resumes from (§10.1). `save` must be
@@ -388,5 +418,52 @@ pub trait Checkpointer: Send + Sync + 'static {
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
         self.save_fan_out_internal(invocation_id, record)
+    }
+    /// Persists a paused-invocation record (suspension §8.5, pipeline-utilities §10.15),
+    /// replacing any paused record of the same invocation. A record type of its own:
+    /// [`Checkpointer::load`] never returns it. The default stores nothing and fails,
+    /// so `suspend()` reports `suspension_persistence_failed` on a backend without
+    /// paused-record support.
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        let _ = record;
+        Box::pin(async { Err(crate::suspension::run::unsupported_backend()) })
+    }
+
+    /// The paused record of `invocation_id`, whatever its status.
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let _ = invocation_id;
+        Box::pin(async { Err(crate::suspension::run::unsupported_backend()) })
+    }
+
+    /// Atomically moves the paused record of `invocation_id` from `suspended` to
+    /// `resumed` and returns it as it was; `None` when there is no record or it is not
+    /// `suspended` (so concurrent resumes of one signal resume it once).
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let _ = invocation_id;
+        Box::pin(async { Err(crate::suspension::run::unsupported_backend()) })
+    }
+
+    /// The paused records awaiting `signal_id` (every paused record when `None`), oldest
+    /// first: how a signal coordinator finds the invocation a signal resumes.
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        let _ = signal_id;
+        Box::pin(async { Err(crate::suspension::run::unsupported_backend()) })
+    }
+
+    /// Removes the paused record of `invocation_id` (a no-op when there is none): a
+    /// resumed run that completes deletes its record; an application cancels a paused
+    /// invocation this way (suspension §12).
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        let _ = invocation_id;
+        Box::pin(async { Err(crate::suspension::run::unsupported_backend()) })
     }
 }

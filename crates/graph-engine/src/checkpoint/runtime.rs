@@ -36,13 +36,86 @@ pub(crate) struct CheckpointConfig {
 
 /// Where a resumed run re-enters: the saved node's level path and one state per level
 /// (outermost first).
-struct ResumePoint {
+pub(crate) struct ResumePoint {
     path: Vec<String>,
     node: String,
     states: Vec<Value>,
     /// Re-enter the node at the end of `path` (an in-flight fan-out): the point is
     /// consumed by the level that runs it, its instances start from their entries.
     into_fan_out: bool,
+    /// Run `node` again instead of continuing after it (a paused record suspended
+    /// with `OnResume::RerunNode`).
+    rerun: bool,
+}
+
+impl ResumePoint {
+    /// The resume point of a paused record (suspension §7): enter the levels down to
+    /// `prefix`, then continue after `node` or run it again.
+    pub(crate) fn paused(
+        prefix: Vec<String>,
+        node: String,
+        states: Vec<Value>,
+        rerun: bool,
+    ) -> Self {
+        ResumePoint {
+            path: prefix,
+            node,
+            states,
+            into_fan_out: false,
+            rerun,
+        }
+    }
+}
+
+/// Where a resumed invocation re-enters, consumed level by level as the run descends
+/// (a checkpoint resume, §10.4, or a signal resume, suspension §7).
+pub(crate) struct ResumeCursor {
+    point: Mutex<Option<ResumePoint>>,
+    /// The outermost state the resumed invocation starts from, as observers see it.
+    restored: Option<Value>,
+}
+
+impl ResumeCursor {
+    pub(crate) fn new(point: ResumePoint) -> Self {
+        ResumeCursor {
+            restored: point.states.first().cloned(),
+            point: Mutex::new(Some(point)),
+        }
+    }
+
+    /// The outermost state the resumed invocation starts from.
+    pub(crate) fn restored_state(&self) -> Option<&Value> {
+        self.restored.as_ref()
+    }
+
+    /// How the level at `prefix` starts, if the resume passes through it. The level
+    /// holding the saved node consumes the resume point.
+    pub(crate) fn take_level(&self, prefix: &[String]) -> Option<LevelResume> {
+        let mut slot = lock(&self.point);
+        let point = slot.as_ref()?;
+        let depth = prefix.len();
+        if !point.path.starts_with(prefix) || point.states.len() <= depth {
+            return None;
+        }
+        let state = point.states[depth].clone();
+        if point.path.len() == depth {
+            let node = point.node.clone();
+            let rerun = point.rerun;
+            *slot = None;
+            if node.is_empty() {
+                return Some(LevelResume::Entry { state });
+            }
+            if rerun {
+                return Some(LevelResume::Into { state, node });
+            }
+            return Some(LevelResume::After { state, node });
+        }
+        let node = point.path[depth].clone();
+        if point.into_fan_out && depth + 1 == point.path.len() {
+            *slot = None;
+        }
+        Some(LevelResume::Into { state, node })
+    }
 }
 
 /// How one level starts on resume.
@@ -61,16 +134,12 @@ pub(crate) struct CheckpointRuntime {
     correlation_id: String,
     positions: Mutex<Positions>,
     last_saved: Mutex<SystemTime>,
-    resume: Mutex<Option<ResumePoint>>,
     /// Serializes "snapshot, then save" so records reach the backend in order.
     pub(super) save_lock: tokio::sync::Mutex<()>,
     /// Fan-outs in flight in this run (§10.11), saved with every record.
     pub(super) live: Mutex<Vec<FanOutProgress>>,
     /// The loaded record's fan-out progress, consumed as fan-outs re-enter.
     pub(super) saved: Mutex<Vec<FanOutProgress>>,
-    /// On resume: the loaded record's outermost state, migrated (the state the
-    /// resumed invocation starts from, as observers see it).
-    restored: Option<Value>,
 }
 
 /// Which Checkpointer seam a save goes through (§10.11.4).
@@ -88,17 +157,29 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl CheckpointRuntime {
     /// A fresh run's bookkeeping.
     pub(crate) fn fresh(config: Arc<CheckpointConfig>, correlation_id: &str) -> Self {
+        Self::continuing(config, correlation_id, Positions::new())
+    }
+
+    /// A run continuing after `positions` (a signal resume, suspension §7).
+    pub(crate) fn continuing(
+        config: Arc<CheckpointConfig>,
+        correlation_id: &str,
+        positions: Positions,
+    ) -> Self {
         CheckpointRuntime {
             config,
             correlation_id: correlation_id.to_owned(),
-            positions: Mutex::new(Positions::new()),
+            positions: Mutex::new(positions),
             last_saved: Mutex::new(SystemTime::UNIX_EPOCH),
-            resume: Mutex::new(None),
             save_lock: tokio::sync::Mutex::new(()),
             live: Mutex::new(Vec::new()),
             saved: Mutex::new(Vec::new()),
-            restored: None,
         }
+    }
+
+    /// The completed positions so far.
+    pub(crate) fn positions(&self) -> Positions {
+        lock(&self.positions).clone()
     }
 
     /// Loads `resume_id`'s record and prepares the resumed run: migrated states, the
@@ -106,7 +187,7 @@ impl CheckpointRuntime {
     pub(crate) async fn resume(
         config: Arc<CheckpointConfig>,
         resume_id: &str,
-    ) -> Result<(Self, u64), CheckpointError> {
+    ) -> Result<(Self, Option<ResumeCursor>, u64), CheckpointError> {
         let record = config
             .checkpointer
             .load(resume_id)
@@ -171,6 +252,7 @@ impl CheckpointRuntime {
                 node: String::new(),
                 states: states[..=e.namespace.len()].to_vec(),
                 into_fan_out: true,
+                rerun: false,
             }),
             None => completed_positions
                 .iter()
@@ -181,68 +263,28 @@ impl CheckpointRuntime {
                     node: p.node_name.clone(),
                     states: states.clone(),
                     into_fan_out: false,
+                    rerun: false,
                 }),
-        };
-        let runtime = CheckpointRuntime {
-            config,
-            correlation_id,
-            positions: Mutex::new(completed_positions),
-            last_saved: Mutex::new(SystemTime::UNIX_EPOCH),
-            resume: Mutex::new(point),
-            save_lock: tokio::sync::Mutex::new(()),
-            live: Mutex::new(Vec::new()),
-            saved: Mutex::new(fan_out_progress),
-            restored: states.first().cloned(),
         };
         // Nothing completed yet: the outermost level restarts from its entry with the
         // saved state.
-        if lock(&runtime.resume).is_none() {
-            if let Some(state) = states.into_iter().next() {
-                *lock(&runtime.resume) = Some(ResumePoint {
-                    path: Vec::new(),
-                    node: String::new(),
-                    states: vec![state],
-                    into_fan_out: false,
-                });
-            }
-        }
-        Ok((runtime, next_step))
-    }
-
-    /// On resume, the loaded record's outermost state (migrated to the current schema
-    /// version); `None` for a fresh run.
-    pub(crate) fn restored_state(&self) -> Option<&Value> {
-        self.restored.as_ref()
+        let point = point.or_else(|| {
+            states.into_iter().next().map(|state| ResumePoint {
+                path: Vec::new(),
+                node: String::new(),
+                states: vec![state],
+                into_fan_out: false,
+                rerun: false,
+            })
+        });
+        let runtime = CheckpointRuntime::continuing(config, &correlation_id, completed_positions);
+        *lock(&runtime.saved) = fan_out_progress;
+        Ok((runtime, point.map(ResumeCursor::new), next_step))
     }
 
     /// The correlation id the run carries (the record's on resume).
     pub(crate) fn correlation_id(&self) -> &str {
         &self.correlation_id
-    }
-
-    /// How the level at `prefix` starts, if a resume passes through it. The level
-    /// holding the saved node consumes the resume point.
-    pub(crate) fn take_level(&self, prefix: &[String]) -> Option<LevelResume> {
-        let mut slot = lock(&self.resume);
-        let point = slot.as_ref()?;
-        let depth = prefix.len();
-        if !point.path.starts_with(prefix) || point.states.len() <= depth {
-            return None;
-        }
-        let state = point.states[depth].clone();
-        if point.path.len() == depth {
-            let node = point.node.clone();
-            *slot = None;
-            if node.is_empty() {
-                return Some(LevelResume::Entry { state });
-            }
-            return Some(LevelResume::After { state, node });
-        }
-        let node = point.path[depth].clone();
-        if point.into_fan_out && depth + 1 == point.path.len() {
-            *slot = None;
-        }
-        Some(LevelResume::Into { state, node })
     }
 
     /// Records a completed node attempt and saves (§10.3): `state` is the saving

@@ -2,7 +2,7 @@
 //! *Read access*, *Outside invocation* — the per-context cell, its attempt
 //! snapshots, and the ambient (task-local) access to the running node's context.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -117,7 +117,12 @@ impl MetadataCell {
 /// The ambient slot: the context of the node (or middleware chain) running in this
 /// task. One slot per graph level, refilled per node ([`enter_node`]), so the hot path
 /// pays one task-local access per node rather than a scope per node.
-type Slot = RefCell<Option<NodeCtx>>;
+pub(crate) struct Slot {
+    ctx: RefCell<Option<NodeCtx>>,
+    /// Whether the node body (not its middleware) is running: `suspend()` is refused
+    /// outside it (suspension §8.4).
+    in_body: Cell<bool>,
+}
 
 tokio::task_local! {
     static CURRENT: Slot;
@@ -126,7 +131,41 @@ tokio::task_local! {
 /// Runs `fut` with an ambient slot holding `ctx` (a graph level's loop starts empty
 /// and fills it per node; a middleware chain or a unit holds its context).
 pub(crate) fn scoped<F: Future>(ctx: Option<NodeCtx>, fut: F) -> TaskLocalFuture<Slot, F> {
-    CURRENT.scope(RefCell::new(ctx), fut)
+    CURRENT.scope(
+        Slot {
+            ctx: RefCell::new(ctx),
+            in_body: Cell::new(false),
+        },
+        fut,
+    )
+}
+
+/// [`scoped`] for a node body run without a step loop (an inline parallel branch).
+pub(crate) fn scoped_body<F: Future>(ctx: NodeCtx, fut: F) -> TaskLocalFuture<Slot, F> {
+    CURRENT.scope(
+        Slot {
+            ctx: RefCell::new(Some(ctx)),
+            in_body: Cell::new(true),
+        },
+        fut,
+    )
+}
+
+/// Marks whether the enclosing level's node body is running (set around the body by
+/// the step loop's terminal).
+pub(crate) fn set_in_body(running: bool) {
+    let _outside = CURRENT.try_with(|slot| slot.in_body.set(running)).is_err();
+}
+
+/// The ambient context and whether a node body (rather than middleware) is running.
+pub(crate) fn ambient_node() -> Option<(NodeCtx, bool)> {
+    CURRENT
+        .try_with(|slot| {
+            let ctx = slot.ctx.try_borrow().ok()?.clone()?;
+            Some((ctx, slot.in_body.get()))
+        })
+        .ok()
+        .flatten()
 }
 
 /// Makes `ctx` the ambient context of the enclosing [`scoped`] future (the node a
@@ -135,7 +174,8 @@ pub(crate) fn enter_node(ctx: NodeCtx) {
     // Outside a scope (not reachable from the engine) the context is just dropped.
     let _outside = CURRENT
         .try_with(|slot| {
-            if let Ok(mut current) = slot.try_borrow_mut() {
+            slot.in_body.set(false);
+            if let Ok(mut current) = slot.ctx.try_borrow_mut() {
                 *current = Some(ctx);
             }
         })
@@ -145,7 +185,7 @@ pub(crate) fn enter_node(ctx: NodeCtx) {
 /// Runs `f` on the ambient context, if there is one.
 fn with_current<R>(f: impl FnOnce(&NodeCtx) -> R) -> Option<R> {
     CURRENT
-        .try_with(|slot| slot.try_borrow().ok()?.as_ref().map(f))
+        .try_with(|slot| slot.ctx.try_borrow().ok()?.as_ref().map(f))
         .ok()
         .flatten()
 }

@@ -34,8 +34,8 @@ mod rules;
 
 use std::sync::Arc;
 
+pub(crate) use cell::{ambient_node, enter_node, scoped, scoped_body, set_in_body, MetadataCell};
 pub use cell::{current_node, get_invocation_metadata, set_invocation_metadata};
-pub(crate) use cell::{enter_node, scoped, MetadataCell};
 pub use rules::{
     check_key, check_value, validate, MetadataError, INVOCATION_METADATA_INVALID, RESERVED_KEYS,
     RESERVED_PREFIXES,

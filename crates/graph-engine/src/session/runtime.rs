@@ -21,6 +21,15 @@ pub(crate) struct SessionRuntime {
 }
 
 impl SessionRuntime {
+    /// The save alongside a paused record (suspension §8.6): what the auto-save at
+    /// `END` would write, now. `None` when auto-save is off (nothing written).
+    pub(crate) async fn save_at_suspend(&self, state: Value) -> Result<Option<u64>, SessionError> {
+        if !self.config.auto_save {
+            return Ok(None);
+        }
+        self.save(state).await.map(Some)
+    }
+
     /// Writes the projection of `state` (a JSON snapshot of the outermost state).
     async fn save(&self, state: Value) -> Result<u64, SessionError> {
         let record = SessionRecord::new(

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use openarmature_graph::{is_carrier, Boundary, NodeCtx, NodeError, State, StateRef};
 use serde_json::Value;
 
-use super::FanOutNode;
+use super::{ErrorPolicy, FanOutNode};
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// One instance's initial subgraph state.
@@ -47,6 +47,13 @@ impl<P: State, C: State> FanOutNode<P, C> {
             Arc::clone(parent) as StateRef,
             Boundary::FanOutInstance(index),
         );
+        // Suspension §8.2: an instance of a collecting fan-out cannot suspend.
+        let instance_ctx = match self.error_policy {
+            ErrorPolicy::Collect => instance_ctx.forbid_suspension(
+                "suspend() inside an instance of a fan-out with error_policy collect (suspension §8.2)",
+            ),
+            ErrorPolicy::FailFast => instance_ctx,
+        };
         let graph = &self.graph;
         let target =
             move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, NodeError>> {
