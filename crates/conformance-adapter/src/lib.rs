@@ -24,6 +24,7 @@ pub mod report;
 mod retrieval;
 pub mod runner;
 mod sessions;
+mod suspension;
 mod yaml;
 
 pub use error::AdapterError;

@@ -52,6 +52,16 @@ pub const NODE_ATTEMPT_INDEX: &str = "openarmature.node.attempt_index";
 /// `openarmature.error.category` — string, the §4 category, on failed spans only.
 pub const ERROR_CATEGORY: &str = "openarmature.error.category";
 
+/// `openarmature.outcome` — string, `"suspended"` on the suspending node's span and the
+/// invocation span of a suspended invocation (§4.2 *Suspended status mapping*: the
+/// logical `SUSPENDED` status is OTel `OK` plus this attribute).
+pub const OUTCOME: &str = "openarmature.outcome";
+/// `openarmature.suspension.signal_id` — string, on a suspended node's span (§5.8).
+pub const SUSPENSION_SIGNAL_ID: &str = "openarmature.suspension.signal_id";
+/// `openarmature.suspension.metadata.` — prefix of the flattened descriptor metadata
+/// (§5.8): nested objects flatten with dotted keys, arrays become canonical JSON.
+pub const SUSPENSION_METADATA_PREFIX: &str = "openarmature.suspension.metadata.";
+
 // §5.3 Subgraph span.
 
 /// `openarmature.subgraph.name` — string, the compiled subgraph's name or `""`.

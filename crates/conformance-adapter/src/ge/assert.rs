@@ -81,6 +81,9 @@ pub(crate) fn event_json(event: &ObserverEvent) -> Value {
     m.insert("branch_name".into(), json!(e.branch_name));
     m.insert("fan_out_index_chain".into(), json!(&*e.fan_out_index_chain));
     m.insert("branch_name_chain".into(), json!(&*e.branch_name_chain));
+    if let Some(d) = &e.descriptor {
+        m.insert("descriptor".into(), json!(&**d));
+    }
     Value::Object(m)
 }
 
@@ -98,6 +101,7 @@ const EVENT_KEYS: &[&str] = &[
     "branch_name",
     "fan_out_index_chain",
     "branch_name_chain",
+    "descriptor",
 ];
 
 /// Compares one recorded event with its expectation: only written keys, with
@@ -163,7 +167,7 @@ fn check_event(
     Ok(())
 }
 
-fn check_events(
+pub(crate) fn check_events(
     expected: &Y<'_>,
     actual: &[Arc<ObserverEvent>],
     label: &str,

@@ -1,7 +1,7 @@
 //! Spec: conformance-adapter §4 and §8.3 for the graph-engine suite: builds each
 //! case's graph with the real engine, invokes it, drains, and asserts.
 
-mod assert;
+pub(crate) mod assert;
 pub(crate) mod build;
 pub(crate) mod checkpoint;
 pub(crate) mod composite;

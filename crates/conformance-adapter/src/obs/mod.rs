@@ -128,7 +128,7 @@ mod retrieval;
 mod retrieval_invariants;
 pub(crate) mod retrieval_records;
 mod setup;
-mod spans;
+pub(crate) mod spans;
 mod tool_invariants;
 mod tools;
 mod traces;

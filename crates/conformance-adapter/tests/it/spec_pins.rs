@@ -35,6 +35,7 @@ fn pins() -> Vec<Pin> {
     vec![
         pin!(openarmature_graph),
         pin!(openarmature_graph::session),
+        pin!(openarmature_graph::suspension),
         pin!(openarmature_pipeline),
         pin!(openarmature_llm),
         pin!(openarmature_observability),

@@ -92,6 +92,13 @@ pub use signal::{suspend, suspend_with, OnResume, SignalDescriptor};
 
 use crate::error::BoxError;
 
+/// The OpenArmature capability this module implements (the crate's own is
+/// [`crate::SPEC_CAPABILITY`]).
+pub const SPEC_CAPABILITY: &str = "suspension";
+
+/// The OpenArmature specification release the suspension implementation targets.
+pub const SPEC_VERSION: &str = "0.109.0";
+
 /// How an invocation run with [`CompiledGraph::run`](crate::CompiledGraph::run) ended
 /// without an error (suspension §5): it reached `END`, or it suspended.
 #[derive(Debug, Clone)]

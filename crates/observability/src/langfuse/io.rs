@@ -60,7 +60,8 @@ impl InvocationIo {
             self.hooked_input = config.input_hook.as_ref().and_then(|h| h(&*state));
             self.initial = Some(state);
         }
-        if e.phase == Phase::Completed {
+        // A suspended node ends its attempt like a completed one (suspension §3).
+        if matches!(e.phase, Phase::Completed | Phase::Suspended) {
             self.final_node = e.namespace.first().cloned();
             self.last_state = Some(match (&outermost, &e.post_state) {
                 (Some(outer), _) => outer.clone(),

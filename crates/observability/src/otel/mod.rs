@@ -463,11 +463,14 @@ impl OtelObserver {
                 inner.early_logs.remove(&*e.invocation_id);
                 let state = inner.invocations.remove(&*e.invocation_id);
                 drop(inner);
-                if let Some(state) = state {
+                if let Some(mut state) = state {
                     let outcome = e.error.as_ref().map(|(category, message)| Failure {
                         category: category.clone(),
                         message: message.clone(),
                     });
+                    if e.suspended.is_some() {
+                        state.mark_suspended();
+                    }
                     state.end(&shared.config, Some(outcome), e.at);
                 }
             }

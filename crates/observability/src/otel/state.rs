@@ -352,8 +352,35 @@ impl InvState {
                     open.span.end_with_timestamp(now);
                 }
             }
+            Phase::Suspended => {
+                for d in 1..unit.depth() {
+                    if let Some(w) = self.wrappers.get_mut(&unit.scope(d)) {
+                        w.outcome = None;
+                        w.last_activity = Some(now);
+                    }
+                }
+                self.last_outcome = None;
+                self.composites.remove(&unit);
+                if let Some(mut open) = self.nodes.remove(&(unit, e.attempt_index)) {
+                    if let Some(c) = &e.fan_out_config {
+                        open.span.set_attributes(fan_out_node_attrs(c));
+                    }
+                    open.span
+                        .set_attributes(suspension_attrs(e.descriptor.as_deref()));
+                    apply_outcome(&mut open.span, None);
+                    open.span.end_with_timestamp(now);
+                }
+            }
             _ => {}
         }
+    }
+
+    /// Marks the invocation span suspended (§4.2): OTel `OK` plus
+    /// `openarmature.outcome = "suspended"`; no suspension attributes (§5.8).
+    pub(crate) fn mark_suspended(&mut self) {
+        self.root
+            .span
+            .set_attribute(KeyValue::new(attr::OUTCOME, "suspended"));
     }
 
     /// Activity at `unit`: closes the wrappers it shows are done, sets the entry node
@@ -803,6 +830,50 @@ impl InvState {
         apply_outcome(&mut self.root.span, outcome.as_ref());
         self.root.span.end_with_timestamp(now);
     }
+}
+
+/// A suspended node span's attributes (§4.2, §5.8): the outcome, the signal id and the
+/// flattened metadata.
+fn suspension_attrs(
+    descriptor: Option<&openarmature_graph::suspension::SignalDescriptor>,
+) -> Vec<KeyValue> {
+    let mut attrs = vec![KeyValue::new(attr::OUTCOME, "suspended")];
+    let Some(d) = descriptor else {
+        return attrs;
+    };
+    attrs.push(KeyValue::new(
+        attr::SUSPENSION_SIGNAL_ID,
+        d.signal_id.clone(),
+    ));
+    fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<KeyValue>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    flatten(&format!("{prefix}{k}."), v, out);
+                }
+            }
+            other => {
+                if let Some(value) = json_value(other) {
+                    let key = prefix.trim_end_matches('.').to_owned();
+                    out.push(KeyValue::new(key, value));
+                }
+            }
+        }
+    }
+    match &d.metadata {
+        Some(serde_json::Value::Object(m)) => {
+            for (k, v) in m {
+                flatten(
+                    &format!("{}{k}.", attr::SUSPENSION_METADATA_PREFIX),
+                    v,
+                    &mut attrs,
+                );
+            }
+        }
+        Some(other) => flatten(attr::SUSPENSION_METADATA_PREFIX, other, &mut attrs),
+        None => {}
+    }
+    attrs
 }
 
 /// A JSON attribute value as an OpenTelemetry value: scalars as themselves, arrays and
