@@ -71,6 +71,8 @@ mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]
 mod sqlite_db;
 #[cfg(feature = "sqlite")]
+mod sqlite_paused;
+#[cfg(feature = "sqlite")]
 mod sqlite_session;
 mod timing;
 

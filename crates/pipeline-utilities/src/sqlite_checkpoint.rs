@@ -13,18 +13,23 @@ use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
 };
+use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::sqlite_db::{from_ns, to_ns, SqliteDb};
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
+const CHECKPOINTS: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
     invocation_id TEXT PRIMARY KEY,
     correlation_id TEXT NOT NULL,
     last_saved_at_ns INTEGER NOT NULL,
     completed_node_count INTEGER NOT NULL,
     record TEXT NOT NULL
-)";
+);";
+
+fn schema() -> String {
+    format!("{CHECKPOINTS}\n{}", crate::sqlite_paused::SCHEMA)
+}
 
 /// Why the SQLite checkpointer failed.
 #[derive(Debug, thiserror::Error)]
@@ -93,7 +98,7 @@ impl SqliteCheckpointer {
     /// [`SqliteCheckpointError::Open`] when the file cannot be opened or prepared.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SqliteCheckpointError> {
         let path = path.as_ref();
-        let db = SqliteDb::open(path, SCHEMA).map_err(|source| SqliteCheckpointError::Open {
+        let db = SqliteDb::open(path, &schema()).map_err(|source| SqliteCheckpointError::Open {
             path: path.to_path_buf(),
             source,
         })?;
@@ -105,7 +110,7 @@ impl SqliteCheckpointer {
     /// # Errors
     /// [`SqliteCheckpointError::Open`] if SQLite cannot allocate it.
     pub fn in_memory() -> Result<Self, SqliteCheckpointError> {
-        let db = SqliteDb::in_memory(SCHEMA).map_err(|source| SqliteCheckpointError::Open {
+        let db = SqliteDb::in_memory(&schema()).map_err(|source| SqliteCheckpointError::Open {
             path: PathBuf::from(":memory:"),
             source,
         })?;
@@ -127,6 +132,15 @@ impl SqliteCheckpointer {
             .run(move |conn| f(conn))
             .await
             .map_err(SqliteCheckpointError::Task)?
+    }
+
+    /// [`SqliteCheckpointer::run`] with the connection mutable (for transactions).
+    async fn run_mut<R, F>(&self, f: F) -> Result<R, SqliteCheckpointError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, SqliteCheckpointError> + Send + 'static,
+    {
+        self.db.run(f).await.map_err(SqliteCheckpointError::Task)?
     }
 }
 
@@ -246,6 +260,59 @@ impl Checkpointer for SqliteCheckpointer {
                     Ok(())
                 })
                 .await,
+            )
+        })
+    }
+
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move {
+            boxed(
+                self.run(move |c| crate::sqlite_paused::save(c, &record))
+                    .await,
+            )
+        })
+    }
+
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let id = invocation_id.to_owned();
+        Box::pin(async move { boxed(self.run(move |c| crate::sqlite_paused::load(c, &id)).await) })
+    }
+
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let id = invocation_id.to_owned();
+        Box::pin(async move {
+            boxed(
+                self.run_mut(move |c| crate::sqlite_paused::claim(c, &id))
+                    .await,
+            )
+        })
+    }
+
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        let signal = signal_id.map(str::to_owned);
+        Box::pin(async move {
+            boxed(
+                self.run(move |c| crate::sqlite_paused::list(c, signal.as_deref()))
+                    .await,
+            )
+        })
+    }
+
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        let id = invocation_id.to_owned();
+        Box::pin(async move {
+            boxed(
+                self.run(move |c| crate::sqlite_paused::delete(c, &id))
+                    .await,
             )
         })
     }

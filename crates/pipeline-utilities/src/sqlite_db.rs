@@ -23,14 +23,14 @@ impl SqliteDb {
         conn.busy_timeout(Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.execute(schema, [])?;
+        conn.execute_batch(schema)?;
         Ok(Self::wrap(conn, path.to_path_buf()))
     }
 
     /// A private in-memory database with `schema` (not durable; for tests).
     pub(crate) fn in_memory(schema: &str) -> Result<Self, rusqlite::Error> {
         let conn = Connection::open_in_memory()?;
-        conn.execute(schema, [])?;
+        conn.execute_batch(schema)?;
         Ok(Self::wrap(conn, PathBuf::from(":memory:")))
     }
 

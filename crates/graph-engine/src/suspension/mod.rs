@@ -1,9 +1,9 @@
 //! Spec: suspension §3 (the `suspend` operation), §4 (signal descriptors), §5 (the
 //! suspended outcome), §6 (signal payload merge), §7 (resume), §9 (errors).
 //!
-//! A node body pauses the invocation with [`suspend`]; [`CompiledGraph::run`] returns
+//! A node body pauses the invocation with [`suspend`]; [`CompiledGraph::run`](crate::CompiledGraph::run) returns
 //! [`Outcome::Suspended`] and the paused-invocation record is persisted; later — in
-//! this process or another one reaching the same store — [`CompiledGraph::resume`]
+//! this process or another one reaching the same store — [`CompiledGraph::resume`](crate::CompiledGraph::resume)
 //! merges the signal payload and continues.
 //!
 //! # The terminal-action mechanism (§3)

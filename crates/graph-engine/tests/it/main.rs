@@ -17,4 +17,5 @@ mod session_migrations;
 mod session_store;
 mod sessions;
 mod subgraphs;
+mod suspension;
 mod typed_state;

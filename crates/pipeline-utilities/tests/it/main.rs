@@ -15,4 +15,5 @@ mod retry;
 mod sessions;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
+mod suspension;
 mod timing;

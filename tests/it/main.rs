@@ -1,0 +1,4 @@
+//! The facade's integration tests (one binary; one module per topic).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod suspend_across_processes;
