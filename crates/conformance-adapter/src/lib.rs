@@ -15,6 +15,7 @@ pub mod deferrals;
 pub mod discovery;
 pub mod error;
 mod ge;
+mod harness;
 mod http_mock;
 mod llm;
 mod matchers;

@@ -156,6 +156,7 @@ async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
         "retrieval-provider" => crate::retrieval::run_case(path, doc, id.case.as_deref()).await,
         "sessions" => crate::sessions::run_case(&root, &case).await,
         "suspension" => crate::suspension::run_case(&root, &case).await,
+        "harness" => crate::harness::run_case(&root, &case).await,
         other => Err(format!(
             "harness_primitive_missing: {}: no runner for capability `{other}` yet",
             path.display()

@@ -256,6 +256,12 @@ impl Category {
     /// A harness could not subscribe to signals.
     pub const HARNESS_SIGNAL_SUBSCRIPTION_FAILED: Category =
         Category::new("harness_signal_subscription_failed");
+    /// A harness could not resolve the session id of a sessioned transmission.
+    pub const HARNESS_SESSION_ID_UNRESOLVED: Category =
+        Category::new("harness_session_id_unresolved");
+    /// A harness could not classify a transmission into exactly one dispatch path.
+    pub const HARNESS_PATH_CLASSIFICATION_AMBIGUOUS: Category =
+        Category::new("harness_path_classification_ambiguous");
     /// A chat message failed validation at the harness boundary.
     pub const CHAT_MESSAGE_SHAPE_INVALID: Category = Category::new("chat_message_shape_invalid");
 }
@@ -312,6 +318,8 @@ impl Category {
         Category::SUSPENSION_RESUME_PAYLOAD_INVALID,
         Category::HARNESS_SIGNAL_CORRELATION_FAILED,
         Category::HARNESS_SIGNAL_SUBSCRIPTION_FAILED,
+        Category::HARNESS_SESSION_ID_UNRESOLVED,
+        Category::HARNESS_PATH_CLASSIFICATION_AMBIGUOUS,
         Category::CHAT_MESSAGE_SHAPE_INVALID,
     ];
 }

@@ -69,7 +69,7 @@ impl<S: State> CompiledGraph<S> {
     pub async fn run(
         &self,
         initial: S,
-        options: InvokeOptions,
+        mut options: InvokeOptions,
     ) -> Result<Outcome<S>, GraphError<S>> {
         let signal = match (&options.signal_payload, &options.resume_invocation) {
             (Some(payload), Some(id)) => Some(self.inner.prepare_signal_resume(id, payload).await),
@@ -78,6 +78,12 @@ impl<S: State> CompiledGraph<S> {
             })),
             (None, _) => None,
         };
+        // A signal resume stays bound to the suspended invocation's session (harness §3.3).
+        if let Some(Ok(resume)) = &signal {
+            if options.session_id.is_none() {
+                options.session_id = resume.record.session_id.clone();
+            }
+        }
         let resuming = options.resume_invocation.is_some();
         // A checkpoint-resumed run is a new invocation: a caller-supplied id is ignored
         // (§10.4); a signal-resumed one keeps the suspended invocation's (suspension §7).

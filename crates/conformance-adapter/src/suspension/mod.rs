@@ -10,7 +10,7 @@
 //! node's own name per suspension §5.
 
 mod invariants;
-mod nodes;
+pub(crate) mod nodes;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -70,7 +70,7 @@ pub(crate) struct CaseRig {
 
 /// Adapter register U2: a `fan_out:` block without `collect_field` (fixture 007, whose
 /// run never reaches fan-in) collects its `item_field`.
-fn desugar(value: &mut serde_norway::Value) {
+pub(crate) fn desugar(value: &mut serde_norway::Value) {
     use serde_norway::Value as V;
     match value {
         V::Mapping(m) => {

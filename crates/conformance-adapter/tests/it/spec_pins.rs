@@ -41,6 +41,7 @@ fn pins() -> Vec<Pin> {
         pin!(openarmature_observability),
         pin!(openarmature_prompt),
         pin!(openarmature_retrieval),
+        pin!(openarmature_harness),
         pin!(openarmature_conformance),
     ]
 }

@@ -41,6 +41,10 @@ pub struct PausedRecord {
     pub invocation_id: String,
     /// The invocation's correlation id.
     pub correlation_id: String,
+    /// The session the invocation is bound to, if any: a signal resume binds the same
+    /// session without the caller naming it (harness §3.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
     /// The record's status.
     pub status: PausedStatus,
     /// What the invocation awaits.

@@ -164,6 +164,7 @@ impl<S: State> Inner<S> {
         let record = PausedRecord {
             invocation_id: inv.id.to_string(),
             correlation_id: inv.correlation_id.as_deref().unwrap_or_default().to_owned(),
+            session_id: inv.session_id.as_deref().map(str::to_owned),
             status: PausedStatus::Suspended,
             descriptor: pending.descriptor,
             node_name: pending.node_name,
