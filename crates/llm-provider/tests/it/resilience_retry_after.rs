@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
-use openarmature_llm::resilience::{HonorRetryAfter, ManualClock};
+use openarmature_llm::resilience::HonorRetryAfter;
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider, Transport,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
+use openarmature_testkit::ManualClock;
 use serde_json::json;
 
 use crate::support::{Server, Step};

@@ -13,14 +13,14 @@ use openarmature_graph::{
     state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::resilience::{
-    BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ManualClock, ResilientProvider,
-    UsageAggregator,
+    BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ResilientProvider, UsageAggregator,
 };
 use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider, Transport};
 use openarmature_pipeline::retry::{
     Constant, RetryConfig, TokenBucket, TokenBucketConfig, TokioSleeper,
 };
 use openarmature_pipeline::{FailureIsolationMiddleware, RetryMiddleware};
+use openarmature_testkit::ManualClock;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
