@@ -10,6 +10,8 @@
 //! - [`deferrals`] reads `conformance.toml` (fixtures deferred with a reason).
 //! - [`runner`] parses one fixture file and runs a case against the engine.
 //! - [`report`] holds the case identifiers and outcomes both front ends print.
+//! - [`suite`] lists and runs the cases and judges them against the deferrals
+//!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
 pub mod deferrals;
 pub mod discovery;
@@ -24,6 +26,7 @@ pub mod report;
 mod retrieval;
 pub mod runner;
 mod sessions;
+pub mod suite;
 mod yaml;
 
 pub use error::AdapterError;
