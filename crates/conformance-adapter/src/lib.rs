@@ -6,6 +6,9 @@
 //! their public APIs. Fixtures are data read from a directory (see
 //! [`discovery`]); they are never copied into this repository.
 //!
+//! Fixture-shaped conventions (where a fixture needs more than the spec prose
+//! says) are named in the crate's `REGISTER.md` (ids R.., L.., O.., S.., P.., V..).
+//!
 //! - [`discovery`] finds the fixture root and the fixture files.
 //! - [`deferrals`] reads `conformance.toml` (fixtures deferred with a reason).
 //! - [`runner`] parses one fixture file and runs a case against the engine.

@@ -10,7 +10,7 @@
 //! makes ([`store`]). The case's `expected` / `expected_error` are checked by
 //! [`expect`], its invariants by the table in [`invariants`].
 //!
-//! Register of fixture-shaped conventions (adapter register S1–S4 in ARCHITECTURE.md):
+//! Register of fixture-shaped conventions (adapter register S1–S4 in REGISTER.md):
 //!
 //! - S1 node vocabulary ([`desugar`]): `mapping: {inputs, outputs}` on subgraph and
 //!   fan-out nodes, `<fan_out_item>`, `raises: {category}`.
