@@ -35,7 +35,10 @@ impl Sleeper for VirtualSleeper {
 fn limited(headers: Vec<(&'static str, String)>) -> Step {
     Step::Respond {
         status: 429,
-        headers,
+        headers: headers
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
         body: serde_json::to_vec(
             &json!({"error": {"type": "rate_limit_error", "message": "slow down"}}),
         )

@@ -72,7 +72,7 @@ pub enum Reply {
 
 impl Reply {
     /// `status` with `body` serialized as JSON.
-    pub fn json(status: u16, body: &Value) -> Reply {
+    pub fn json(status: u16, body: Value) -> Reply {
         Reply::body(status, body.to_string().as_bytes())
     }
 
@@ -285,7 +285,7 @@ impl Shared {
             );
             log.overruns.push(note.clone());
             let body = serde_json::json!({"error": {"type": "mock_exhausted", "message": note}});
-            (Source::Exhausted, Reply::json(500, &body))
+            (Source::Exhausted, Reply::json(500, body))
         };
         log.exchanges.push(Exchange {
             request,

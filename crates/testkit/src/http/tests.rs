@@ -24,7 +24,7 @@ async fn exchange(server: &MockServer, requests: &[(&str, &str)]) -> String {
 #[tokio::test]
 async fn replies_are_served_in_order_and_an_overrun_is_a_500() {
     let server = MockServer::scripted([
-        Reply::json(200, &serde_json::json!({"n": 1})).header("Retry-After", "3"),
+        Reply::json(200, serde_json::json!({"n": 1})).header("Retry-After", "3"),
         Reply::body(429, b"slow"),
     ])
     .await
