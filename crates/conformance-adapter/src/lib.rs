@@ -29,6 +29,7 @@ pub mod report;
 mod retrieval;
 pub mod runner;
 mod sessions;
+mod shared;
 pub mod suite;
 mod yaml;
 

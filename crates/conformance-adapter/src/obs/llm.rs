@@ -52,8 +52,8 @@ use openarmature_llm::{
 use serde_json::{json, Map, Value};
 
 use super::canned::{self, Canned};
-use crate::ge::harness::lock;
 use crate::http_mock::{MockServer, Reply};
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -52,7 +52,8 @@ use self::store::RecordingStore;
 use self::telemetry::Telemetry;
 use crate::ge::build::Builder;
 use crate::ge::checkpoint::MigrationLog;
-use crate::ge::harness::{lock, Behavior, Harness, HarnessObserver, Pace};
+use crate::ge::harness::{Behavior, Harness, HarnessObserver, Pace};
+use crate::shared::lock;
 use crate::yaml::Y;
 
 /// Everything a case left behind, for [`expect`] and [`invariants`].

@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use self::middleware::{instance_middleware, node_middleware};
 use self::queryable::Queryable;
-use crate::ge::harness::lock;
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 
