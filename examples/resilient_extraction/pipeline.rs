@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::error::Error as StdError;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -100,8 +101,8 @@ pub struct Tuning {
     pub call_backoff: Duration,
     /// Node-level backoff.
     pub node_backoff: Duration,
-    /// Fan-out concurrency bound.
-    pub concurrency: i64,
+    /// Fan-out concurrency bound (0: unbounded).
+    pub concurrency: usize,
 }
 
 impl Tuning {
@@ -275,7 +276,7 @@ pub fn build(
 
     let fan_out =
         FanOutNode::<Doc, Chunk>::over_items(per_chunk, "chunks", "chunk", "result", "results")
-            .concurrency(Some(tuning.concurrency))
+            .concurrency(NonZeroUsize::new(tuning.concurrency))
             .error_policy(ErrorPolicy::Collect)
             .errors_field("errors");
 

@@ -1,21 +1,20 @@
 //! `cargo xtask conformance`: run every fixture case, deferred ones included.
 //!
-//! Spec: conformance-adapter §3–§9 (the adapter does the work; this is the report).
+//! Spec: conformance-adapter §3–§9 (the adapter's `suite` lists, runs and judges the
+//! cases, the same code the `cargo test` binary runs; this is the report).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::thread;
 use std::time::Instant;
 
 use openarmature_conformance::deferrals::{Deferrals, CONFIG_FILE};
-use openarmature_conformance::discovery::{
-    discover, workspace_root, Discovery, FixtureFile, SPEC_DIR_ENV,
+use openarmature_conformance::discovery::{discover, workspace_root, Discovery, SPEC_DIR_ENV};
+use openarmature_conformance::suite::{
+    deferred_pass_hint, list_jobs, run_jobs, stale_entries, tally, workers, Counts, Job, Verdict,
 };
-use openarmature_conformance::{runner, CaseId, CaseOutcome};
-
-use crate::par::par_map;
+use openarmature_conformance::CaseId;
 
 /// Lines of a failure message printed without `--verbose`.
 const MAX_LINES: usize = 12;
@@ -73,67 +72,6 @@ fn parse_jobs(value: &str) -> Result<usize, String> {
     }
 }
 
-/// One case to run (or a fixture whose cases could not be listed).
-pub(crate) struct Job {
-    pub(crate) id: CaseId,
-    pub(crate) path: PathBuf,
-    /// Set when `list_cases` failed: the job is the fixture and it fails with this.
-    pub(crate) listing_error: Option<String>,
-}
-
-/// Per-capability counts.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) passed: usize,
-    pub(crate) failed: usize,
-    pub(crate) skipped: usize,
-}
-
-impl Counts {
-    pub(crate) fn total(&self) -> usize {
-        self.passed + self.failed + self.skipped
-    }
-
-    pub(crate) fn add(&mut self, other: &Counts) {
-        self.passed += other.passed;
-        self.failed += other.failed;
-        self.skipped += other.skipped;
-    }
-
-    /// Counts one case: a deferred case that passes counts as failed.
-    pub(crate) fn record(&mut self, verdict: &Verdict<'_>) {
-        match verdict {
-            Verdict::Passed => self.passed += 1,
-            Verdict::Skipped => self.skipped += 1,
-            Verdict::Failed(_) | Verdict::DeferredPasses(_) => self.failed += 1,
-        }
-    }
-}
-
-/// What one case's outcome means given its deferral.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict<'a> {
-    /// Passed and not deferred.
-    Passed,
-    /// Failed and not deferred (the message).
-    Failed(&'a str),
-    /// Failed and deferred.
-    Skipped,
-    /// Passed although deferred (the deferral's reason): the list is stale.
-    DeferredPasses(&'a str),
-}
-
-impl<'a> Verdict<'a> {
-    pub(crate) fn of(outcome: &'a CaseOutcome, reason: Option<&'a str>) -> Verdict<'a> {
-        match (outcome, reason) {
-            (CaseOutcome::Passed, None) => Verdict::Passed,
-            (CaseOutcome::Failed(_), Some(_)) => Verdict::Skipped,
-            (CaseOutcome::Failed(message), None) => Verdict::Failed(message),
-            (CaseOutcome::Passed, Some(reason)) => Verdict::DeferredPasses(reason),
-        }
-    }
-}
-
 /// The loaded `conformance.toml`, the fixtures found and the worker count.
 pub(crate) struct Suite {
     pub(crate) deferrals: Deferrals,
@@ -185,49 +123,6 @@ pub(crate) fn prepare(capability: Option<&str>, jobs: Option<usize>) -> Result<S
     })
 }
 
-/// `--jobs`, else the available parallelism.
-pub(crate) fn workers(jobs: Option<usize>) -> usize {
-    jobs.unwrap_or_else(|| thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
-}
-
-/// Runs every job on `workers` threads; a panic is a failure.
-pub(crate) fn run_jobs(jobs: &[Job], workers: usize) -> Vec<CaseOutcome> {
-    par_map(jobs, workers, |job| match &job.listing_error {
-        Some(error) => CaseOutcome::Failed(error.clone()),
-        None => runner::run_case(&job.path, &job.id),
-    })
-    .into_iter()
-    .map(|result| {
-        result.unwrap_or_else(|panic| CaseOutcome::Failed(format!("the runner panicked: {panic}")))
-    })
-    .collect()
-}
-
-/// Per-capability counts of the declared capabilities in scope (even those without
-/// fixtures) and of any capability a job belongs to.
-pub(crate) fn tally(
-    suite: &Suite,
-    capability: Option<&str>,
-    jobs: &[Job],
-    outcomes: &[CaseOutcome],
-) -> BTreeMap<String, Counts> {
-    let mut per_capability: BTreeMap<String, Counts> = suite
-        .deferrals
-        .capabilities
-        .keys()
-        .filter(|c| capability.is_none_or(|f| f == c.as_str()))
-        .map(|c| (c.clone(), Counts::default()))
-        .collect();
-    for (job, outcome) in jobs.iter().zip(outcomes) {
-        let verdict = Verdict::of(outcome, suite.deferrals.reason_for(&job.id));
-        per_capability
-            .entry(job.id.capability.clone())
-            .or_default()
-            .record(&verdict);
-    }
-    per_capability
-}
-
 /// Runs the command; the exit code says whether the suite is green.
 pub fn run(options: &Options) -> ExitCode {
     let capability = options.capability.as_deref();
@@ -259,7 +154,7 @@ pub fn run(options: &Options) -> ExitCode {
     let outcomes = run_jobs(&jobs, workers);
     let elapsed = started.elapsed();
 
-    let per_capability = tally(&suite, capability, &jobs, &outcomes);
+    let per_capability = tally(deferrals, capability, &jobs, &outcomes);
     let mut dishonest = 0usize;
     let mut failures = 0usize;
 
@@ -272,25 +167,10 @@ pub fn run(options: &Options) -> ExitCode {
             }
             Verdict::DeferredPasses(reason) => {
                 dishonest += 1;
-                let hint = match deferrals.entry_for(&job.id) {
-                    Some(entry) if entry.fixture == job.id.to_string() => {
-                        format!("remove `fixture = \"{}\"`", entry.fixture)
-                    }
-                    Some(entry) => format!(
-                        "remove `fixture = \"{}\"` or narrow it to the cases that still fail \
-                         (`{}/<case>`)",
-                        entry.fixture, entry.fixture
-                    ),
-                    None => format!(
-                        "the whole capability `{}` is deferred: replace that with [[deferred]] \
-                         entries for the fixtures that still fail",
-                        job.id.capability
-                    ),
-                };
                 println!("\nFAILED {}", job.id);
                 println!(
-                    "    deferred fixture now passes: remove it from {CONFIG_FILE} ({hint}); \
-                     deferral reason was: {reason}"
+                    "    {}; deferral reason was: {reason}",
+                    deferred_pass_hint(deferrals, &job.id)
                 );
             }
         }
@@ -340,39 +220,6 @@ pub fn run(options: &Options) -> ExitCode {
     }
 }
 
-/// Lists the cases of every file (in parallel); a file that cannot be listed
-/// becomes one job that fails with the listing error.
-pub(crate) fn list_jobs(files: &[FixtureFile], workers: usize) -> Vec<Job> {
-    let listed = par_map(files, workers, |file| {
-        runner::list_cases(&file.capability, &file.path)
-    });
-    let mut jobs = Vec::new();
-    for (file, result) in files.iter().zip(listed) {
-        let result = match result {
-            Ok(Ok(cases)) => Ok(cases),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(panic) => Err(format!("the runner panicked while listing cases: {panic}")),
-        };
-        match result {
-            Ok(cases) => jobs.extend(cases.into_iter().map(|id| Job {
-                id,
-                path: file.path.clone(),
-                listing_error: None,
-            })),
-            Err(error) => jobs.push(Job {
-                id: CaseId {
-                    capability: file.capability.clone(),
-                    fixture: file.fixture.clone(),
-                    case: None,
-                },
-                path: file.path.clone(),
-                listing_error: Some(error),
-            }),
-        }
-    }
-    jobs
-}
-
 /// `--list`: case ids on stdout, listing errors on stderr.
 fn print_list(jobs: &[Job], deferrals: &Deferrals) -> ExitCode {
     let mut errors = 0usize;
@@ -391,36 +238,6 @@ fn print_list(jobs: &[Job], deferrals: &Deferrals) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// `[[deferred]]` entries in scope that match no discovered fixture or case.
-///
-/// Only checked when the upstream fixtures are present (without them every
-/// upstream entry would look stale). A case-level entry under a fixture whose
-/// cases could not be listed is not reported.
-pub(crate) fn stale_entries(
-    upstream_present: bool,
-    files: &[FixtureFile],
-    jobs: &[Job],
-    deferrals: &Deferrals,
-    capability: Option<&str>,
-) -> Vec<String> {
-    if !upstream_present {
-        return Vec::new();
-    }
-    let fixtures: BTreeSet<String> = files.iter().map(FixtureFile::key).collect();
-    let cases: BTreeSet<String> = jobs.iter().map(|j| j.id.to_string()).collect();
-    let unlisted: BTreeSet<String> = jobs
-        .iter()
-        .filter(|j| j.listing_error.is_some())
-        .map(|j| j.id.fixture_key())
-        .collect();
-    deferrals
-        .stale_entries(&fixtures, &cases, |c| capability.is_none_or(|f| f == c))
-        .into_iter()
-        .filter(|e| !(e.is_case() && unlisted.contains(e.fixture_key())))
-        .map(|e| e.fixture.clone())
-        .collect()
 }
 
 fn print_failure(id: &CaseId, path: &Path, message: &str, verbose: bool) {

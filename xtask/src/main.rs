@@ -15,7 +15,6 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
-mod par;
 mod spec_diff;
 mod spec_status;
 

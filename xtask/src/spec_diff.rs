@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use openarmature_conformance::deferrals::{Deferrals, CONFIG_FILE};
 use openarmature_conformance::discovery::{scan_tree, workspace_root, FixtureFile, FixtureTree};
 
-use crate::conformance::{list_jobs, run_jobs, workers, Verdict};
+use openarmature_conformance::suite::{list_jobs, run_jobs, workers, Verdict};
 
 /// Parsed command line of `cargo xtask spec-diff`.
 #[derive(Debug)]

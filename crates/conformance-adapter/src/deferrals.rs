@@ -26,9 +26,11 @@
 //! ```
 //!
 //! Lookups ([`Deferrals::reason_for`]) take the most specific entry: the case,
-//! then the fixture, then the capability. A deferred case is still run by
-//! `cargo xtask conformance`, which fails when a deferred case passes, so the
-//! list stays honest; `cargo test` marks deferred cases as ignored.
+//! then the fixture, then the capability. A deferred case is still run: by
+//! `cargo xtask conformance`, and by the `cargo test` trial
+//! `conformance.toml/deferrals-are-honest` (its per-case trial is marked ignored);
+//! both fail when a deferred case passes or an entry matches nothing
+//! ([`crate::suite::dishonest_deferrals`]), so the list stays honest.
 //!
 //! # Examples
 //!

@@ -6,10 +6,15 @@
 //! their public APIs. Fixtures are data read from a directory (see
 //! [`discovery`]); they are never copied into this repository.
 //!
+//! Fixture-shaped conventions (where a fixture needs more than the spec prose
+//! says) are named in the crate's `REGISTER.md` (ids R.., L.., O.., S.., P.., V..).
+//!
 //! - [`discovery`] finds the fixture root and the fixture files.
 //! - [`deferrals`] reads `conformance.toml` (fixtures deferred with a reason).
 //! - [`runner`] parses one fixture file and runs a case against the engine.
 //! - [`report`] holds the case identifiers and outcomes both front ends print.
+//! - [`suite`] lists and runs the cases and judges them against the deferrals
+//!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
 pub mod deferrals;
 pub mod discovery;
@@ -25,6 +30,8 @@ pub mod report;
 mod retrieval;
 pub mod runner;
 mod sessions;
+mod shared;
+pub mod suite;
 mod suspension;
 mod yaml;
 

@@ -6,6 +6,7 @@
 //! Run: `cargo bench -p openarmature-pipeline --bench fan_out`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ state! {
 }
 
 const INSTANCES: usize = 100_000;
-const CONCURRENCY: i64 = 64;
+const CONCURRENCY: usize = 64;
 
 fn graph() -> CompiledGraph<Batch> {
     let work: CompiledGraph<Item> = GraphBuilder::new(Item::default())
@@ -50,7 +51,8 @@ fn graph() -> CompiledGraph<Batch> {
     GraphBuilder::new(Batch::default())
         .add_node(
             "fan",
-            FanOutNode::over_items(work, "xs", "x", "y", "ys").concurrency(Some(CONCURRENCY)),
+            FanOutNode::over_items(work, "xs", "x", "y", "ys")
+                .concurrency(NonZeroUsize::new(CONCURRENCY)),
         )
         .add_edge("fan", END)
         .entry("fan")

@@ -5,6 +5,7 @@
 //! Run: `cargo run --release -p openarmature-pipeline --example fan_out_rss`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,7 +35,7 @@ state! {
 }
 
 const INSTANCES: usize = 100_000;
-const CONCURRENCY: i64 = 64;
+const CONCURRENCY: usize = 64;
 
 /// A `/proc/self/status` line's value (e.g. `VmHWM`), as printed there.
 fn proc_status(key: &str) -> String {
@@ -61,7 +62,8 @@ fn graph() -> CompiledGraph<Batch> {
     GraphBuilder::new(Batch::default())
         .add_node(
             "fan",
-            FanOutNode::over_items(work, "xs", "x", "y", "ys").concurrency(Some(CONCURRENCY)),
+            FanOutNode::over_items(work, "xs", "x", "y", "ys")
+                .concurrency(NonZeroUsize::new(CONCURRENCY)),
         )
         .add_edge("fan", END)
         .entry("fan")

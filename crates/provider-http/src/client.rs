@@ -132,22 +132,17 @@ mod tests {
     use super::*;
     use crate::Transport;
     use openarmature_core::Category;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
+    use openarmature_testkit::{MockServer, Reply, Script};
 
-    /// A one-shot server answering every connection with `answer`.
-    async fn serve(answer: &'static [u8]) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let mut buf = [0u8; 4096];
-                let _ = socket.read(&mut buf).await;
-                let _ = socket.write_all(answer).await;
-                let _ = socket.shutdown().await;
-            }
-        });
-        format!("http://{addr}/")
+    /// A server answering every request with the raw bytes `answer`; it stops
+    /// when the returned server is dropped.
+    async fn serve(answer: &'static [u8]) -> (MockServer, String) {
+        let server = Script::always(Reply::Raw(answer.to_vec()))
+            .start()
+            .await
+            .unwrap();
+        let url = format!("{}/", server.origin());
+        (server, url)
     }
 
     fn client(cap: usize) -> HttpClient {
@@ -156,7 +151,7 @@ mod tests {
 
     #[tokio::test]
     async fn bodies_are_read_under_the_cap() {
-        let url = serve(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").await;
+        let (_server, url) = serve(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello").await;
         let reply = client(5).execute(client(5).get(&url)).await.unwrap();
         assert!(reply.is_success());
         assert_eq!(reply.body, b"hello");
@@ -166,7 +161,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_body_is_truncated_and_kept() {
-        let url =
+        let (_server, url) =
             serve(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 9\r\n\r\nmaintains").await;
         let reply = client(4).execute(client(4).get(&url)).await.unwrap();
         assert_eq!((reply.status, reply.body.as_slice()), (503, &b"main"[..]));

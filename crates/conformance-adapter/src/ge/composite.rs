@@ -1,11 +1,13 @@
 //! Spec: conformance-adapter §5.4 — fan-out and parallel-branches node directives
 //! (pipeline-utilities §9, §11), built on the real primitives.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx, NodeError,
+    CategorizedError, Category, CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx,
+    NodeError,
 };
 use openarmature_pipeline::{
     Branch, CallBranch, ErrorPolicy, FanOutNode, OnEmpty, ParallelBranchesNode, SubgraphBranch,
@@ -98,6 +100,38 @@ impl Resolver {
     }
 }
 
+/// Register R8: a fixture's `count` is a YAML int; a negative one (literal or
+/// resolved) is the spec's runtime `fan_out_invalid_count` (pipeline-utilities §9.1).
+fn instance_count(n: Option<i64>) -> Result<usize, NodeError> {
+    let n = n.ok_or_else(|| NodeError::from("count resolved to null"))?;
+    usize::try_from(n).map_err(|_| {
+        fan_out_error(
+            Category::FAN_OUT_INVALID_COUNT,
+            format!("fan-out count must be ≥ 0, got {n}"),
+        )
+    })
+}
+
+/// Register R8: a fixture's `concurrency` is a YAML int or null; zero or negative
+/// is the spec's runtime `fan_out_invalid_concurrency` (pipeline-utilities §9.2).
+fn concurrency_bound(n: Option<i64>) -> Result<Option<NonZeroUsize>, NodeError> {
+    let Some(n) = n else { return Ok(None) };
+    usize::try_from(n)
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .map(Some)
+        .ok_or_else(|| {
+            fan_out_error(
+                Category::FAN_OUT_INVALID_CONCURRENCY,
+                format!("fan-out concurrency must be a positive integer, got {n}"),
+            )
+        })
+}
+
+fn fan_out_error(category: Category, message: String) -> NodeError {
+    CategorizedError::new(category, message).into()
+}
+
 impl<'a> Builder<'a> {
     /// `fan_out: {...}` → [`FanOutNode`].
     pub(crate) fn fan_out(
@@ -144,27 +178,24 @@ impl<'a> Builder<'a> {
             node = node.item_field(item.str()?);
         }
         if let Some(count) = y.get("count") {
-            match Resolver::parse(&count)? {
-                Resolver::Literal(Some(n)) => node = node.count(n),
+            node = match Resolver::parse(&count)? {
                 Resolver::Literal(None) => return Err(count.invalid("count must not be null")),
-                other => {
-                    node = node.count_with(move |s| {
-                        other
-                            .eval(s)?
-                            .ok_or_else(|| NodeError::from("count resolved to null"))
-                    })
-                }
-            }
+                Resolver::Literal(Some(n)) if n >= 0 => node.count(usize::try_from(n).unwrap_or(0)),
+                other => node.count_with(move |s| instance_count(other.eval(s)?)),
+            };
         }
         if let Some(c) = y.get("concurrency") {
             node = match Resolver::parse(&c)? {
-                Resolver::Literal(v) => node.concurrency(v),
-                other => node.concurrency_with(move |s| other.eval(s)),
+                Resolver::Literal(v) if v.is_none_or(|n| n >= 1) => {
+                    let v = v.and_then(|n| usize::try_from(n).ok());
+                    node.concurrency(v.and_then(NonZeroUsize::new))
+                }
+                other => node.concurrency_with(move |s| concurrency_bound(other.eval(s)?)),
             };
         }
         if let Some(mode) = y.get("concurrent_mode") {
             match mode.str()? {
-                "serial" => node = node.concurrency(Some(1)),
+                "serial" => node = node.concurrency(Some(NonZeroUsize::MIN)),
                 "concurrent" => {}
                 other => return Err(unknown(&mode, format!("concurrent_mode: {other}"))),
             }

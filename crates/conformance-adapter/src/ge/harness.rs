@@ -2,7 +2,7 @@
 //! §5.1 scripted node behaviours used by the graph-engine suite.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -12,11 +12,7 @@ use openarmature_graph::{
 };
 use serde_json::Value;
 
-/// Locks a mutex, recovering from poisoning (a panicking observer must not wedge
-/// the harness).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+pub(crate) use crate::shared::lock;
 
 /// One delivery, as `delivery_order` asserts it.
 #[derive(Debug, Clone)]

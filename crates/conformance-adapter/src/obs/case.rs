@@ -24,7 +24,8 @@ use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
 use super::{attempts, err, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
 use crate::ge::build::Builder;
-use crate::ge::harness::{lock, Harness};
+use crate::ge::harness::Harness;
+use crate::shared::lock;
 use crate::yaml::Y;
 
 /// Runs one observability case; cases that call an LLM get their own unpaused

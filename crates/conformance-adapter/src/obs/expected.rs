@@ -9,7 +9,8 @@ use super::logs::check_logs;
 use super::spans::{attr, match_list, value_matches, Binder, Forest, MatchOpts};
 use super::traces::{determinism, match_traces, no_edge_spans};
 use super::{err, invariants, metrics, typed, Outcome, Run};
-use crate::ge::harness::{lock, Harness};
+use crate::ge::harness::Harness;
+use crate::shared::lock;
 use crate::yaml::Y;
 
 const EXPECTED_KEYS: &[&str] = &[

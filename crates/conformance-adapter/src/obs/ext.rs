@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::llm::{LlmCall, LlmHarness};
 use super::prompts::{PromptHarness, PromptStep};
 use crate::ge::build::Extension;
-use crate::ge::harness::lock;
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -52,8 +52,8 @@ use openarmature_llm::{
 use serde_json::{json, Map, Value};
 
 use super::canned::{self, Canned};
-use crate::ge::harness::lock;
 use crate::http_mock::{MockServer, Reply};
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -276,7 +276,7 @@ impl LlmHarness {
             None => return Err(y.invalid("calls_llm needs `stores_response_in`")),
         };
         let provider = match canned {
-            Some(c) => Target::Canned(c, model),
+            Some(c) => Target::Canned(Box::new(c), model),
             None => Target::Shared(self.provider(&model)?),
         };
         let stream = y
@@ -421,7 +421,7 @@ enum Target {
     /// The case's mock provider (`mock_llm`), through the provider bound to the model.
     Shared(Arc<OpenAiProvider>),
     /// The node's own canned-reply server (register O12), bound to the model.
-    Canned(Canned, String),
+    Canned(Box<Canned>, String),
 }
 
 /// One node's `calls_llm` directive.

@@ -13,7 +13,7 @@
 //! Cases that call an LLM run on their own unpaused runtime in a dedicated thread
 //! (real sockets to the 127.0.0.1 mock provider do not mix with a paused clock).
 //!
-//! Register of fixture-shaped conventions (see ARCHITECTURE.md *Adapter register*):
+//! Register of fixture-shaped conventions (see the crate's REGISTER.md):
 //!
 //! - O1 `detached_subgraphs` names subgraph *identities* (the `subgraphs:` keys); the
 //!   observer is configured with the subgraph nodes that run them, and told each

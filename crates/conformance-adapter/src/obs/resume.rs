@@ -3,7 +3,7 @@
 //! its own Langfuse trace, the hooks re-fire on it, the first trace is not mutated
 //! (037 case `resume_hooks_refire_to_resumed_trace`).
 //!
-//! Register O22 (ARCHITECTURE.md): `checkpointer: in_memory` gives the case graph the
+//! Register O22 (REGISTER.md): `checkpointer: in_memory` gives the case graph the
 //! engine's `InMemoryCheckpointer`; after the case's invocation(s),
 //! `resume: {from_first_run: true}` runs one more invocation with
 //! `InvokeOptions::resume_invocation(<first id>)` (no caller ids: the record's

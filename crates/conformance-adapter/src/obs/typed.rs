@@ -23,8 +23,8 @@ use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
 use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registration};
 use serde_json::{json, Map, Value};
 
-use crate::ge::harness::lock;
 use crate::matchers::{check, Bindings};
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 

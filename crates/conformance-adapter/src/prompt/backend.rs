@@ -14,7 +14,7 @@
 //!   cached entry is returned as stored (original `fetched_at`, same `template_hash`).
 //!
 //! A non-caching backend reads its store on every fetch, so its source reads equal
-//! its fetches reaching the store. These conventions are register P4 (ARCHITECTURE.md).
+//! its fetches reaching the store. These conventions are register P4 (REGISTER.md).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -15,7 +15,7 @@
 //!
 //! The runner uses the crate's `PromptManager`, `PromptGroup`, renderer and in-memory
 //! store; only the fixture conventions (fetch counting, the §6.8 caching backend and
-//! clock, simulated outages) live here, in register P1–P4 (ARCHITECTURE.md).
+//! clock, simulated outages) live here, in register P1–P4 (REGISTER.md).
 
 mod backend;
 mod checks;

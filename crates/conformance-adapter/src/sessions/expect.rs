@@ -11,8 +11,8 @@ use super::model::{Invocation, RaisedAt, SavedSession};
 use super::run::{entry_pre_state, started_at, Failure, Run};
 use super::store::Op;
 use super::{telemetry, Ctx};
-use crate::ge::harness::lock;
 use crate::matchers::{check as exact_check, json_eq, Bindings};
+use crate::shared::lock;
 
 /// Exact comparison (§5.10 tokens honoured).
 pub(super) fn exact(want: &Json, got: &Json, path: &str) -> Result<(), String> {

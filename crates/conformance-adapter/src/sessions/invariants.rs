@@ -11,8 +11,8 @@ use super::expect::{last_run, loads, saves};
 use super::run::{entry_pre_state, started_at, Run};
 use super::store::Op;
 use super::Ctx;
-use crate::ge::harness::lock;
 use crate::matchers::json_eq;
+use crate::shared::lock;
 
 type Check = fn(&Json, &Ctx<'_>) -> Result<(), String>;
 

@@ -10,7 +10,7 @@
 //! makes ([`store`]). The case's `expected` / `expected_error` are checked by
 //! [`expect`], its invariants by the table in [`invariants`].
 //!
-//! Register of fixture-shaped conventions (adapter register S1–S4 in ARCHITECTURE.md):
+//! Register of fixture-shaped conventions (adapter register S1–S4 in REGISTER.md):
 //!
 //! - S1 node vocabulary ([`desugar`]): `mapping: {inputs, outputs}` on subgraph and
 //!   fan-out nodes, `<fan_out_item>`, `raises: {category}`.
@@ -52,7 +52,8 @@ use self::store::RecordingStore;
 use self::telemetry::Telemetry;
 use crate::ge::build::Builder;
 use crate::ge::checkpoint::MigrationLog;
-use crate::ge::harness::{lock, Behavior, Harness, HarnessObserver, Pace};
+use crate::ge::harness::{Behavior, Harness, HarnessObserver, Pace};
+use crate::shared::lock;
 use crate::yaml::Y;
 
 /// Everything a case left behind, for [`expect`] and [`invariants`].

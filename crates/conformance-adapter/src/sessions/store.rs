@@ -12,7 +12,7 @@ use openarmature_graph::BoxError;
 use openarmature_pipeline::SqliteSessionStore;
 
 use super::model::StoreKind;
-use crate::ge::harness::lock;
+use crate::shared::lock;
 
 /// One store call the engine made.
 #[derive(Debug, Clone)]

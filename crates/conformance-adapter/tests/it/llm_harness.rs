@@ -3,34 +3,13 @@
 //! directives and invariants fail, and wrong expectations are caught (the harness
 //! cannot pass vacuously).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use openarmature_conformance::CaseOutcome;
 
-use openarmature_conformance::{runner, CaseOutcome};
+use crate::probe::failure;
 
 /// Writes `yaml` as a one-case llm-provider fixture and runs it.
 fn run(yaml: &str) -> CaseOutcome {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "openarmature-llm-harness-{}-{n}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("900-probe.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let ids = runner::list_cases("llm-provider", &path).unwrap();
-    assert_eq!(ids.len(), 1);
-    let outcome = runner::run_case(&path, &ids[0]);
-    let _ = std::fs::remove_dir_all(&dir);
-    outcome
-}
-
-fn failure(outcome: CaseOutcome) -> String {
-    match outcome {
-        CaseOutcome::Failed(m) => m,
-        CaseOutcome::Passed => panic!("the case passed but was expected to fail"),
-    }
+    crate::probe::run("llm-provider", yaml)
 }
 
 const OK_BODY: &str = r#"

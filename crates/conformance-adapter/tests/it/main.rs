@@ -7,5 +7,6 @@
 mod llm_harness;
 mod malformed_fixtures;
 mod obs_harness;
+mod probe;
 mod retrieval_harness;
 mod spec_pins;

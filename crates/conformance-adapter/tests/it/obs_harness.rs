@@ -3,34 +3,13 @@
 //! directives fail, wrong expectations are caught (nothing passes vacuously), and an
 //! exhausted `mock_llm` fails clearly.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use openarmature_conformance::CaseOutcome;
 
-use openarmature_conformance::{runner, CaseOutcome};
+use crate::probe::failure;
 
 /// Writes `yaml` as a one-case observability fixture and runs it.
 fn run(yaml: &str) -> CaseOutcome {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "openarmature-obs-harness-{}-{n}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("900-probe.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let ids = runner::list_cases("observability", &path).unwrap();
-    assert_eq!(ids.len(), 1);
-    let outcome = runner::run_case(&path, &ids[0]);
-    let _ = std::fs::remove_dir_all(&dir);
-    outcome
-}
-
-fn failure(outcome: CaseOutcome) -> String {
-    match outcome {
-        CaseOutcome::Failed(m) => m,
-        CaseOutcome::Passed => panic!("the case passed but was expected to fail"),
-    }
+    crate::probe::run("observability", yaml)
 }
 
 /// One LLM-calling node, one reply, a collector; `{extra}` goes at case level and

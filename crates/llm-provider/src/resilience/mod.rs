@@ -22,7 +22,6 @@
 pub mod accounting;
 pub mod breaker;
 mod classify;
-mod clock;
 mod endpoint;
 mod guarded;
 pub(crate) mod hooks;
@@ -31,7 +30,6 @@ mod retry_after;
 pub use accounting::UsageAggregator;
 pub use breaker::{BreakerPolicy, BreakerState, BreakerStore, CircuitBreaker, Transition};
 pub use classify::{ProviderClassifier, ProviderFamily};
-pub use clock::ManualClock;
 pub use endpoint::{Endpoint, EndpointRegistry};
 pub use guarded::ResilientProvider;
 pub use retry_after::{requested_wait, HonorRetryAfter};

@@ -46,7 +46,7 @@ async fn round_trip_with_headers() {
     assert_eq!(r.content(), Some("Hello back."));
     assert_eq!(r.usage.total_tokens, Some(7));
     assert_eq!(r.response_id(), Some("msg_1"));
-    let head = server.heads.lock().unwrap()[0].to_ascii_lowercase();
+    let head = server.heads()[0].to_ascii_lowercase();
     assert!(head.starts_with("post /v1/messages "), "{head}");
     assert!(head.contains("\r\nx-api-key: sk-test"), "{head}");
     assert!(head.contains("\r\nanthropic-version: 2023-06-01"), "{head}");
@@ -167,6 +167,6 @@ async fn ready_checks_the_model_entry() {
     p.ready().await.unwrap();
     let e = p.ready().await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderInvalidModel);
-    let head = server.heads.lock().unwrap()[0].to_ascii_lowercase();
+    let head = server.heads()[0].to_ascii_lowercase();
     assert!(head.starts_with("get /v1/models/claude-test "), "{head}");
 }

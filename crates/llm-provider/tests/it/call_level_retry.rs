@@ -369,7 +369,7 @@ async fn node_level_retry_classifies_llm_errors_through_the_bridge() {
     let sleeps = Sleeps::default();
     let rate_limited = Step::Respond {
         status: 429,
-        headers: vec![("Retry-After", "1".into())],
+        headers: vec![("Retry-After".into(), "1".into())],
         body: br#"{"error": {"message": "slow down"}}"#.to_vec(),
     };
     let (server, p) = provider(vec![rate_limited, Step::json(200, completion("hi"))]).await;

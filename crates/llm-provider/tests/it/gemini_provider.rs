@@ -44,7 +44,7 @@ async fn posts_generate_content_with_the_key_header() {
     let r = p.complete(&request()).await.unwrap();
     assert_eq!(r.content(), Some("Hello"));
     assert_eq!(r.usage.total_tokens, Some(4));
-    let head = server.heads.lock().unwrap()[0].clone();
+    let head = server.heads()[0].clone();
     assert!(
         head.starts_with("POST /v1beta/models/gemini-test:generateContent HTTP/1.1"),
         "{head}"
@@ -73,7 +73,7 @@ async fn ready_reads_the_model_resource() {
     p.ready().await.unwrap();
     let e = p.ready().await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderInvalidModel);
-    let heads = server.heads.lock().unwrap().clone();
+    let heads = server.heads();
     assert!(heads[0].starts_with("GET /v1beta/models/gemini-test HTTP/1.1"));
 }
 
@@ -90,7 +90,7 @@ async fn call_level_retry_resends_identical_bytes() {
         .backoff(Constant(Duration::ZERO));
     let r = p.complete(&request().retry(retry)).await.unwrap();
     assert_eq!(r.content(), Some("ok"));
-    let bodies = server.requests.lock().unwrap().clone();
+    let bodies = server.requests();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0], bodies[1]);
 }
@@ -99,7 +99,7 @@ async fn call_level_retry_resends_identical_bytes() {
 async fn errors_keep_status_and_wait() {
     let server = Server::start(vec![Step::Respond {
         status: 429,
-        headers: vec![("Retry-After", "7".into())],
+        headers: vec![("Retry-After".into(), "7".into())],
         body: br#"{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED"}}"#.to_vec(),
     }])
     .await;

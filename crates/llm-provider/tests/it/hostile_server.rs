@@ -223,12 +223,12 @@ async fn rate_limit_exposes_retry_after() {
     let steps = vec![
         Step::Respond {
             status: 429,
-            headers: vec![("Retry-After", "7".into())],
+            headers: vec![("Retry-After".into(), "7".into())],
             body: b"{}".to_vec(),
         },
         Step::Respond {
             status: 429,
-            headers: vec![("Retry-After", date)],
+            headers: vec![("Retry-After".into(), date)],
             body: b"{}".to_vec(),
         },
     ];

@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
-use openarmature_llm::resilience::{HonorRetryAfter, ManualClock};
+use openarmature_llm::resilience::HonorRetryAfter;
 use openarmature_llm::{
     CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider, Transport,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
+use openarmature_testkit::ManualClock;
 use serde_json::json;
 
 use crate::support::{Server, Step};
@@ -34,7 +35,10 @@ impl Sleeper for VirtualSleeper {
 fn limited(headers: Vec<(&'static str, String)>) -> Step {
     Step::Respond {
         status: 429,
-        headers,
+        headers: headers
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
         body: serde_json::to_vec(
             &json!({"error": {"type": "rate_limit_error", "message": "slow down"}}),
         )

@@ -5,7 +5,7 @@
 //! Breaker and budget run on a manual clock (deterministic); backoffs are 2 ms of
 //! real time. Run with `--nocapture` to see the figures.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,16 +13,14 @@ use openarmature_graph::{
     state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::resilience::{
-    BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ManualClock, ResilientProvider,
-    UsageAggregator,
+    BreakerPolicy, BreakerState, CircuitBreaker, Endpoint, ResilientProvider, UsageAggregator,
 };
 use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider, Transport};
 use openarmature_pipeline::retry::{
     Constant, RetryConfig, TokenBucket, TokenBucketConfig, TokioSleeper,
 };
 use openarmature_pipeline::{FailureIsolationMiddleware, RetryMiddleware};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use openarmature_testkit::{ManualClock, MockServer, Reply, Script};
 
 state! {
     /// One extraction.
@@ -40,70 +38,37 @@ const ATTEMPTS: u32 = 3; // per lane: up to 3 × 3 = 9 requests per logical call
 
 /// A server answering 503 while unhealthy, 200 once healthy.
 struct Upstream {
-    healthy: AtomicBool,
-    requests: AtomicUsize,
+    healthy: Arc<AtomicBool>,
+    server: MockServer,
 }
 
-async fn answer(mut stream: TcpStream, up: Arc<Upstream>) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let body_len = loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            break (end + 4, length);
-        }
-    };
-    while buf.len() < body_len.0 + body_len.1 {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
+impl Upstream {
+    /// How many requests arrived so far.
+    fn requests(&self) -> usize {
+        self.server.request_count()
     }
-    up.requests.fetch_add(1, Ordering::SeqCst);
-    let (status, body) = if up.healthy.load(Ordering::SeqCst) {
-        (
-            "200 OK",
-            r#"{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#,
-        )
-    } else {
-        (
-            "503 Service Unavailable",
-            r#"{"error":{"type":"service_unavailable","message":"down"}}"#,
-        )
-    };
-    let reply = format!(
-        "HTTP/1.1 {status}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(reply.as_bytes()).await?;
-    stream.shutdown().await
 }
 
-async fn upstream() -> (String, Arc<Upstream>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let up = Arc::new(Upstream {
-        healthy: AtomicBool::new(false),
-        requests: AtomicUsize::new(0),
-    });
-    let shared = Arc::clone(&up);
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(answer(stream, Arc::clone(&shared)));
+async fn upstream() -> (String, Upstream) {
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&healthy);
+    let server = Script::handler(move |_| {
+        if flag.load(Ordering::SeqCst) {
+            Reply::body(
+                200,
+                br#"{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#,
+            )
+        } else {
+            Reply::body(
+                503,
+                br#"{"error":{"type":"service_unavailable","message":"down"}}"#,
+            )
         }
-    });
-    (format!("http://{addr}/v1"), up)
+    })
+    .start()
+    .await
+    .unwrap();
+    (server.base_url(), Upstream { healthy, server })
 }
 
 /// The three-piece pattern around one LLM call; `endpoint` switches the
@@ -165,7 +130,7 @@ struct Wave {
 }
 
 async fn wave(graph: &Arc<CompiledGraph<Out>>, up: &Upstream, usage: &UsageAggregator) -> Wave {
-    let before = up.requests.load(Ordering::SeqCst);
+    let before = up.requests();
     let tasks: Vec<_> = (0..INVOCATIONS)
         .map(|_| {
             let g = Arc::clone(graph);
@@ -184,7 +149,7 @@ async fn wave(graph: &Arc<CompiledGraph<Out>>, up: &Upstream, usage: &UsageAggre
         }
     }
     graph.drain(Some(Duration::from_secs(5))).await;
-    w.requests = up.requests.load(Ordering::SeqCst) - before;
+    w.requests = up.requests() - before;
     let report = usage.report();
     for inv in &report {
         usage.take(&inv.invocation_id);

@@ -8,9 +8,8 @@ use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, END};
 use openarmature_observability::langfuse::{
     IngestionClient, LangfuseClient, LangfuseCredentials, LangfuseError, LangfuseObserver,
 };
+use openarmature_testkit::{MockServer, Reply, Script};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 state! {
@@ -25,55 +24,20 @@ state! {
 /// One request: path, `Authorization` header, JSON body.
 type Request = (String, String, Value);
 
-/// Serves every request with `status`, forwarding what it received.
-async fn ingestion_api(status: u16) -> (String, mpsc::UnboundedReceiver<Request>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = format!("http://{}", listener.local_addr().unwrap());
+/// Serves every request with `status`, forwarding what it received. The API stops
+/// when the server is dropped.
+async fn ingestion_api(status: u16) -> (MockServer, mpsc::UnboundedReceiver<Request>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 8192];
-                loop {
-                    let n = stream.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let mut headers = [httparse::EMPTY_HEADER; 32];
-                    let mut req = httparse::Request::new(&mut headers);
-                    let Ok(httparse::Status::Complete(head)) = req.parse(&buf) else {
-                        continue;
-                    };
-                    let header = |name: &str| {
-                        req.headers
-                            .iter()
-                            .find(|h| h.name.eq_ignore_ascii_case(name))
-                            .map(|h| String::from_utf8_lossy(h.value).into_owned())
-                            .unwrap_or_default()
-                    };
-                    let len: usize = header("content-length").trim().parse().unwrap_or(0);
-                    if buf.len() < head + len {
-                        continue;
-                    }
-                    let body = serde_json::from_slice(&buf[head..head + len]).unwrap_or_default();
-                    let _ = tx.send((
-                        req.path.unwrap_or_default().to_owned(),
-                        header("authorization"),
-                        body,
-                    ));
-                    let reply = format!(
-                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}"
-                    );
-                    let _ = stream.write_all(reply.as_bytes()).await;
-                    return;
-                }
-            });
-        }
-    });
-    (host, rx)
+    let server = Script::handler(move |r: &openarmature_testkit::Request| {
+        let authorization = r.header("authorization").unwrap_or_default().to_owned();
+        let body = r.json().unwrap_or_default();
+        let _ = tx.send((r.path.clone(), authorization, body));
+        Reply::body(status, b"{}")
+    })
+    .start()
+    .await
+    .unwrap();
+    (server, rx)
 }
 
 fn graph() -> openarmature_graph::CompiledGraph<Count> {
@@ -89,7 +53,8 @@ fn graph() -> openarmature_graph::CompiledGraph<Count> {
 
 #[tokio::test]
 async fn a_finished_trace_is_posted_as_one_ingestion_batch_with_basic_auth() {
-    let (host, mut rx) = ingestion_api(207).await;
+    let (api, mut rx) = ingestion_api(207).await;
+    let host = api.origin();
     let observer = LangfuseObserver::builder()
         .credentials(LangfuseCredentials::new(host, "pk-1", "sk-1"))
         .unwrap()
@@ -124,7 +89,8 @@ async fn a_finished_trace_is_posted_as_one_ingestion_batch_with_basic_auth() {
 
 #[tokio::test]
 async fn a_refused_batch_is_an_error_and_is_kept_for_the_next_flush() {
-    let (host, mut rx) = ingestion_api(500).await;
+    let (api, mut rx) = ingestion_api(500).await;
+    let host = api.origin();
     let client = IngestionClient::new(LangfuseCredentials::new(host, "pk", "sk")).unwrap();
     let observer = LangfuseObserver::builder().build();
     observer

@@ -16,7 +16,7 @@ use openarmature_graph::{
     state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, Registration, END,
 };
 use openarmature_llm::resilience::{
-    BreakerPolicy, CircuitBreaker, Endpoint, ManualClock, ResilientProvider, UsageAggregator,
+    BreakerPolicy, CircuitBreaker, Endpoint, ResilientProvider, UsageAggregator,
 };
 use openarmature_llm::{
     AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, LlmRetryConfig, Message,
@@ -26,6 +26,7 @@ use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
+use openarmature_testkit::ManualClock;
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 

@@ -11,9 +11,8 @@
 //!   span, sharing one logical call id.
 
 use std::collections::HashMap;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use openarmature_graph::{
@@ -27,11 +26,10 @@ use openarmature_observability::export::{OtlpExport, Protocol};
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
+use openarmature_testkit::{Reply, Script};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::otlp_support;
@@ -69,12 +67,8 @@ fn string(span: &Span, key: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_invocation_arrives_over_otlp_http() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
-        listener, tx,
-    ));
+    let (collector, mut rx) = otlp_support::collector::<ExportTraceServiceRequest>().await;
+    let addr = collector.addr();
 
     let provider = OtlpExport::from_env()
         .protocol(Protocol::HttpProtobuf)
@@ -207,34 +201,6 @@ async fn a_retried_invocation_arrives_over_otlp_http() {
     assert_eq!(string(attempts[1], a::ERROR_CATEGORY), None);
 }
 
-/// A mock OpenAI-compatible provider: answers each request with the next scripted
-/// `(status, JSON body)` and counts the requests on `/v1/chat/completions`.
-async fn llm_mock(listener: TcpListener, script: Vec<(u16, String)>, hits: Arc<AtomicU32>) {
-    let script = Arc::new(Mutex::new(VecDeque::from(script)));
-    while let Ok((mut stream, _)) = listener.accept().await {
-        let (script, hits) = (Arc::clone(&script), Arc::clone(&hits));
-        tokio::spawn(async move {
-            while let Some((path, _body)) = otlp_support::read_request(&mut stream).await {
-                if path == "/v1/chat/completions" {
-                    hits.fetch_add(1, Ordering::SeqCst);
-                }
-                let (status, body) = script
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .unwrap_or((500, r#"{"error":{"message":"script exhausted"}}"#.into()));
-                let reply = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                    body.len()
-                );
-                if stream.write_all(reply.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        });
-    }
-}
-
 /// Receives exports until `n` spans arrived; returns them and the `service.name`.
 async fn receive(
     rx: &mut mpsc::UnboundedReceiver<(String, ExportTraceServiceRequest)>,
@@ -273,33 +239,29 @@ fn status_code(span: &Span) -> i32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_llm_call_arrives_over_otlp_http() {
     // The collector.
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let collector_addr = listener.local_addr().expect("addr");
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(otlp_support::collector::<ExportTraceServiceRequest>(
-        listener, tx,
-    ));
+    let (collector, mut rx) = otlp_support::collector::<ExportTraceServiceRequest>().await;
+    let collector_addr = collector.addr();
 
     // The LLM provider: 503 first, then a completion.
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let llm_addr = listener.local_addr().expect("addr");
-    let hits = Arc::new(AtomicU32::new(0));
     let completion = serde_json::json!({
         "id": "chatcmpl-otlp", "object": "chat.completion", "model": "mock-model-2024",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"},
                      "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
     });
-    let script = vec![
-        (
+    let llm_server = Script::new([
+        Reply::body(
             503,
-            r#"{"error":{"type":"service_unavailable","message":"down"}}"#.to_owned(),
+            br#"{"error":{"type":"service_unavailable","message":"down"}}"#,
         ),
-        (200, completion.to_string()),
-    ];
-    tokio::spawn(llm_mock(listener, script, Arc::clone(&hits)));
+        Reply::json(200, completion),
+    ])
+    .keep_alive()
+    .start()
+    .await
+    .expect("mock LLM provider");
     let llm = Arc::new(
-        OpenAiProvider::builder(format!("http://{llm_addr}/v1"), "mock-model")
+        OpenAiProvider::builder(llm_server.base_url(), "mock-model")
             .transport(
                 Transport::default()
                     .no_proxy()
@@ -347,7 +309,12 @@ async fn a_retried_llm_call_arrives_over_otlp_http() {
         .await
         .expect("invoke");
     assert!(done.state.done);
-    assert_eq!(hits.load(Ordering::SeqCst), 2, "503, then the retry");
+    let hits = llm_server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/chat/completions")
+        .count();
+    assert_eq!(hits, 2, "503, then the retry");
 
     tokio::task::spawn_blocking(move || tracer.shutdown())
         .await

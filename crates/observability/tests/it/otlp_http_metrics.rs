@@ -19,8 +19,6 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequ
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 use crate::otlp_support;
 
@@ -64,12 +62,8 @@ type Histograms = BTreeMap<(String, Vec<(String, String)>), (u64, f64)>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_metrics_arrive_over_otlp_http() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    tokio::spawn(otlp_support::collector::<ExportMetricsServiceRequest>(
-        listener, tx,
-    ));
+    let (collector, mut rx) = otlp_support::collector::<ExportMetricsServiceRequest>().await;
+    let addr = collector.addr();
 
     let meters = OtlpExport::from_env()
         .protocol(Protocol::HttpProtobuf)

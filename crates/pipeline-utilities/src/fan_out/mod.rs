@@ -12,6 +12,7 @@ mod instance;
 mod node;
 mod resume;
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use openarmature_graph::{CategorizedError, CompiledGraph, Middleware, NodeError, State};
@@ -46,6 +47,9 @@ pub enum OnEmpty {
     Noop,
 }
 
+/// The concurrency bound of a fan-out that sets none (§9.2).
+const DEFAULT_CONCURRENCY: usize = 10;
+
 /// A value resolved from the parent state at fan-out entry.
 pub type StateFn<P, T> = Arc<dyn Fn(&P) -> Result<T, NodeError> + Send + Sync>;
 
@@ -79,6 +83,7 @@ fn fail(category: &str, message: String) -> NodeError {
 ///
 /// # Examples
 /// ```
+/// use std::num::NonZeroUsize;
 /// use std::sync::Arc;
 /// use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, END};
 /// use openarmature_pipeline::FanOutNode;
@@ -106,7 +111,7 @@ fn fail(category: &str, message: String) -> NodeError {
 ///     .compile()
 ///     .unwrap();
 /// let graph = GraphBuilder::new(Batch::default())
-///     .add_node("fan", FanOutNode::<Batch, Item>::over_items(double, "xs", "x", "y", "ys").concurrency(Some(4)))
+///     .add_node("fan", FanOutNode::<Batch, Item>::over_items(double, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(4)))
 ///     .add_edge("fan", END)
 ///     .entry("fan")
 ///     .compile()
@@ -118,11 +123,11 @@ fn fail(category: &str, message: String) -> NodeError {
 pub struct FanOutNode<P: State, C: State> {
     graph: CompiledGraph<C>,
     items: Option<(String, Option<String>)>,
-    count: Option<Resolve<P, i64>>,
+    count: Option<Resolve<P, usize>>,
     item_field: Option<String>,
     collect_field: String,
     target_field: String,
-    concurrency: Resolve<P, Option<i64>>,
+    concurrency: Resolve<P, Option<NonZeroUsize>>,
     error_policy: ErrorPolicy,
     errors_field: Option<String>,
     on_empty: OnEmpty,
@@ -148,7 +153,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
             item_field: None,
             collect_field: collect_field.into(),
             target_field: target_field.into(),
-            concurrency: Resolve::Fixed(Some(10)),
+            concurrency: Resolve::Fixed(NonZeroUsize::new(DEFAULT_CONCURRENCY)),
             error_policy: ErrorPolicy::FailFast,
             errors_field: None,
             on_empty: OnEmpty::Raise,
@@ -185,31 +190,39 @@ impl<P: State, C: State> FanOutNode<P, C> {
         self
     }
 
-    /// `count` mode with a fixed count.
-    pub fn count(mut self, count: i64) -> Self {
+    /// `count` mode with a fixed count (`0` resolves zero instances: see
+    /// [`FanOutNode::on_empty`]).
+    pub fn count(mut self, count: usize) -> Self {
         self.count = Some(Resolve::Fixed(count));
         self
     }
 
-    /// `count` mode with a count computed from the parent state at entry.
+    /// `count` mode with a count computed from the parent state at entry. A count
+    /// that cannot be computed is the callable's error (a state value that is
+    /// negative is the spec's `fan_out_invalid_count`:
+    /// [`Category::FAN_OUT_INVALID_COUNT`](openarmature_graph::Category::FAN_OUT_INVALID_COUNT)).
     pub fn count_with(
         mut self,
-        count: impl Fn(&P) -> Result<i64, NodeError> + Send + Sync + 'static,
+        count: impl Fn(&P) -> Result<usize, NodeError> + Send + Sync + 'static,
     ) -> Self {
         self.count = Some(Resolve::Computed(Arc::new(count)));
         self
     }
 
-    /// A fixed concurrency bound (`None` = unbounded; default 10).
-    pub fn concurrency(mut self, bound: Option<i64>) -> Self {
+    /// A fixed concurrency bound (`None` = unbounded; default 10). Zero is not a
+    /// bound, so the type rules it out.
+    pub fn concurrency(mut self, bound: Option<NonZeroUsize>) -> Self {
         self.concurrency = Resolve::Fixed(bound);
         self
     }
 
-    /// A concurrency bound computed from the parent state at entry.
+    /// A concurrency bound computed from the parent state at entry (`None` =
+    /// unbounded). A bound that cannot be computed is the callable's error (a state
+    /// value that is zero or negative is the spec's `fan_out_invalid_concurrency`:
+    /// [`Category::FAN_OUT_INVALID_CONCURRENCY`](openarmature_graph::Category::FAN_OUT_INVALID_CONCURRENCY)).
     pub fn concurrency_with(
         mut self,
-        bound: impl Fn(&P) -> Result<Option<i64>, NodeError> + Send + Sync + 'static,
+        bound: impl Fn(&P) -> Result<Option<NonZeroUsize>, NodeError> + Send + Sync + 'static,
     ) -> Self {
         self.concurrency = Resolve::Computed(Arc::new(bound));
         self

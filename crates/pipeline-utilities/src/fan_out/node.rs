@@ -2,6 +2,7 @@
 //! resolution, bounded-concurrency scheduling, the event config and the compile
 //! check (including the degrade slot coverage).
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -32,24 +33,11 @@ impl<P: State, C: State> FanOutNode<P, C> {
             Some(count) => count.resolve(state)?,
             None => 0,
         };
-        let count = usize::try_from(count).map_err(|_| {
-            fail(
-                "fan_out_invalid_count",
-                format!("fan-out count must be ≥ 0, got {count}"),
-            )
-        })?;
         Ok(vec![None; count])
     }
 
     fn resolve_concurrency(&self, state: &P) -> Result<Option<usize>, NodeError> {
-        match self.concurrency.resolve(state)? {
-            None => Ok(None),
-            Some(n) if n >= 1 => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-            Some(n) => Err(fail(
-                "fan_out_invalid_concurrency",
-                format!("fan-out concurrency must be a positive integer, got {n}"),
-            )),
-        }
+        Ok(self.concurrency.resolve(state)?.map(NonZeroUsize::get))
     }
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -118,6 +119,22 @@ fn fail(category: &str, message: impl Into<String>) -> NodeError {
     CategorizedError::new(openarmature_graph::Category::from_name(category), message).into()
 }
 
+/// An instance count read from an int state field, as a user's callable would:
+/// a negative value is the spec's `fan_out_invalid_count` (§9.1).
+fn count_of(n: i64) -> Result<usize, NodeError> {
+    usize::try_from(n).map_err(|_| fail("fan_out_invalid_count", format!("count {n} < 0")))
+}
+
+/// A concurrency bound read from an int state field: zero or negative is the
+/// spec's `fan_out_invalid_concurrency` (§9.2).
+fn bound_of(n: i64) -> Result<Option<NonZeroUsize>, NodeError> {
+    usize::try_from(n)
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .map(Some)
+        .ok_or_else(|| fail("fan_out_invalid_concurrency", format!("bound {n} < 1")))
+}
+
 /// Tracks how many instances run at once.
 #[derive(Default)]
 struct Gauge {
@@ -214,8 +231,8 @@ async fn fan_in_follows_item_order_when_instances_finish_in_reverse() {
 #[tokio::test(start_paused = true)]
 async fn a_bound_of_two_caps_concurrency_and_starts_in_index_order() {
     let (gauge, starts): (Arc<Gauge>, Shared<i64>) = Default::default();
-    let fan =
-        FanOutNode::over_items(gauged(&gauge, &starts), "xs", "x", "y", "ys").concurrency(Some(2));
+    let fan = FanOutNode::over_items(gauged(&gauge, &starts), "xs", "x", "y", "ys")
+        .concurrency(NonZeroUsize::new(2));
     let (graph, events) = parent(fan);
     let started = Instant::now();
     let out = graph.invoke(batch((0..10).collect())).await.unwrap();
@@ -264,7 +281,7 @@ async fn the_default_bound_is_ten_and_a_computed_bound_reads_the_state() {
 
     let (gauge, starts): (Arc<Gauge>, Shared<i64>) = Default::default();
     let fan = FanOutNode::over_items(gauged(&gauge, &starts), "xs", "x", "y", "ys")
-        .concurrency_with(|s: &Batch| Ok(Some(s.n)));
+        .concurrency_with(|s: &Batch| bound_of(s.n));
     let (graph, _events) = parent(fan);
     let started = Instant::now();
     graph
@@ -287,11 +304,11 @@ async fn count_and_concurrency_callables_run_once_per_fan_out_execution() {
     let fan = FanOutNode::new(times_ten(), "y", "ys")
         .count_with(move |s: &Batch| {
             c.fetch_add(1, Ordering::SeqCst);
-            Ok(s.n)
+            count_of(s.n)
         })
         .concurrency_with(move |_s: &Batch| {
             b.fetch_add(1, Ordering::SeqCst);
-            Ok(Some(2))
+            Ok(NonZeroUsize::new(2))
         });
     let (graph, _events) = parent(fan);
     graph
@@ -404,7 +421,7 @@ async fn fail_fast_under_a_bound_never_starts_the_pending_instances() {
             Ok(ItemUpdate::default().y(s.x))
         }
     });
-    let fan = FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(Some(2));
+    let fan = FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(2));
     let (graph, _events) = parent(fan);
     let err = graph.invoke(batch(vec![0, 1, 2, 3, 4])).await.unwrap_err();
     assert_eq!(classify(err.cause()).category.as_deref(), Some("bad_item"));
@@ -440,7 +457,7 @@ async fn retry_on_the_fan_out_node_redispatches_every_instance() {
     let graph = GraphBuilder::new(Batch::default())
         .add_node(
             "fan",
-            FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(Some(1)),
+            FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(1)),
         )
         .node_middleware("fan", retry)
         .add_edge("fan", END)
@@ -607,7 +624,7 @@ async fn on_empty_raise_is_fan_out_empty_with_the_entry_state() {
 
 #[tokio::test(start_paused = true)]
 async fn on_empty_raise_also_covers_a_computed_zero_count() {
-    let fan = FanOutNode::new(times_ten(), "y", "ys").count_with(|s: &Batch| Ok(s.n));
+    let fan = FanOutNode::new(times_ten(), "y", "ys").count_with(|s: &Batch| count_of(s.n));
     let (graph, _events) = parent(fan);
     let err = graph.invoke(Batch::default()).await.unwrap_err();
     assert_eq!(
@@ -686,7 +703,7 @@ async fn count_mode_with_a_literal_count_and_inputs() {
 #[tokio::test(start_paused = true)]
 async fn count_mode_with_a_computed_count() {
     let fan = FanOutNode::new(times_ten(), "y", "ys")
-        .count_with(|s: &Batch| Ok(s.n * 2))
+        .count_with(|s: &Batch| count_of(s.n * 2))
         .count_field("count");
     let (graph, _events) = parent(fan);
     let out = graph
@@ -701,8 +718,8 @@ async fn count_mode_with_a_computed_count() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_negative_computed_count_is_fan_out_invalid_count() {
-    let fan = FanOutNode::new(times_ten(), "y", "ys").count_with(|_s: &Batch| Ok(-1));
+async fn a_callable_rejecting_a_negative_count_fails_with_its_category() {
+    let fan = FanOutNode::new(times_ten(), "y", "ys").count_with(|s: &Batch| count_of(s.n - 10));
     let (graph, _events) = parent(fan);
     let initial = Batch {
         n: 9,
@@ -718,12 +735,16 @@ async fn a_negative_computed_count_is_fan_out_invalid_count() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_non_positive_computed_concurrency_is_fan_out_invalid_concurrency() {
+async fn a_callable_rejecting_a_non_positive_bound_fails_with_its_category() {
     for bound in [0, -2] {
         let fan = FanOutNode::over_items(times_ten(), "xs", "x", "y", "ys")
-            .concurrency_with(move |_s: &Batch| Ok(Some(bound)));
+            .concurrency_with(|s: &Batch| bound_of(s.n));
         let (graph, _events) = parent(fan);
-        let err = graph.invoke(batch(vec![1, 2])).await.unwrap_err();
+        let input = Batch {
+            n: bound,
+            ..batch(vec![1, 2])
+        };
+        let err = graph.invoke(input).await.unwrap_err();
         assert_eq!(err.category(), RuntimeCategory::NodeException);
         assert_eq!(
             classify(err.cause()).category.as_deref(),
@@ -957,7 +978,8 @@ async fn a_callable_degrade_omitting_the_collect_field_yields_a_null_slot() {
 
 #[tokio::test(start_paused = true)]
 async fn fan_out_and_instance_events_carry_config_and_lineage() {
-    let fan = FanOutNode::over_items(times_ten(), "xs", "x", "y", "ys").concurrency(Some(2));
+    let fan =
+        FanOutNode::over_items(times_ten(), "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(2));
     let (graph, events) = parent(fan);
     let initial = batch(vec![3, 4, 5]);
     graph.invoke(initial.clone()).await.unwrap();
@@ -1146,8 +1168,9 @@ async fn dropping_the_invocation_mid_fan_out_stops_every_instance() {
             Ok(ItemUpdate::default().y(item.x))
         }
     });
-    let (graph, events) =
-        parent(FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(Some(2)));
+    let (graph, events) = parent(
+        FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(2)),
+    );
     // Test + the node closure.
     let baseline = Arc::strong_count(&resource);
     assert_eq!(baseline, 2);

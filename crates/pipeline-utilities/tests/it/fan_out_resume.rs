@@ -5,6 +5,7 @@
 //! by enclosing lineage only.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -86,7 +87,7 @@ fn batch(
         .extra_outputs([("notes", "note")])
         .errors_field("errors")
         .error_policy(policy)
-        .concurrency(Some(1));
+        .concurrency(NonZeroUsize::new(1));
     GraphBuilder::new(Batch::default())
         .add_node("fan", fan)
         .add_edge("fan", END)
@@ -245,7 +246,7 @@ openarmature_graph::state! {
 
 fn nested(script: &Arc<Script>, store: &InMemoryCheckpointer) -> CompiledGraph<Outer> {
     let inner = FanOutNode::<Group, Item>::over_items(leaf(script), "xs", "x", "y", "ys")
-        .concurrency(Some(1));
+        .concurrency(NonZeroUsize::new(1));
     let group = GraphBuilder::new(Group::default())
         .add_node("inner", inner)
         .add_edge("inner", END)
@@ -352,7 +353,7 @@ async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
         .unwrap();
     let store = InMemoryCheckpointer::new();
     let fan = FanOutNode::<Batch, Item>::over_items(leaf(&script), "xs", "x", "y", "ys")
-        .concurrency(Some(1));
+        .concurrency(NonZeroUsize::new(1));
     let graph = GraphBuilder::new(Batch::default())
         .add_node("prep", SubgraphNode::new(prep).projects_out(["xs"]))
         .add_node("fan", fan)

@@ -2,7 +2,7 @@
 //! pipeline-utilities checkpointing fixtures (§10): a case with a `checkpointer:` runs
 //! here instead of the plain graph-engine runner.
 //!
-//! Conventions (adapter register R9–R13 in ARCHITECTURE.md; the per-instance fan-out
+//! Conventions (adapter register R9–R13 in REGISTER.md; the per-instance fan-out
 //! ones, R13, are listed in `fan_out.rs` and `store/`):
 //! - `checkpointer: in_memory | sqlite` both use the engine's `InMemoryCheckpointer`
 //!   (records hold JSON states, so §10.12 migrations work on it), wrapped to record every

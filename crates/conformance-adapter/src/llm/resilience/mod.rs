@@ -35,9 +35,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_llm::resilience::{ManualClock, ResilientProvider};
+use openarmature_llm::resilience::ResilientProvider;
 use openarmature_llm::{OpenAiProvider, Provider};
 use openarmature_pipeline::retry::Sleeper;
+use openarmature_testkit::ManualClock;
 use serde_norway::Value;
 
 use super::{bound_model, parse_mock, CallSpec, Mapping};

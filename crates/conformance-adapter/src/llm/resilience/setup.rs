@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_llm::resilience::{
-    BreakerPolicy, CircuitBreaker, Endpoint, HonorRetryAfter, ManualClock, ProviderClassifier,
+    BreakerPolicy, CircuitBreaker, Endpoint, HonorRetryAfter, ProviderClassifier,
 };
 use openarmature_pipeline::retry::{
     Constant, DefaultClassifier, RetryConfig, TokenBucket, TokenBucketConfig,
 };
+use openarmature_testkit::ManualClock;
 
 use super::Sleeps;
 use crate::yaml::Y;

@@ -5,7 +5,7 @@
 //! `langfuse_observer_config`, `langfuse_client`) or expects Langfuse traces. The
 //! observer's own in-memory trace store is the recorder; it is attached to every
 //! invocation beside the OTel observer and configured with the same detached units.
-//! Register O16 (ARCHITECTURE.md): `trace_input_from_state` / `trace_output_from_state`
+//! Register O16 (REGISTER.md): `trace_input_from_state` / `trace_output_from_state`
 //! name harness hooks (`returns_job_input_summary`, `returns_job_output_summary`,
 //! `returns_null`, `returns_state_snapshot`); `langfuse_client: {mode: credentials}`
 //! builds the observer's ingestion client against a 127.0.0.1 mock of the Langfuse

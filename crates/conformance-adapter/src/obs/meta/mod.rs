@@ -22,7 +22,7 @@
 //! Fan-out `augment_metadata_from_field: {key: item_field}` is an instance middleware
 //! that augments each instance's copy from its item before the instance runs.
 //!
-//! Register O11 (ARCHITECTURE.md): a queryable-observer read first waits for the
+//! Register O11 (REGISTER.md): a queryable-observer read first waits for the
 //! delivery of every event the invocation emitted so far (`NodeCtx::drain_events`,
 //! the §9.2 stability gate), so the read value is deterministic; 049's
 //! `captured_bucket_is_non_empty` depends on it. An inner-subgraph node's
@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use self::middleware::{instance_middleware, node_middleware};
 use self::queryable::Queryable;
-use crate::ge::harness::lock;
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use openarmature_graph::{BoxError, Observer, ObserverEvent, Registration};
 use serde_json::{json, Value};
 
-use crate::ge::harness::lock;
+use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
 

@@ -222,7 +222,7 @@ impl CircuitBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resilience::ManualClock;
+    use openarmature_testkit::ManualClock;
 
     #[test]
     fn open_breaker_fails_fast_with_a_typed_non_transient_error() {

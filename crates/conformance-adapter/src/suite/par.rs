@@ -1,4 +1,4 @@
-//! A small scoped thread pool for the xtask commands: `par_map` keeps input order and turns panics into errors.
+//! A small scoped thread pool: `par_map` keeps input order and turns panics into errors.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -23,7 +23,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// Maps `items` with `workers` threads pulling from a shared index. Results
 /// come back in input order, one per item; a panic in `f` becomes `Err` with
 /// the panic message.
-pub(crate) fn par_map<T: Sync, R: Send>(
+pub fn par_map<T: Sync, R: Send>(
     items: &[T],
     workers: usize,
     f: impl Fn(&T) -> R + Sync,

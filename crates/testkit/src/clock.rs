@@ -1,6 +1,4 @@
-//! A hand-driven [`MonotonicClock`] for deterministic tests of the time-based
-//! extensions (breaker cooldown, budget floor windows) over real sockets, where the
-//! runtime's paused clock cannot be used.
+//! A hand-driven [`MonotonicClock`]: it reads what the test set, nothing else.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
