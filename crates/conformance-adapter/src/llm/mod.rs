@@ -576,6 +576,43 @@ fn take<T: Clone>(log: &Mutex<Vec<T>>) -> Vec<T> {
         .clone()
 }
 
+/// The `per_attempt_override` and `reask` parts of a `retry:` block, applied to
+/// `retry`; a reask's corrections are logged to `corrections`. Returns the config
+/// and the shape the assertions read.
+pub(crate) fn retry_extras(
+    r: &Y<'_>,
+    mut retry: LlmRetryConfig,
+    corrections: &Arc<Mutex<Vec<String>>>,
+) -> Result<(LlmRetryConfig, RetrySpec), AdapterError> {
+    if let Some(schedule) = r.get("per_attempt_override") {
+        let mut entries = Vec::new();
+        for entry in schedule.seq()? {
+            let partial = RuntimeConfig::from_json(&entry.json()?)
+                .map_err(|e| entry.invalid(e.to_string()))?;
+            entries.push(partial);
+        }
+        retry = retry.per_attempt_override(entries);
+    }
+    let mut reask = false;
+    if let Some(y) = r.get("reask") {
+        y.check_keys(&["template"])?;
+        let template = y.req("template")?.str()?.to_owned();
+        let log = Arc::clone(corrections);
+        retry = retry.reask(move |failure: &StructuredOutputInvalid| {
+            let text = render_template(&template, failure);
+            push(&log, text.clone());
+            text
+        });
+        reask = true;
+    }
+    let shape = RetrySpec {
+        max_attempts: retry.max_attempts(),
+        schedule: retry.per_attempt_override.clone(),
+        reask,
+    };
+    Ok((retry, shape))
+}
+
 /// Renders a reask template by single-pass literal replacement of
 /// `{output_content}` and `{error_message}` (substituted text is not rescanned).
 pub(crate) fn render_template(template: &str, failure: &StructuredOutputInvalid) -> String {
@@ -766,36 +803,9 @@ async fn execute(
                     "reask",
                 ])
                 .map_err(err)?;
-                let mut retry = LlmRetryConfig::from(base_retry(&r, &sleeps).map_err(err)?);
-                if let Some(schedule) = r.get("per_attempt_override") {
-                    let mut entries = Vec::new();
-                    for entry in schedule.seq().map_err(err)? {
-                        let partial = RuntimeConfig::from_json(&entry.json().map_err(err)?)
-                            .map_err(|e| err(entry.invalid(e.to_string())))?;
-                        entries.push(partial);
-                    }
-                    retry = retry.per_attempt_override(entries);
-                }
-                let mut reask = false;
-                if let Some(reask_y) = r.get("reask") {
-                    reask_y.check_keys(&["template"]).map_err(err)?;
-                    let template = reask_y
-                        .req("template")
-                        .and_then(|t| t.str().map(str::to_owned))
-                        .map_err(err)?;
-                    let log = Arc::clone(&corrections);
-                    retry = retry.reask(move |failure: &StructuredOutputInvalid| {
-                        let text = render_template(&template, failure);
-                        push(&log, text.clone());
-                        text
-                    });
-                    reask = true;
-                }
-                run.retry = Some(RetrySpec {
-                    max_attempts: retry.max_attempts(),
-                    schedule: retry.per_attempt_override.clone(),
-                    reask,
-                });
+                let retry = LlmRetryConfig::from(base_retry(&r, &sleeps).map_err(err)?);
+                let (retry, shape) = retry_extras(&r, retry, &corrections).map_err(err)?;
+                run.retry = Some(shape);
                 request = request.retry(retry);
             }
             let log = Arc::clone(&attempts);
