@@ -281,28 +281,8 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         Some(name) => Mapping::from_name(name.str().map_err(err)?)?,
         None => Mapping::OpenAi,
     };
-    let mock_y = case
-        .get("mock_provider")
-        .or_else(|| root.get("mock_provider"));
-    let mock = parse_mock(mock_y.as_ref()).map_err(err)?;
-
-    let calls: Vec<CallSpec<'_>> = match (case.get("calls"), case.get("call")) {
-        (Some(list), None) => list
-            .seq()
-            .map_err(err)?
-            .into_iter()
-            .map(|call| CallSpec { call, case: None })
-            .collect(),
-        (None, Some(call)) => vec![CallSpec {
-            call,
-            case: Some(case.clone()),
-        }],
-        _ => {
-            return Err(err(
-                case.invalid("a case needs exactly one of `call` or `calls`")
-            ))
-        }
-    };
+    let mock = case_mock(root, case).map_err(err)?;
+    let calls = call_specs(case).map_err(err)?;
     if calls.is_empty() {
         return Err("a case needs at least one call".into());
     }
@@ -461,6 +441,31 @@ fn parse_reply(y: &Y<'_>, keys: &[&str]) -> Result<Reply, AdapterError> {
         headers,
         body,
     })
+}
+
+/// The case's `mock_provider` (or the file's), parsed.
+fn case_mock(root: &Y<'_>, case: &Y<'_>) -> Result<Mock, AdapterError> {
+    let y = case
+        .get("mock_provider")
+        .or_else(|| root.get("mock_provider"));
+    parse_mock(y.as_ref())
+}
+
+/// The case's calls: its `calls:` list, or its one `call:` (which reads the case's
+/// own keys too).
+fn call_specs<'a>(case: &Y<'a>) -> Result<Vec<CallSpec<'a>>, AdapterError> {
+    match (case.get("calls"), case.get("call")) {
+        (Some(list), None) => Ok(list
+            .seq()?
+            .into_iter()
+            .map(|call| CallSpec { call, case: None })
+            .collect()),
+        (None, Some(call)) => Ok(vec![CallSpec {
+            call,
+            case: Some(case.clone()),
+        }]),
+        _ => Err(case.invalid("a case needs exactly one of `call` or `calls`")),
+    }
 }
 
 fn parse_mock(y: Option<&Y<'_>>) -> Result<Mock, AdapterError> {
