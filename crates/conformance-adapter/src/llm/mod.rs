@@ -281,28 +281,8 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         Some(name) => Mapping::from_name(name.str().map_err(err)?)?,
         None => Mapping::OpenAi,
     };
-    let mock_y = case
-        .get("mock_provider")
-        .or_else(|| root.get("mock_provider"));
-    let mock = parse_mock(mock_y.as_ref()).map_err(err)?;
-
-    let calls: Vec<CallSpec<'_>> = match (case.get("calls"), case.get("call")) {
-        (Some(list), None) => list
-            .seq()
-            .map_err(err)?
-            .into_iter()
-            .map(|call| CallSpec { call, case: None })
-            .collect(),
-        (None, Some(call)) => vec![CallSpec {
-            call,
-            case: Some(case.clone()),
-        }],
-        _ => {
-            return Err(err(
-                case.invalid("a case needs exactly one of `call` or `calls`")
-            ))
-        }
-    };
+    let mock = case_mock(root, case).map_err(err)?;
+    let calls = call_specs(case).map_err(err)?;
     if calls.is_empty() {
         return Err("a case needs at least one call".into());
     }
@@ -463,6 +443,31 @@ fn parse_reply(y: &Y<'_>, keys: &[&str]) -> Result<Reply, AdapterError> {
     })
 }
 
+/// The case's `mock_provider` (or the file's), parsed.
+fn case_mock(root: &Y<'_>, case: &Y<'_>) -> Result<Mock, AdapterError> {
+    let y = case
+        .get("mock_provider")
+        .or_else(|| root.get("mock_provider"));
+    parse_mock(y.as_ref())
+}
+
+/// The case's calls: its `calls:` list, or its one `call:` (which reads the case's
+/// own keys too).
+fn call_specs<'a>(case: &Y<'a>) -> Result<Vec<CallSpec<'a>>, AdapterError> {
+    match (case.get("calls"), case.get("call")) {
+        (Some(list), None) => Ok(list
+            .seq()?
+            .into_iter()
+            .map(|call| CallSpec { call, case: None })
+            .collect()),
+        (None, Some(call)) => Ok(vec![CallSpec {
+            call,
+            case: Some(case.clone()),
+        }]),
+        _ => Err(case.invalid("a case needs exactly one of `call` or `calls`")),
+    }
+}
+
 fn parse_mock(y: Option<&Y<'_>>) -> Result<Mock, AdapterError> {
     let mut mock = Mock {
         responses: Vec::new(),
@@ -574,6 +579,43 @@ fn take<T: Clone>(log: &Mutex<Vec<T>>) -> Vec<T> {
     log.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone()
+}
+
+/// The `per_attempt_override` and `reask` parts of a `retry:` block, applied to
+/// `retry`; a reask's corrections are logged to `corrections`. Returns the config
+/// and the shape the assertions read.
+pub(crate) fn retry_extras(
+    r: &Y<'_>,
+    mut retry: LlmRetryConfig,
+    corrections: &Arc<Mutex<Vec<String>>>,
+) -> Result<(LlmRetryConfig, RetrySpec), AdapterError> {
+    if let Some(schedule) = r.get("per_attempt_override") {
+        let mut entries = Vec::new();
+        for entry in schedule.seq()? {
+            let partial = RuntimeConfig::from_json(&entry.json()?)
+                .map_err(|e| entry.invalid(e.to_string()))?;
+            entries.push(partial);
+        }
+        retry = retry.per_attempt_override(entries);
+    }
+    let mut reask = false;
+    if let Some(y) = r.get("reask") {
+        y.check_keys(&["template"])?;
+        let template = y.req("template")?.str()?.to_owned();
+        let log = Arc::clone(corrections);
+        retry = retry.reask(move |failure: &StructuredOutputInvalid| {
+            let text = render_template(&template, failure);
+            push(&log, text.clone());
+            text
+        });
+        reask = true;
+    }
+    let shape = RetrySpec {
+        max_attempts: retry.max_attempts(),
+        schedule: retry.per_attempt_override.clone(),
+        reask,
+    };
+    Ok((retry, shape))
 }
 
 /// Renders a reask template by single-pass literal replacement of
@@ -766,36 +808,9 @@ async fn execute(
                     "reask",
                 ])
                 .map_err(err)?;
-                let mut retry = LlmRetryConfig::from(base_retry(&r, &sleeps).map_err(err)?);
-                if let Some(schedule) = r.get("per_attempt_override") {
-                    let mut entries = Vec::new();
-                    for entry in schedule.seq().map_err(err)? {
-                        let partial = RuntimeConfig::from_json(&entry.json().map_err(err)?)
-                            .map_err(|e| err(entry.invalid(e.to_string())))?;
-                        entries.push(partial);
-                    }
-                    retry = retry.per_attempt_override(entries);
-                }
-                let mut reask = false;
-                if let Some(reask_y) = r.get("reask") {
-                    reask_y.check_keys(&["template"]).map_err(err)?;
-                    let template = reask_y
-                        .req("template")
-                        .and_then(|t| t.str().map(str::to_owned))
-                        .map_err(err)?;
-                    let log = Arc::clone(&corrections);
-                    retry = retry.reask(move |failure: &StructuredOutputInvalid| {
-                        let text = render_template(&template, failure);
-                        push(&log, text.clone());
-                        text
-                    });
-                    reask = true;
-                }
-                run.retry = Some(RetrySpec {
-                    max_attempts: retry.max_attempts(),
-                    schedule: retry.per_attempt_override.clone(),
-                    reask,
-                });
+                let retry = LlmRetryConfig::from(base_retry(&r, &sleeps).map_err(err)?);
+                let (retry, shape) = retry_extras(&r, retry, &corrections).map_err(err)?;
+                run.retry = Some(shape);
                 request = request.retry(retry);
             }
             let log = Arc::clone(&attempts);

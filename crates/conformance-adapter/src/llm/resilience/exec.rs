@@ -12,7 +12,7 @@ use openarmature_llm::resilience::accounting::InvocationUsage;
 use openarmature_llm::resilience::UsageAggregator;
 use openarmature_llm::{
     AttemptObserver, AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig,
-    Message, Provider, Response, RuntimeConfig, StructuredOutputInvalid,
+    Message, Provider, Response,
 };
 use openarmature_observability::{InvokeError, OtelObserver};
 use openarmature_pipeline::{FailureIsolationMiddleware, RetryMiddleware};
@@ -23,7 +23,7 @@ use super::setup::{retry_record, EndpointSetup, Extensions};
 use super::{err, push, take, Sleeps};
 use crate::http_mock::MockServer;
 use crate::llm::{
-    build_request, render_template, span_views, AttemptInfo, CallRun, CallSpec, Mapping, RetrySpec,
+    build_request, retry_extras, span_views, AttemptInfo, CallRun, CallSpec, Mapping, RetrySpec,
     SpanView, NODE,
 };
 
@@ -121,37 +121,8 @@ fn llm_retry(
         "budget",
     ])
     .map_err(err)?;
-    let mut retry =
-        LlmRetryConfig::from(retry_record(&r, ctx.ext, sleeps, ctx.endpoint).map_err(err)?);
-    if let Some(schedule) = r.get("per_attempt_override") {
-        let mut entries = Vec::new();
-        for entry in schedule.seq().map_err(err)? {
-            let partial = RuntimeConfig::from_json(&entry.json().map_err(err)?)
-                .map_err(|e| err(entry.invalid(e.to_string())))?;
-            entries.push(partial);
-        }
-        retry = retry.per_attempt_override(entries);
-    }
-    let mut reask = false;
-    if let Some(y) = r.get("reask") {
-        y.check_keys(&["template"]).map_err(err)?;
-        let template = y
-            .req("template")
-            .and_then(|t| t.str().map(str::to_owned))
-            .map_err(err)?;
-        let log = Arc::clone(corrections);
-        retry = retry.reask(move |failure: &StructuredOutputInvalid| {
-            let text = render_template(&template, failure);
-            push(&log, text.clone());
-            text
-        });
-        reask = true;
-    }
-    let shape = RetrySpec {
-        max_attempts: retry.max_attempts(),
-        schedule: retry.per_attempt_override.clone(),
-        reask,
-    };
+    let retry = LlmRetryConfig::from(retry_record(&r, ctx.ext, sleeps, ctx.endpoint).map_err(err)?);
+    let (retry, shape) = retry_extras(&r, retry, corrections).map_err(err)?;
     Ok(Some((retry, shape)))
 }
 

@@ -41,7 +41,7 @@ use openarmature_pipeline::retry::Sleeper;
 use openarmature_testkit::ManualClock;
 use serde_norway::Value;
 
-use super::{bound_model, parse_mock, CallSpec, Mapping};
+use super::{bound_model, call_specs, case_mock, CallSpec, Mapping};
 use crate::http_mock::MockServer;
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -143,24 +143,8 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         Some(e) => Some(setup::endpoint(&e, &ext).map_err(err)?),
         None => None,
     };
-    let mock_y = case
-        .get("mock_provider")
-        .or_else(|| root.get("mock_provider"));
-    let mock = parse_mock(mock_y.as_ref()).map_err(err)?;
-
-    let calls: Vec<CallSpec<'_>> = match (case.get("calls"), case.get("call")) {
-        (Some(list), None) => list
-            .seq()
-            .map_err(err)?
-            .into_iter()
-            .map(|call| CallSpec { call, case: None })
-            .collect(),
-        (None, Some(call)) => vec![CallSpec {
-            call,
-            case: Some(case.clone()),
-        }],
-        _ => return Err("a case needs exactly one of `call` or `calls`".into()),
-    };
+    let mock = case_mock(root, case).map_err(err)?;
+    let calls = call_specs(case).map_err(err)?;
     for spec in &calls {
         spec.call
             .check_keys(&keys(super::CALL_KEYS, CALL_EXTRA))
