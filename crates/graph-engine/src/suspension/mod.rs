@@ -36,6 +36,16 @@
 //! methods), else in an in-process store the compiled graph owns (its clones share
 //! it). Resuming in another process needs a durable Checkpointer both processes open.
 //!
+//! # A resume is claimed once, and survives being dropped
+//!
+//! A resume claims the paused record atomically (`suspended` → `resumed`): a second
+//! delivery of the same signal is `suspension_record_invalid`, never a second run. With a
+//! Checkpointer registered, the merged state is checkpointed before the resumed run's
+//! first node, so a resumed run that is dropped (or whose process dies) mid-node leaves
+//! a consistent checkpoint: a checkpoint resume (`InvokeOptions::resume_invocation`
+//! without a signal payload) continues from it with the payload merged, without running
+//! the suspending node again. Without a Checkpointer there is nothing durable to return to.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use openarmature_graph::suspension::{suspend, Outcome, SignalDescriptor};
