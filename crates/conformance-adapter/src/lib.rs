@@ -11,6 +11,7 @@
 //! - [`runner`] parses one fixture file and runs a case against the engine.
 //! - [`report`] holds the case identifiers and outcomes both front ends print.
 
+pub mod backends;
 pub mod deferrals;
 pub mod discovery;
 pub mod error;
