@@ -16,6 +16,7 @@
 //! - [`suite`] lists and runs the cases and judges them against the deferrals
 //!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
+pub mod backends;
 pub mod deferrals;
 pub mod discovery;
 pub mod error;

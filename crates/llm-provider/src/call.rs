@@ -235,7 +235,7 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
             self.provider.send(wire).await
         };
         self.latency = started.elapsed();
-        crate::resilience::hooks::deposit(request, self.node_ctx, index, &result);
+        crate::resilience::hooks::deposit(request, self.node_ctx, index, &result).await;
 
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {

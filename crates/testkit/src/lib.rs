@@ -10,9 +10,19 @@
 //! - [`http`]: the scripted HTTP/1.1 mock server ([`MockServer`], [`Script`],
 //!   [`Reply`]) every crate's tests and the conformance adapter run against,
 //!   instead of a hand-rolled TCP server each.
+//! - [`suite`] (spec: pipeline-utilities §10.1 / §10.13, sessions §5 / §8): one behaviour
+//!   suite for every Checkpointer and SessionStore backend, generic over a
+//!   [`suite::Backend`] factory, so SQLite and PostgreSQL are proven to behave the same;
+//!   [`services`]: the switches of the real-server tests (`OPENARMATURE_TEST_*_URL`,
+//!   `OPENARMATURE_REQUIRE_SERVICES`).
+//!
+//! A test-support crate fails a test the way tests do: by panicking.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod clock;
 pub mod http;
+pub mod services;
+pub mod suite;
 
 pub use clock::ManualClock;
 pub use http::{Exchange, MockServer, Reply, Request, Script, Source};

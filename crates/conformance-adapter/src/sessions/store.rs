@@ -50,6 +50,9 @@ impl RecordingStore {
     /// A fresh, empty backend of `kind`.
     pub(super) fn new(kind: StoreKind) -> Result<Self, String> {
         let backend: Arc<dyn SessionStore> = match kind {
+            _ if crate::backends::selected().is_some() => crate::backends::session_store()
+                .transpose()?
+                .ok_or("no backend")?,
             StoreKind::InMemory => Arc::new(InMemorySessionStore::new()),
             StoreKind::Sqlite => Arc::new(
                 SqliteSessionStore::in_memory()

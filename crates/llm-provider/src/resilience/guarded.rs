@@ -71,11 +71,11 @@ impl<P: Provider> ResilientProvider<P> {
         let Some(breaker) = self.endpoint.circuit_breaker() else {
             return self.inner.send(request).await;
         };
-        let (permit, t) = breaker.try_acquire();
+        let (permit, t) = breaker.acquire().await;
         dispatch(ctx, breaker, t);
         let permit = permit?;
         let result = self.inner.send(request).await;
-        let t = permit.record(result.as_ref().map(|_| ()));
+        let t = permit.finish(result.as_ref().map(|_| ())).await;
         dispatch(ctx, breaker, t);
         result
     }

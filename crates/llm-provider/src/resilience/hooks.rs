@@ -12,7 +12,7 @@ use crate::response::Response;
 /// Extension 0003: a logical first attempt earns budget — call attempt 0, not
 /// inside a node-level retry (that call is itself a retry, already paid for), and
 /// not refused by an open circuit (nothing was sent).
-pub(crate) fn deposit(
+pub(crate) async fn deposit(
     request: &CompletionRequest,
     node: Option<&openarmature_graph::NodeCtx>,
     attempt: u32,
@@ -25,7 +25,7 @@ pub(crate) fn deposit(
         return;
     }
     if let Some(budget) = request.retry.as_ref().and_then(|r| r.base.budget.as_ref()) {
-        budget.deposit();
+        budget.deposit_async().await;
     }
 }
 

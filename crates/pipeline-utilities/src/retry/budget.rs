@@ -15,14 +15,32 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use crate::timing::{MonotonicClock, TokioClock};
 
 /// A retry budget: earns on first attempts, spends one token per retry.
+///
+/// The retry lanes call the async forms ([`RetryBudget::deposit_async`],
+/// [`RetryBudget::try_withdraw_async`]), so a budget kept in a network store (shared by
+/// many processes) answers without blocking the runtime; their defaults run the
+/// synchronous methods, which in-process budgets implement.
 pub trait RetryBudget: Send + Sync + 'static {
     /// A first attempt was made (earns `ratio` of a retry).
     fn deposit(&self);
     /// Spends one retry; `false` when the budget is empty (do not retry).
     fn try_withdraw(&self) -> bool;
+
+    /// [`RetryBudget::deposit`], awaited by the call-level lane.
+    fn deposit_async(&self) -> BoxFuture<'_, ()> {
+        self.deposit();
+        Box::pin(std::future::ready(()))
+    }
+
+    /// [`RetryBudget::try_withdraw`], awaited by both lanes before a retry.
+    fn try_withdraw_async(&self) -> BoxFuture<'_, bool> {
+        Box::pin(std::future::ready(self.try_withdraw()))
+    }
 }
 
 /// [`TokenBucket`] settings.

@@ -95,7 +95,11 @@ pub async fn drive<L: RetryLane>(
                 return Err(lane.failed(stopped));
             }
         };
-        if retry.budgeted && config.budget.as_ref().is_some_and(|b| !b.try_withdraw()) {
+        let refused = match (&config.budget, retry.budgeted) {
+            (Some(budget), true) => !budget.try_withdraw_async().await,
+            _ => false,
+        };
+        if refused {
             let stopped = lane.stop(
                 Category::RETRY_BUDGET_EXHAUSTED,
                 "retry budget exhausted",

@@ -4,6 +4,8 @@
 
 mod common;
 
+#[cfg(feature = "sqlite")]
+mod backend_suite;
 mod branches;
 mod composition;
 mod fan_out;

@@ -160,7 +160,7 @@ fn store_for(case: &Y<'_>) -> Result<Store, String> {
             }
         }
     }
-    Ok(Store::new(crash, flush_every))
+    Store::new(crash, flush_every)
 }
 
 /// The case graph's top-level fan-out nodes (their failures are `raised_from` them).

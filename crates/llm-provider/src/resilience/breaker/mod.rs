@@ -87,6 +87,22 @@ impl Permit<'_> {
     }
 }
 
+impl Permit<'_> {
+    /// [`Permit::record`] through the store's async seam (what
+    /// [`crate::resilience::ResilientProvider`] calls; use it with a shared store).
+    pub async fn finish(mut self, outcome: Result<(), &LlmError>) -> Option<Transition> {
+        self.done = true;
+        let b = self.breaker;
+        let failed = outcome.is_err_and(|e| b.counts_as_failure(e));
+        let t = b
+            .store
+            .record_async(&b.endpoint, &b.policy, self.probe, failed, b.clock.now())
+            .await;
+        b.notify(t.as_ref());
+        t
+    }
+}
+
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         if !self.done {
@@ -189,15 +205,32 @@ impl CircuitBreaker {
             .store
             .acquire(&self.endpoint, &self.policy, self.clock.now());
         self.notify(t.as_ref());
-        let result = match admission {
+        (self.admit(admission), t)
+    }
+
+    /// [`CircuitBreaker::try_acquire`] through the store's async seam (what
+    /// [`crate::resilience::ResilientProvider`] calls; use it with a shared store).
+    ///
+    /// # Errors
+    /// As [`CircuitBreaker::try_acquire`].
+    pub async fn acquire(&self) -> (Result<Permit<'_>, LlmError>, Option<Transition>) {
+        let (admission, t) = self
+            .store
+            .acquire_async(&self.endpoint, &self.policy, self.clock.now())
+            .await;
+        self.notify(t.as_ref());
+        (self.admit(admission), t)
+    }
+
+    fn admit(&self, admission: Admission) -> Result<Permit<'_>, LlmError> {
+        match admission {
             Admission::Admitted { probe } => Ok(Permit {
                 breaker: self,
                 probe,
                 done: false,
             }),
             Admission::Rejected { retry_in } => Err(self.open_error(retry_in)),
-        };
-        (result, t)
+        }
     }
 
     fn open_error(&self, retry_in: Duration) -> LlmError {

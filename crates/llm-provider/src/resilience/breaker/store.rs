@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use super::machine::{Admission, BreakerMachine, BreakerPolicy, BreakerState, Transition};
 
 /// Stores per-endpoint breaker state. Every method is atomic per endpoint.
@@ -43,6 +45,33 @@ pub trait BreakerStore: Send + Sync + 'static {
         policy: &BreakerPolicy,
         now: Duration,
     ) -> Option<Duration>;
+
+    /// [`BreakerStore::acquire`], awaited by [`super::CircuitBreaker::acquire`]: a store
+    /// on the network (shared by many processes) overrides it so the runtime is never
+    /// blocked. The default runs the synchronous method.
+    fn acquire_async<'a>(
+        &'a self,
+        endpoint: &'a str,
+        policy: &'a BreakerPolicy,
+        now: Duration,
+    ) -> BoxFuture<'a, (Admission, Option<Transition>)> {
+        Box::pin(std::future::ready(self.acquire(endpoint, policy, now)))
+    }
+
+    /// [`BreakerStore::record`], awaited by [`super::Permit::finish`]. The default runs
+    /// the synchronous method.
+    fn record_async<'a>(
+        &'a self,
+        endpoint: &'a str,
+        policy: &'a BreakerPolicy,
+        probe: bool,
+        failed: bool,
+        now: Duration,
+    ) -> BoxFuture<'a, Option<Transition>> {
+        Box::pin(std::future::ready(
+            self.record(endpoint, policy, probe, failed, now),
+        ))
+    }
 }
 
 /// Breaker state in this process's memory.

@@ -13,7 +13,7 @@ pub(crate) use self::mocks::{flaky_resume_aware, migration, KeyError, MigrationL
 pub(crate) use self::records::{positions_json, record_json, seeded_record};
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
@@ -91,23 +91,27 @@ struct Batch {
 
 /// The fixture's Checkpointer: the engine's in-memory backend, recording every save.
 pub(crate) struct Store {
-    inner: InMemoryCheckpointer,
+    /// The engine's in-memory backend, or the one [`crate::backends`] selected.
+    inner: Arc<dyn Checkpointer>,
     saves: Mutex<Vec<CheckpointRecord>>,
     crash: Option<Crash>,
     batch: Option<Batch>,
 }
 
 impl Store {
-    pub(crate) fn new(crash: Option<Crash>, flush_every: Option<usize>) -> Self {
-        Store {
-            inner: InMemoryCheckpointer::new(),
+    pub(crate) fn new(crash: Option<Crash>, flush_every: Option<usize>) -> Result<Self, String> {
+        let inner = crate::backends::checkpointer()
+            .transpose()?
+            .unwrap_or_else(|| Arc::new(InMemoryCheckpointer::new()));
+        Ok(Store {
+            inner,
             saves: Mutex::new(Vec::new()),
             crash,
             batch: flush_every.map(|flush_every| Batch {
                 flush_every: flush_every.max(1),
                 ..Batch::default()
             }),
-        }
+        })
     }
 
     /// The abort boundary's fan-out node, when the boundary is an abort.

@@ -1,0 +1,52 @@
+//! Spec: conformance-adapter §5.6 — which durable backend the checkpoint and session
+//! cases run on. By default the reference backends the fixtures name (in-memory,
+//! SQLite); a test binary of another backend crate (e.g. `openarmature-postgres`'s
+//! `conformance_postgres`) selects its own once, before running cases, and every
+//! case's Checkpointer / SessionStore is then a fresh, empty store of that backend.
+//! The adapter itself depends on no database driver.
+
+use std::sync::{Arc, OnceLock};
+
+use openarmature_graph::checkpoint::Checkpointer;
+use openarmature_graph::session::SessionStore;
+
+/// Makes a fresh, empty store for one case.
+pub type Factory<T> = Arc<dyn Fn() -> Result<Arc<T>, String> + Send + Sync>;
+
+/// The backend selected for the process.
+#[derive(Clone)]
+pub struct Backends {
+    /// Its name (shown in failure messages).
+    pub name: String,
+    /// Every checkpoint case's Checkpointer.
+    pub checkpointer: Factory<dyn Checkpointer>,
+    /// Every sessions case's SessionStore (whatever `session_store:` the case names).
+    pub session_store: Factory<dyn SessionStore>,
+}
+
+static SELECTED: OnceLock<Backends> = OnceLock::new();
+
+/// Selects `backends` for every later case of this process.
+///
+/// # Errors
+/// The name of the backend already selected (a process selects once).
+pub fn select(backends: Backends) -> Result<(), String> {
+    SELECTED
+        .set(backends)
+        .map_err(|_| SELECTED.get().map_or_else(String::new, |b| b.name.clone()))
+}
+
+/// The selected backend, if any.
+pub fn selected() -> Option<&'static Backends> {
+    SELECTED.get()
+}
+
+/// A fresh Checkpointer of the selected backend (`None`: the reference one).
+pub(crate) fn checkpointer() -> Option<Result<Arc<dyn Checkpointer>, String>> {
+    selected().map(|b| (b.checkpointer)().map_err(|e| format!("{} checkpointer: {e}", b.name)))
+}
+
+/// A fresh SessionStore of the selected backend (`None`: the reference one).
+pub(crate) fn session_store() -> Option<Result<Arc<dyn SessionStore>, String>> {
+    selected().map(|b| (b.session_store)().map_err(|e| format!("{} session store: {e}", b.name)))
+}

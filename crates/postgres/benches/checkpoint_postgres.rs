@@ -1,0 +1,88 @@
+//! The durable checkpoint cost on PostgreSQL: time per node step of a linear graph of
+//! trivial nodes saving a full snapshot after every node to the PostgreSQL
+//! Checkpointer (one upsert per step, over a loopback connection), against the same
+//! graph with no checkpointer. Needs `OPENARMATURE_TEST_POSTGRES_URL` (see
+//! `.ci/services.sh`); without it the bench prints a notice and measures nothing.
+
+#![allow(clippy::expect_used, missing_docs)]
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
+use openarmature_postgres::{PgBackend, PgConfig, PostgresCheckpointer};
+
+state! {
+    /// A counter.
+    #[derive(Default)]
+    pub struct Counter => CounterUpdate {
+        /// Steps taken.
+        pub n: u64,
+    }
+}
+
+fn graph(nodes: usize, store: Option<PostgresCheckpointer>) -> CompiledGraph<Counter> {
+    let mut b = GraphBuilder::new(Counter::default());
+    for i in 0..nodes {
+        let next = if i + 1 < nodes {
+            Target::from(format!("n{}", i + 1))
+        } else {
+            END
+        };
+        b = b
+            .add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
+                Ok(CounterUpdate::default().n(s.n + 1))
+            })
+            .add_edge(format!("n{i}"), next);
+    }
+    if let Some(store) = store {
+        b = b.checkpointer(store);
+    }
+    b.entry("n0").compile().expect("valid graph")
+}
+
+fn bench(c: &mut Criterion) {
+    let Ok(url) = std::env::var("OPENARMATURE_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: set OPENARMATURE_TEST_POSTGRES_URL (see .ci/services.sh)");
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let schema = format!("oa_bench_{}", std::process::id());
+    let backend = rt
+        .block_on(PgBackend::connect(PgConfig::new(url).schema(&schema)))
+        .expect("database");
+    let mut group = c.benchmark_group("checkpoint_postgres");
+    for nodes in [10usize, 100] {
+        group.throughput(Throughput::Elements(nodes as u64));
+        let plain = graph(nodes, None);
+        group.bench_with_input(BenchmarkId::new("none", nodes), &nodes, |b, _| {
+            b.iter(|| {
+                rt.block_on(plain.invoke(black_box(Counter::default())))
+                    .expect("run")
+            })
+        });
+        let durable = graph(nodes, Some(backend.checkpointer()));
+        group.bench_with_input(BenchmarkId::new("postgres", nodes), &nodes, |b, _| {
+            b.iter(|| {
+                rt.block_on(durable.invoke(black_box(Counter::default())))
+                    .expect("run")
+            })
+        });
+    }
+    group.finish();
+    rt.block_on(async {
+        let client = backend.pool().get().await.expect("connection");
+        client
+            .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+            .await
+            .expect("cleanup");
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,198 @@
+//! Spec: pipeline-utilities §10.1 (Checkpointer protocol), §10.3.1 (upsert storage) —
+//! the PostgreSQL Checkpointer.
+//!
+//! One row per invocation, upserted by a single statement on every save (the latest
+//! record wins; the statement is its own transaction, so a record is either wholly
+//! stored or not at all), durable once `save` returns (the server's commit). Records
+//! are the JSON text the SQLite backend stores too, so state migrations (§10.12) and
+//! records moved between backends work alike. `list` filters in SQL on indexed
+//! summary columns and never reads records.
+
+use futures::future::BoxFuture;
+use openarmature_graph::checkpoint::{
+    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
+};
+use openarmature_graph::BoxError;
+
+use crate::backend::{from_ns, to_ns, PgBackend};
+use crate::error::{db, PostgresError, StoreKind};
+
+const STORE: StoreKind = StoreKind::Checkpoint;
+
+/// The PostgreSQL Checkpointer: durable, shared by every process that reaches the
+/// database, so a run checkpointed by one worker resumes on another. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PostgresCheckpointer {
+    backend: PgBackend,
+    upsert: String,
+    select: String,
+    list: String,
+    delete: String,
+}
+
+impl PostgresCheckpointer {
+    pub(crate) fn new(backend: PgBackend) -> Self {
+        let t = backend.table("openarmature_checkpoints");
+        PostgresCheckpointer {
+            upsert: format!(
+                "INSERT INTO {t} (invocation_id, correlation_id, last_saved_at_ns,
+                                  completed_node_count, record)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (invocation_id) DO UPDATE SET
+                   correlation_id = excluded.correlation_id,
+                   last_saved_at_ns = excluded.last_saved_at_ns,
+                   completed_node_count = excluded.completed_node_count,
+                   record = excluded.record"
+            ),
+            select: format!("SELECT record FROM {t} WHERE invocation_id = $1"),
+            list: format!(
+                "SELECT invocation_id, correlation_id, last_saved_at_ns, completed_node_count
+                 FROM {t}
+                 WHERE ($1::text IS NULL OR correlation_id = $1)
+                   AND ($2::bigint IS NULL OR last_saved_at_ns >= $2)
+                 ORDER BY last_saved_at_ns, invocation_id"
+            ),
+            delete: format!("DELETE FROM {t} WHERE invocation_id = $1"),
+            backend,
+        }
+    }
+
+    /// Connects with [`crate::PgConfig::new`]`(url)` defaults.
+    ///
+    /// # Errors
+    /// As [`PgBackend::connect`].
+    pub async fn connect(url: &str) -> Result<Self, PostgresError> {
+        Ok(PgBackend::connect(crate::PgConfig::new(url))
+            .await?
+            .checkpointer())
+    }
+
+    /// The backend (pool and schema).
+    pub fn backend(&self) -> &PgBackend {
+        &self.backend
+    }
+
+    async fn save_record(
+        &self,
+        invocation_id: &str,
+        record: &CheckpointRecord,
+    ) -> Result<(), PostgresError> {
+        let text = serde_json::to_string(record).map_err(|source| PostgresError::Encode {
+            store: STORE,
+            operation: "save",
+            key: invocation_id.to_owned(),
+            source,
+        })?;
+        let client = self.backend.client(STORE, "save").await?;
+        let err = db(STORE, "save");
+        let stmt = client.prepare_cached(&self.upsert).await.map_err(&err)?;
+        let count = i64::try_from(record.completed_positions.len()).unwrap_or(i64::MAX);
+        client
+            .execute(
+                &stmt,
+                &[
+                    &invocation_id,
+                    &record.correlation_id,
+                    &to_ns(record.last_saved_at),
+                    &count,
+                    &text,
+                ],
+            )
+            .await
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    async fn load_record(
+        &self,
+        invocation_id: &str,
+    ) -> Result<Option<CheckpointRecord>, PostgresError> {
+        let client = self.backend.client(STORE, "load").await?;
+        let err = db(STORE, "load");
+        let stmt = client.prepare_cached(&self.select).await.map_err(&err)?;
+        let Some(row) = client
+            .query_opt(&stmt, &[&invocation_id])
+            .await
+            .map_err(&err)?
+        else {
+            return Ok(None);
+        };
+        let text: String = row.try_get(0).map_err(&err)?;
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| PostgresError::Decode {
+                store: STORE,
+                operation: "load",
+                key: invocation_id.to_owned(),
+                reason: e.to_string(),
+            })
+    }
+
+    async fn list_records(
+        &self,
+        filter: Option<&CheckpointFilter>,
+    ) -> Result<Vec<CheckpointSummary>, PostgresError> {
+        let client = self.backend.client(STORE, "list").await?;
+        let err = db(STORE, "list");
+        let stmt = client.prepare_cached(&self.list).await.map_err(&err)?;
+        let correlation = filter.and_then(|f| f.correlation_id.clone());
+        let since = filter.and_then(|f| f.saved_since).map(to_ns);
+        let rows = client
+            .query(&stmt, &[&correlation, &since])
+            .await
+            .map_err(&err)?;
+        rows.iter()
+            .map(|row| {
+                Ok(CheckpointSummary::new(
+                    row.try_get::<_, String>(0).map_err(&err)?,
+                    row.try_get::<_, String>(1).map_err(&err)?,
+                    from_ns(row.try_get(2).map_err(&err)?),
+                    usize::try_from(row.try_get::<_, i64>(3).map_err(&err)?).unwrap_or(0),
+                ))
+            })
+            .collect()
+    }
+
+    async fn delete_records(&self, invocation_id: &str) -> Result<(), PostgresError> {
+        let client = self.backend.client(STORE, "delete").await?;
+        let err = db(STORE, "delete");
+        let stmt = client.prepare_cached(&self.delete).await.map_err(&err)?;
+        client
+            .execute(&stmt, &[&invocation_id])
+            .await
+            .map_err(&err)?;
+        Ok(())
+    }
+}
+
+fn boxed<T>(r: Result<T, PostgresError>) -> Result<T, BoxError> {
+    r.map_err(|e| Box::new(e) as BoxError)
+}
+
+impl Checkpointer for PostgresCheckpointer {
+    fn save<'a>(
+        &'a self,
+        invocation_id: &'a str,
+        record: CheckpointRecord,
+    ) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move { boxed(self.save_record(invocation_id, &record).await) })
+    }
+
+    fn load<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<CheckpointRecord>, BoxError>> {
+        Box::pin(async move { boxed(self.load_record(invocation_id).await) })
+    }
+
+    fn list<'a>(
+        &'a self,
+        filter: Option<&'a CheckpointFilter>,
+    ) -> BoxFuture<'a, Result<Vec<CheckpointSummary>, BoxError>> {
+        Box::pin(async move { boxed(self.list_records(filter).await) })
+    }
+
+    fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move { boxed(self.delete_records(invocation_id).await) })
+    }
+}

@@ -1,0 +1,54 @@
+//! # openarmature-postgres
+//!
+//! Spec: pipeline-utilities §10.13 (backend layering), sessions §5.5 — PostgreSQL
+//! backends for the two durable seams, behind the same traits as the SQLite ones:
+//!
+//! - [`PostgresCheckpointer`] ([`openarmature_graph::checkpoint::Checkpointer`]): a run
+//!   checkpointed by worker A resumes on worker B;
+//! - [`PostgresSessionStore`] ([`openarmature_graph::session::SessionStore`]): any
+//!   replica reads a session's latest state; §8.2 optimistic concurrency is atomic
+//!   across processes.
+//!
+//! Both share one [`PgBackend`] (a connection pool and a schema). The schema is created
+//! by versioned migrations this crate ships (`migrations/`), applied on connect, each
+//! once, under an advisory lock. Every write is transactional. Errors are
+//! [`PostgresError`]s carrying the spec's categories
+//! ([`PostgresError::category`]).
+//!
+//! The paused-invocation store (suspension) will live here too once the engine's
+//! suspension seam lands; it is not in this release.
+//!
+//! ## Why tokio-postgres and deadpool
+//!
+//! The driver is `tokio-postgres` with a `deadpool-postgres` pool rather than `sqlx`:
+//! the workspace already runs on tokio, the two crates add about a third of sqlx's
+//! dependency tree, need no compile-time query checking or database at build time
+//! (sqlx without its macros gives none of its main benefit), and expose the prepared
+//! statement cache and transactions directly. The crate is opt-in: a program that
+//! wants only SQLite never compiles a PostgreSQL driver.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use openarmature_postgres::{PgBackend, PgConfig};
+//! # async fn demo() -> Result<(), openarmature_postgres::PostgresError> {
+//! let backend = PgBackend::connect(
+//!     PgConfig::new("postgres://app@db.internal/app").schema("openarmature"),
+//! )
+//! .await?;
+//! let checkpointer = Arc::new(backend.checkpointer());
+//! let sessions = Arc::new(backend.session_store());
+//! // GraphBuilder::new(..).checkpointer(checkpointer).sessions(SessionConfig::new(sessions))
+//! # let _ = (checkpointer, sessions); Ok(())
+//! # }
+//! ```
+
+mod backend;
+mod checkpoint;
+mod error;
+mod migrate;
+mod session;
+
+pub use backend::{PgBackend, PgConfig};
+pub use checkpoint::PostgresCheckpointer;
+pub use error::{PostgresError, StoreKind, CHECKPOINT_BACKEND_UNAVAILABLE};
+pub use session::PostgresSessionStore;
