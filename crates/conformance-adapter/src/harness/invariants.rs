@@ -4,28 +4,11 @@
 use serde_json::Value;
 
 use super::{counts, Rig, TurnRecord};
+use crate::suspension::subset;
 use crate::yaml::Y;
 
 fn s(e: crate::AdapterError) -> String {
     e.to_string()
-}
-
-fn subset(want: &Value, got: &Value, what: &str) -> Result<(), String> {
-    match (want, got) {
-        (Value::Object(w), Value::Object(g)) => {
-            for (k, v) in w {
-                if g.get(k) != Some(v) {
-                    return Err(format!(
-                        "{what}.{k}: expected {v}, got {}",
-                        g.get(k).unwrap_or(&Value::Null)
-                    ));
-                }
-            }
-            Ok(())
-        }
-        _ if want == got => Ok(()),
-        _ => Err(format!("{what}: expected {want}, got {got}")),
-    }
 }
 
 /// A `<from …>` token names the previous turn's invocation; anything else is literal.

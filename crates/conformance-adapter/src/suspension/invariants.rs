@@ -15,8 +15,8 @@ fn j(y: &Y<'_>) -> Result<Value, String> {
     y.json().map_err(|e| e.to_string())
 }
 
-/// `want`'s keys all have `got`'s values.
-fn subset(want: &Value, got: &Value, what: &str) -> Result<(), String> {
+/// `want`'s keys all have `got`'s values (shared with the harness runner).
+pub(crate) fn subset(want: &Value, got: &Value, what: &str) -> Result<(), String> {
     let (Value::Object(w), Value::Object(g)) = (want, got) else {
         return if want == got {
             Ok(())

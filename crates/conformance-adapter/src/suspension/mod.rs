@@ -12,6 +12,8 @@
 mod invariants;
 pub(crate) mod nodes;
 
+pub(crate) use invariants::subset;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
