@@ -17,6 +17,7 @@
 //!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
 pub mod backends;
+mod chat;
 pub mod deferrals;
 pub mod discovery;
 pub mod error;

@@ -157,6 +157,7 @@ async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
         "sessions" => crate::sessions::run_case(&root, &case).await,
         "suspension" => crate::suspension::run_case(&root, &case).await,
         "harness" => crate::harness::run_case(&root, &case).await,
+        "harness-chat" => crate::chat::run_case(&root, &case).await,
         other => Err(format!(
             "harness_primitive_missing: {}: no runner for capability `{other}` yet",
             path.display()

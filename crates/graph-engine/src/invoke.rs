@@ -129,7 +129,13 @@ impl<S: State> CompiledGraph<S> {
         let signal_resumed = options.signal_payload.is_some();
         let (initial, session) = self
             .inner
-            .open_session(initial, options.session_id.as_deref(), resuming, &id)
+            .open_session(
+                initial,
+                options.session_id.as_deref(),
+                resuming,
+                options.loaded_session.as_ref(),
+                &id,
+            )
             .await?;
         let queue = EventQueue::start(
             &self.inner.registry,

@@ -86,6 +86,10 @@ pub struct InvokeOptions {
     /// (suspension §7) with this payload merged into its state, instead of a
     /// checkpoint resume.
     pub signal_payload: Option<Value>,
+    /// The caller already loaded the session into the initial state
+    /// ([`crate::CompiledGraph::load_session`]): the engine binds the invocation to it
+    /// for saving without loading and merging it again.
+    pub loaded_session: Option<crate::session::LoadedSession>,
 }
 
 impl InvokeOptions {
@@ -132,6 +136,16 @@ impl InvokeOptions {
     /// Binds the invocation to the caller's session `id` (sessions §3).
     pub fn session_id(mut self, id: impl Into<String>) -> Self {
         self.session_id = Some(id.into());
+        self
+    }
+
+    /// Binds the invocation to a session the caller already loaded and merged into the
+    /// initial state (what a chat harness does to append the inbound message after
+    /// the history): sets [`InvokeOptions::session_id`]; the invocation saves at `END`
+    /// with the loaded version as its optimistic-concurrency baseline.
+    pub fn loaded_session(mut self, loaded: crate::session::LoadedSession) -> Self {
+        self.session_id = Some(loaded.session_id.clone());
+        self.loaded_session = Some(loaded);
         self
     }
 }

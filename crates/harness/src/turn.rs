@@ -72,7 +72,8 @@ pub struct HarnessError {
 }
 
 impl HarnessError {
-    fn new(category: Category, message: impl Into<String>) -> Self {
+    /// An error of `category`, in the bucket [`ErrorBucket::of`] gives it.
+    pub fn new(category: Category, message: impl Into<String>) -> Self {
         HarnessError {
             category: category.as_str().to_owned(),
             bucket: ErrorBucket::of(category.as_str()),
@@ -81,7 +82,9 @@ impl HarnessError {
         }
     }
 
-    fn of_graph<S>(e: &GraphError<S>) -> Self {
+    /// A graph's error at the turn boundary: a node's failure keeps its cause's own
+    /// category (`provider_unavailable`, say), the engine's otherwise.
+    pub fn of_graph<S>(e: &GraphError<S>) -> Self {
         let derived = CaughtException::capture(e.cause()).category;
         let category = match e.category() {
             openarmature_graph::RuntimeCategory::NodeException => {

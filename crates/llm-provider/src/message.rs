@@ -406,6 +406,29 @@ impl Message {
             .collect()
     }
 
+    /// Reads one message in the spec's JSON shape and checks its §3 per-role shape
+    /// (non-empty content, the block kinds its role allows, complete tool calls, a
+    /// tool result naming its call) — what a boundary accepting a single message from
+    /// outside (a chat harness's `send`) checks before anything else. The checks that
+    /// need the whole conversation (order, tool-call references) are `complete()`'s.
+    ///
+    /// # Errors
+    /// `provider_invalid_request` describing the first violation.
+    pub fn from_json_checked(value: &Value) -> Result<Message, LlmError> {
+        let message = Message::from_json(value)?;
+        message.check_shape()?;
+        Ok(message)
+    }
+
+    /// Checks this message's §3 per-role shape (see [`Message::from_json_checked`]).
+    ///
+    /// # Errors
+    /// `provider_invalid_request` describing the first violation.
+    pub fn check_shape(&self) -> Result<(), LlmError> {
+        let at = |what: &str| LlmError::invalid_request(format!("{} message: {what}", self.role()));
+        crate::validate::shape(self, &crate::ModelCapabilities::default(), &at)
+    }
+
     /// The message in the spec's JSON shape.
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -476,6 +499,28 @@ mod tests {
             json!({"role": "tool", "content": "x"}),
         ] {
             let err = Message::from_json(&bad).unwrap_err();
+            assert_eq!(err.category().as_str(), "provider_invalid_request", "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_single_message_is_checked_against_its_role() {
+        for good in [
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "content": [], "tool_calls": [{"id": "c", "name": "n", "arguments": {}}]}),
+            json!({"role": "tool", "tool_call_id": "c", "content": "r"}),
+        ] {
+            Message::from_json_checked(&good).unwrap();
+        }
+        for bad in [
+            json!({"role": "user", "content": ""}),
+            json!({"role": "user", "content": []}),
+            json!({"role": "assistant", "content": ""}),
+            json!({"role": "tool", "tool_call_id": "", "content": "r"}),
+            json!({"role": "tool", "content": "r"}),
+            json!({"role": "system", "content": [{"type": "text", "text": "x"}]}),
+        ] {
+            let err = Message::from_json_checked(&bad).unwrap_err();
             assert_eq!(err.category().as_str(), "provider_invalid_request", "{bad}");
         }
     }

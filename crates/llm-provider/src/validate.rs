@@ -68,65 +68,20 @@ pub(crate) fn messages(list: &[Message], capabilities: &ModelCapabilities) -> Re
     let mut first_non_system = true;
     for (i, message) in list.iter().enumerate() {
         let at = |what: &str| bad(format!("messages[{i}] ({}): {what}", message.role()));
+        shape(message, capabilities, &at)?;
         match message {
-            Message::System(m) => {
+            Message::System(_) => {
                 if i != 0 {
                     return Err(at("a system message may only be the first message"));
                 }
-                match &m.content {
-                    Content::Text(t) if !t.is_empty() => {}
-                    Content::Text(_) => return Err(at("content must be a non-empty string")),
-                    Content::Blocks(_) => {
-                        return Err(at(
-                            "content must be a string (system messages are text-only)",
-                        ))
-                    }
-                }
                 continue;
             }
-            Message::User(m) => match &m.content {
-                Content::Text(t) if t.is_empty() => {
-                    return Err(at("content must be a non-empty string"))
-                }
-                Content::Text(_) => {}
-                Content::Blocks(blocks) => user_blocks(blocks, capabilities, &at)?,
-            },
+            Message::User(_) => {}
             Message::Assistant(m) => {
                 if first_non_system {
                     return Err(at("the conversation must begin with a user message"));
                 }
-                let has_calls = !m.tool_calls.is_empty();
-                match &m.content {
-                    None if !has_calls => {
-                        return Err(at("needs non-empty content or at least one tool call"))
-                    }
-                    None => {}
-                    Some(Content::Text(t)) if t.is_empty() && !has_calls => {
-                        return Err(at("needs non-empty content or at least one tool call"))
-                    }
-                    Some(Content::Text(_)) => {}
-                    Some(Content::Blocks(blocks)) => {
-                        if blocks.is_empty() && !has_calls {
-                            return Err(at("needs non-empty content or at least one tool call"));
-                        }
-                        assistant_blocks(blocks, &at)?;
-                    }
-                }
-                for call in &m.tool_calls {
-                    if call.id.is_empty() {
-                        return Err(at("a tool call needs a non-empty id"));
-                    }
-                    if call.name.is_empty() {
-                        return Err(at("a tool call needs a non-empty name"));
-                    }
-                    if call.arguments.is_none() {
-                        return Err(at(&format!(
-                            "tool call `{}` needs an arguments mapping",
-                            call.id
-                        )));
-                    }
-                    tool_call_ids.insert(call.id.as_str());
-                }
+                tool_call_ids.extend(m.tool_calls.iter().map(|c| c.id.as_str()));
             }
             Message::Tool(m) => {
                 if first_non_system {
@@ -149,6 +104,67 @@ pub(crate) fn messages(list: &[Message], capabilities: &ModelCapabilities) -> Re
         )));
     }
     Ok(())
+}
+
+/// The §3 per-role shape of one message, whatever surrounds it: non-empty content,
+/// block kinds allowed for the role, tool calls with id, name and arguments, a tool
+/// result naming its call.
+///
+/// # Errors
+/// `provider_invalid_request` (built by `at`), or
+/// `provider_unsupported_content_block` for an image a text-only model cannot take.
+pub(crate) fn shape(
+    message: &Message,
+    capabilities: &ModelCapabilities,
+    at: &dyn Fn(&str) -> LlmError,
+) -> Result<(), LlmError> {
+    match message {
+        Message::System(m) => match &m.content {
+            Content::Text(t) if !t.is_empty() => Ok(()),
+            Content::Text(_) => Err(at("content must be a non-empty string")),
+            Content::Blocks(_) => Err(at(
+                "content must be a string (system messages are text-only)",
+            )),
+        },
+        Message::User(m) => match &m.content {
+            Content::Text(t) if t.is_empty() => Err(at("content must be a non-empty string")),
+            Content::Text(_) => Ok(()),
+            Content::Blocks(blocks) => user_blocks(blocks, capabilities, at),
+        },
+        Message::Assistant(m) => {
+            let has_calls = !m.tool_calls.is_empty();
+            let empty = match &m.content {
+                None => true,
+                Some(Content::Text(t)) => t.is_empty(),
+                Some(Content::Blocks(blocks)) => {
+                    assistant_blocks(blocks, at)?;
+                    blocks.is_empty()
+                }
+            };
+            if empty && !has_calls {
+                return Err(at("needs non-empty content or at least one tool call"));
+            }
+            for call in &m.tool_calls {
+                if call.id.is_empty() {
+                    return Err(at("a tool call needs a non-empty id"));
+                }
+                if call.name.is_empty() {
+                    return Err(at("a tool call needs a non-empty name"));
+                }
+                if call.arguments.is_none() {
+                    return Err(at(&format!(
+                        "tool call `{}` needs an arguments mapping",
+                        call.id
+                    )));
+                }
+            }
+            Ok(())
+        }
+        Message::Tool(m) if m.tool_call_id.is_empty() => {
+            Err(at("a tool message needs a non-empty tool_call_id"))
+        }
+        Message::Tool(_) => Ok(()),
+    }
 }
 
 fn user_blocks(

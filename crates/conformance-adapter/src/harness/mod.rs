@@ -10,14 +10,14 @@
 //! the graph-engine runner's `raises: message` with `error_category: category`.
 
 mod invariants;
-mod store;
+pub(crate) mod store;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use openarmature_graph::checkpoint::InMemoryCheckpointer;
 use openarmature_graph::session::{SessionConfig, SessionStore};
-use openarmature_graph::DynState;
+use openarmature_graph::{CompiledGraph, DynState};
 use openarmature_harness::{
     DispatchIntent, Harness, InMemoryCoordinator, Outbound, SignalTarget, Transmission, TurnOutcome,
 };
@@ -87,28 +87,27 @@ fn desugar(value: &mut serde_norway::Value) {
     }
 }
 
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
-    let same = case.value == doc.value;
+/// A case's graph, built as the harness suite builds it, and what the case set up
+/// around it (shared with the chat suite).
+pub(crate) struct CaseGraph {
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) graph: CompiledGraph<DynState>,
+    pub(crate) store: Option<store::CountingStore>,
+    pub(crate) coordinator: Option<InMemoryCoordinator>,
+    pub(crate) stateless: bool,
+}
+
+/// The case with the H2 and suspension desugarings applied.
+pub(crate) fn patched(case: &Y<'_>) -> serde_norway::Value {
     let mut patched = case.value.clone();
     desugar(&mut patched);
     crate::suspension::desugar(&mut patched);
-    let case = &Y::root(&patched, case.file);
-    case.check_keys(&[
-        "name",
-        "description",
-        "harness",
-        "state",
-        "entry",
-        "nodes",
-        "edges",
-        "subgraph",
-        "subgraphs",
-        "session_store",
-        "checkpointer",
-        "transmissions",
-        "invariants",
-    ])
-    .map_err(err)?;
+    patched
+}
+
+/// Builds the case's graph (its `state`, `nodes`, `edges`, `session_store`,
+/// `checkpointer`) and reads its `harness` block.
+pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Result<CaseGraph, String> {
     let recorder = Arc::new(Recorder::default());
     let mut builder = Builder::new(Arc::clone(&recorder));
     builder.extension = Some(Arc::new(crate::suspension::nodes::SuspendExt::default()));
@@ -165,20 +164,8 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         .graph(case, true, &[])
         .map_err(err)?
         .map_err(|e| format!("unexpected compile error: {e}"))?;
-    let defaults = graph.defaults().clone();
-    let build =
-        move |_: &Value| -> Result<DynState, openarmature_graph::BoxError> { Ok(defaults.clone()) };
-    let mut harness = if stateless {
-        Harness::stateless(graph, build)
-    } else {
-        Harness::sessioned(graph, build)
-    };
     let coordinator = match h.get("signal_coordinator") {
-        Some(c) if c.str().map_err(err)? == "in_memory" => {
-            let c = InMemoryCoordinator::new();
-            harness = harness.coordinator(c.clone());
-            Some(c)
-        }
+        Some(c) if c.str().map_err(err)? == "in_memory" => Some(InMemoryCoordinator::new()),
         Some(c) => {
             return Err(format!(
                 "fixture_directive_unknown: signal_coordinator `{}`",
@@ -187,6 +174,53 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         }
         None => None,
     };
+    Ok(CaseGraph {
+        recorder,
+        graph,
+        store,
+        coordinator,
+        stateless,
+    })
+}
+
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+    let same = case.value == doc.value;
+    let patched = patched(case);
+    let case = &Y::root(&patched, case.file);
+    case.check_keys(&[
+        "name",
+        "description",
+        "harness",
+        "state",
+        "entry",
+        "nodes",
+        "edges",
+        "subgraph",
+        "subgraphs",
+        "session_store",
+        "checkpointer",
+        "transmissions",
+        "invariants",
+    ])
+    .map_err(err)?;
+    let CaseGraph {
+        recorder,
+        graph,
+        store,
+        coordinator,
+        stateless,
+    } = case_graph(doc, case, same)?;
+    let defaults = graph.defaults().clone();
+    let build =
+        move |_: &Value| -> Result<DynState, openarmature_graph::BoxError> { Ok(defaults.clone()) };
+    let mut harness = if stateless {
+        Harness::stateless(graph, build)
+    } else {
+        Harness::sessioned(graph, build)
+    };
+    if let Some(c) = &coordinator {
+        harness = harness.coordinator(c.clone());
+    }
     let rig = Rig {
         store,
         coordinator,

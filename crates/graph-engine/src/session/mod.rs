@@ -53,6 +53,8 @@ mod memory;
 mod record;
 pub(crate) mod runtime;
 
+pub use runtime::LoadedSession;
+
 pub use config::SessionConfig;
 pub use memory::InMemorySessionStore;
 pub use record::{

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value};
 
 use super::{SessionConfig, SessionError, SessionRecord};
-use crate::compiled::Inner;
+use crate::compiled::{CompiledGraph, Inner};
 use crate::error::{BoxError, GraphError};
 use crate::node::{Invocation, NodeCtx};
 use crate::state::{State, StateView};
@@ -117,14 +117,11 @@ impl<S: State> Inner<S> {
         initial: S,
         session_id: Option<&str>,
         resuming: bool,
+        loaded: Option<&LoadedSession>,
         invocation_id: &str,
     ) -> Result<(S, Option<Arc<SessionRuntime>>), GraphError<S>> {
         let (Some(config), Some(id)) = (&self.sessions, session_id) else {
             return Ok((initial, None));
-        };
-        let loaded = match load(config, id).await {
-            Ok(l) => l,
-            Err(e) => return Err(session_failure(e, initial, invocation_id)),
         };
         let runtime = |version| {
             Arc::new(SessionRuntime {
@@ -133,21 +130,18 @@ impl<S: State> Inner<S> {
                 known_version: Mutex::new(version),
             })
         };
-        let Some((version, pairs)) = loaded else {
-            return Ok((initial, Some(runtime(None))));
-        };
-        if resuming || pairs.is_empty() {
-            return Ok((initial, Some(runtime(Some(version)))));
+        if let Some(loaded) = loaded.filter(|l| l.session_id == id) {
+            return Ok((initial, Some(runtime(loaded.version))));
         }
-        match merge_into(&initial, pairs) {
-            Ok(merged) => Ok((merged, Some(runtime(Some(version))))),
-            Err(source) => {
-                let e = SessionError::LoadFailed {
-                    session_id: id.to_owned(),
-                    source,
-                };
-                Err(session_failure(e, initial, invocation_id))
-            }
+        if resuming {
+            return match load(config, id).await {
+                Ok(l) => Ok((initial, Some(runtime(l.map(|(v, _)| v))))),
+                Err(e) => Err(session_failure(e, initial, invocation_id)),
+            };
+        }
+        match load_merged(config, id, &initial).await {
+            Ok((merged, version)) => Ok((merged.unwrap_or(initial), Some(runtime(version)))),
+            Err(e) => Err(session_failure(e, initial, invocation_id)),
         }
     }
 
@@ -165,6 +159,79 @@ impl<S: State> Inner<S> {
             Ok(_) => Ok(state),
             Err(e) => Err(session_failure(e, (*state).clone(), &inv.id)),
         }
+    }
+}
+
+/// Loads, migrates and merges the session into `initial`: the merged state (`None`
+/// when nothing was stored to merge) and the stored version.
+async fn load_merged<S: State>(
+    config: &SessionConfig,
+    id: &str,
+    initial: &S,
+) -> Result<(Option<S>, Option<u64>), SessionError> {
+    let Some((version, pairs)) = load(config, id).await? else {
+        return Ok((None, None));
+    };
+    if pairs.is_empty() {
+        return Ok((None, Some(version)));
+    }
+    match merge_into(initial, pairs) {
+        Ok(merged) => Ok((Some(merged), Some(version))),
+        Err(source) => Err(SessionError::LoadFailed {
+            session_id: id.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// A session loaded ahead of an invocation by [`CompiledGraph::load_session`]; pass it
+/// to [`crate::InvokeOptions::loaded_session`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedSession {
+    pub(crate) session_id: String,
+    version: Option<u64>,
+}
+
+impl LoadedSession {
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The stored version loaded; `None` when no record existed (a new session).
+    pub fn version(&self) -> Option<u64> {
+        self.version
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// Loads session `session_id` into `initial` exactly as invoke entry does (sessions
+    /// §4.1: load, migrate, project, merge through the reducers), so a caller can add
+    /// to the loaded state before invoking with
+    /// [`crate::InvokeOptions::loaded_session`]. Without a registered SessionStore
+    /// the state comes back unchanged and the session is new.
+    ///
+    /// # Errors
+    /// [`SessionError::LoadFailed`] (or the migration's error) as invoke entry would
+    /// report it.
+    pub async fn load_session(
+        &self,
+        session_id: &str,
+        initial: S,
+    ) -> Result<(S, LoadedSession), SessionError> {
+        let Some(config) = &self.inner.sessions else {
+            let loaded = LoadedSession {
+                session_id: session_id.to_owned(),
+                version: None,
+            };
+            return Ok((initial, loaded));
+        };
+        let (merged, version) = load_merged(config, session_id, &initial).await?;
+        let loaded = LoadedSession {
+            session_id: session_id.to_owned(),
+            version,
+        };
+        Ok((merged.unwrap_or(initial), loaded))
     }
 }
 

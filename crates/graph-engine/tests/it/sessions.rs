@@ -313,3 +313,52 @@ async fn checkpointing_and_sessions_compose_and_a_resume_does_not_merge_the_sess
         (json!({"history": ["x", "x"]}), 3)
     );
 }
+
+#[tokio::test]
+async fn a_preloaded_session_is_not_loaded_again_and_keeps_the_callers_order() {
+    let counting = Counting::default();
+    let graph = one_node(|_| ChatUpdate::default().history(vec!["reply".into()]))
+        .sessions(SessionConfig::new(Arc::new(counting.clone())).optimistic_concurrency(true))
+        .compile()
+        .unwrap();
+    graph.invoke_with(Chat::default(), sid("s")).await.unwrap();
+    let loads = counting.loads.load(Ordering::SeqCst);
+
+    // The caller loads, appends after the history, and invokes with the load.
+    let (loaded, session) = graph.load_session("s", Chat::default()).await.unwrap();
+    assert_eq!(loaded.history, ["reply"]);
+    assert_eq!(session.version(), Some(1));
+    let with_input = loaded
+        .merge(ChatUpdate::default().history(vec!["input".into()]))
+        .unwrap();
+    let done = graph
+        .invoke_with(with_input, InvokeOptions::default().loaded_session(session.clone()))
+        .await
+        .unwrap();
+    assert_eq!(done.state.history, ["reply", "input", "reply"]);
+    assert_eq!(
+        counting.loads.load(Ordering::SeqCst),
+        loads + 1,
+        "the invocation loaded the session again"
+    );
+    let rec = stored(&counting.inner, "s").await.unwrap();
+    assert_eq!(rec.version, 2);
+
+    // The load's version is the optimistic baseline: a stale load cannot overwrite.
+    let stale = graph
+        .invoke_with(Chat::default(), InvokeOptions::default().loaded_session(session))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.category_name(), "session_write_conflict");
+    // A failed load is the invoke entry's error.
+    let failing = Counting {
+        fail_loads: true,
+        ..Counting::default()
+    };
+    let graph = one_node(|_| ChatUpdate::default())
+        .sessions(SessionConfig::new(Arc::new(failing)))
+        .compile()
+        .unwrap();
+    let err = graph.load_session("s", Chat::default()).await.unwrap_err();
+    assert_eq!(err.category(), "session_load_failed");
+}
