@@ -332,7 +332,10 @@ async fn a_preloaded_session_is_not_loaded_again_and_keeps_the_callers_order() {
         .merge(ChatUpdate::default().history(vec!["input".into()]))
         .unwrap();
     let done = graph
-        .invoke_with(with_input, InvokeOptions::default().loaded_session(session.clone()))
+        .invoke_with(
+            with_input,
+            InvokeOptions::default().loaded_session(session.clone()),
+        )
         .await
         .unwrap();
     assert_eq!(done.state.history, ["reply", "input", "reply"]);
@@ -346,7 +349,10 @@ async fn a_preloaded_session_is_not_loaded_again_and_keeps_the_callers_order() {
 
     // The load's version is the optimistic baseline: a stale load cannot overwrite.
     let stale = graph
-        .invoke_with(Chat::default(), InvokeOptions::default().loaded_session(session))
+        .invoke_with(
+            Chat::default(),
+            InvokeOptions::default().loaded_session(session),
+        )
         .await
         .unwrap_err();
     assert_eq!(stale.category_name(), "session_write_conflict");
