@@ -171,8 +171,20 @@ impl<S: State> ChatHarness<S> {
     /// that is not a valid §3 message is refused as `chat_message_shape_invalid`
     /// before anything else happens.
     pub async fn send_json(&self, session_id: &str, message: &Value) -> ChatTurnOutcome {
+        self.send_json_with(session_id, message, InvokeOptions::default())
+            .await
+    }
+
+    /// [`ChatHarness::send_json`] with this turn's own options (an observer streaming
+    /// its tokens, metadata) added to the harness's.
+    pub async fn send_json_with(
+        &self,
+        session_id: &str,
+        message: &Value,
+        turn: InvokeOptions,
+    ) -> ChatTurnOutcome {
         match Message::from_json_checked(message) {
-            Ok(m) => self.send(session_id, m).await,
+            Ok(m) => self.send_with(session_id, m, turn).await,
             Err(e) => self.refused(Category::CHAT_MESSAGE_SHAPE_INVALID, e.message()),
         }
     }
@@ -183,6 +195,18 @@ impl<S: State> ChatHarness<S> {
     /// a suspended turn, or an error with its user-facing reply. Never blocks on a
     /// suspension.
     pub async fn send(&self, session_id: &str, message: Message) -> ChatTurnOutcome {
+        self.send_with(session_id, message, InvokeOptions::default())
+            .await
+    }
+
+    /// [`ChatHarness::send`] with this turn's own options: its observers run after
+    /// the harness's, its metadata keys override theirs, its correlation id is used.
+    pub async fn send_with(
+        &self,
+        session_id: &str,
+        message: Message,
+        extra: InvokeOptions,
+    ) -> ChatTurnOutcome {
         if session_id.is_empty() {
             return self.refused(
                 Category::HARNESS_SESSION_ID_UNRESOLVED,
@@ -216,7 +240,7 @@ impl<S: State> ChatHarness<S> {
             path,
             tail_from: history + 1,
         };
-        let result = graph.run(initial, self.options(loaded)).await;
+        let result = graph.run(initial, self.options(loaded, extra)).await;
         self.outcome(&turn, result).await
     }
 
@@ -288,8 +312,14 @@ impl<S: State> ChatHarness<S> {
         }
     }
 
-    fn options(&self, loaded: LoadedSession) -> InvokeOptions {
-        self.base_options().loaded_session(loaded)
+    fn options(&self, loaded: LoadedSession, turn: InvokeOptions) -> InvokeOptions {
+        let mut options = self.base_options().loaded_session(loaded);
+        options.observers.extend(turn.observers);
+        options.metadata.extend(turn.metadata);
+        if turn.correlation_id.is_some() {
+            options.correlation_id = turn.correlation_id;
+        }
+        options
     }
 
     fn refused(&self, category: Category, diagnostic: &str) -> ChatTurnOutcome {

@@ -3,7 +3,7 @@
 use openarmature_graph::suspension::SignalDescriptor;
 use openarmature_harness::{DispatchPath, ErrorBucket};
 use openarmature_llm::Message;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How a chat turn ended: a reply, an error with a user-facing reply, or a pause
 /// awaiting a signal (§5.2).
@@ -91,6 +91,41 @@ impl ChatTurnOutcome {
             ChatTurnOutcome::Completed(c) => c.replies.clone(),
             ChatTurnOutcome::Errored(e) => vec![e.reply.clone()],
             ChatTurnOutcome::Suspended(s) => s.pending_messages.clone(),
+        }
+    }
+
+    /// The outcome as JSON, as a transport sends it: `outcome` (the kind), and the
+    /// variant's fields (`replies` / `final_state`; `error_bucket`, `error_category`,
+    /// `diagnostic`, `reply`; `signal_id`, `signal_descriptor`, `pending_messages`),
+    /// `invocation_id` and `dispatch_path`.
+    pub fn to_json(&self) -> Value {
+        let list = |m: &[Message]| Value::Array(m.iter().map(Message::to_json).collect());
+        let path = self.dispatch_path().map(DispatchPath::as_str);
+        match self {
+            ChatTurnOutcome::Completed(c) => json!({
+                "outcome": "completed",
+                "replies": list(&c.replies),
+                "final_state": c.final_state,
+                "invocation_id": c.invocation_id,
+                "dispatch_path": path,
+            }),
+            ChatTurnOutcome::Errored(e) => json!({
+                "outcome": "errored",
+                "error_bucket": e.error_bucket.as_str(),
+                "error_category": e.error_category,
+                "diagnostic": e.diagnostic,
+                "reply": e.reply.to_json(),
+                "invocation_id": e.invocation_id,
+                "dispatch_path": path,
+            }),
+            ChatTurnOutcome::Suspended(p) => json!({
+                "outcome": "suspended",
+                "signal_id": p.signal_descriptor.signal_id,
+                "signal_descriptor": p.signal_descriptor,
+                "pending_messages": list(&p.pending_messages),
+                "invocation_id": p.invocation_id,
+                "dispatch_path": path,
+            }),
         }
     }
 }

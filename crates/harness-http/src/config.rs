@@ -1,0 +1,121 @@
+//! Request limits and the shutdown handle every route shares.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+
+/// Limits applied to every request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest request body accepted (413 past it). Default 256 KiB.
+    pub max_body_bytes: usize,
+    /// How long one turn may run before the request fails with 504 `turn_timeout`
+    /// (the turn is cancelled; nothing it had not committed is kept). Default 120 s.
+    pub turn_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 256 * 1024,
+            turn_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl Limits {
+    /// Sets [`Limits::max_body_bytes`].
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::turn_timeout`].
+    #[must_use]
+    pub fn turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = timeout;
+        self
+    }
+}
+
+/// Tells routes the server is stopping: new turns are refused (503
+/// `server_shutting_down`), event streams end, and [`crate::serve`] returns once the
+/// turns in flight have finished. Cloning shares the handle.
+#[derive(Debug, Clone)]
+pub struct Shutdown {
+    tx: watch::Sender<bool>,
+    in_flight: Arc<InFlight>,
+}
+
+#[derive(Debug, Default)]
+struct InFlight {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+/// Marks one turn running outside a request (a streamed turn whose client may leave);
+/// dropping it ends the mark.
+#[derive(Debug)]
+pub struct TurnGuard(Arc<InFlight>);
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown {
+            tx: watch::channel(false).0,
+            in_flight: Arc::default(),
+        }
+    }
+}
+
+impl Shutdown {
+    /// A handle not yet triggered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts the shutdown.
+    pub fn trigger(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Whether the shutdown started.
+    pub fn is_triggered(&self) -> bool {
+        *self.tx.borrow()
+    }
+
+    /// Resolves once the shutdown starts.
+    pub async fn triggered(&self) {
+        let mut rx = self.tx.subscribe();
+        // An error means the sender is gone, which cannot happen while `self` lives.
+        let _ = rx.wait_for(|on| *on).await;
+    }
+
+    /// Marks a turn in flight until the guard drops; [`Shutdown::idle`] waits for it.
+    pub fn track(&self) -> TurnGuard {
+        self.in_flight.count.fetch_add(1, Ordering::AcqRel);
+        TurnGuard(Arc::clone(&self.in_flight))
+    }
+
+    /// Resolves once no tracked turn is in flight.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.in_flight.idle.notified();
+            if self.in_flight.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
