@@ -1,0 +1,267 @@
+//! The loop: a two-tool run to a final answer, bad arguments recovered, the turn
+//! limit, the definitions sent, and the tool events.
+
+use openarmature_agent::{
+    Agent, AgentError, Conversation, TOOL_ARGUMENTS_INVALID, TOOL_UNKNOWN, TURN_LIMIT_EXCEEDED,
+};
+use openarmature_graph::{category_of, find_in, InvokeOptions};
+use openarmature_llm::Message;
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn start(text: &str) -> Conversation {
+    Conversation::new(vec![Message::user(text)])
+}
+
+#[tokio::test]
+async fn two_tools_run_in_order_and_the_model_answers_with_their_results() {
+    let model = Scripted::new(vec![
+        calls(&[
+            ("c1", "weather", json!({"city": "Paris"})),
+            ("c2", "add", json!({"a": 2, "b": 40})),
+        ]),
+        answer("Sunny, and 42."),
+    ]);
+    let (adds, weathers) = (counter(), counter());
+    let agent = Agent::builder(model.clone())
+        .tool(weather_tool(&weathers))
+        .tool(add_tool(&adds))
+        .system("Be brief.")
+        .build()
+        .unwrap();
+    let graph = agent.graph().unwrap();
+    let (recorder, events) = tool_recorder();
+    let done = graph
+        .invoke_with(
+            start("Weather and sum?"),
+            InvokeOptions::default().observer(recorder),
+        )
+        .await
+        .unwrap();
+    graph.drain(None).await;
+
+    assert_eq!(done.state.final_answer().as_deref(), Some("Sunny, and 42."));
+    let results = tool_results(&done.state.messages);
+    assert_eq!(
+        results,
+        vec![
+            ("c1".to_owned(), "sunny in Paris".to_owned()),
+            ("c2".to_owned(), r#"{"sum":42}"#.to_owned()),
+        ]
+    );
+    assert_eq!((count(&weathers), count(&adds)), (1, 1));
+    // The history: user, tool-calling assistant, two results, the answer.
+    let roles: Vec<&str> = done.state.messages.iter().map(Message::role).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant"]);
+
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "one model call per turn");
+    assert_eq!(seen[0].tools, ["weather", "add"]);
+    assert_eq!(seen[0].messages[0], Message::system("Be brief."));
+    assert_eq!(
+        tool_results(&seen[1].messages).len(),
+        2,
+        "results reach the model"
+    );
+
+    let events = events.lock().unwrap().clone();
+    assert_eq!(
+        events,
+        vec![
+            (
+                true,
+                "weather".into(),
+                Some("c1".into()),
+                json!("sunny in Paris")
+            ),
+            (true, "add".into(), Some("c2".into()), json!({"sum": 42})),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_definition_comes_from_the_argument_schema() {
+    let agent = Agent::builder(Scripted::new(vec![]))
+        .tool(add_tool(&counter()))
+        .build()
+        .unwrap();
+    let params = &agent.definitions()[0].parameters;
+    assert_eq!(params["type"], "object");
+    assert_eq!(params["properties"]["a"]["type"], "integer");
+    let mut required: Vec<&str> = params["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["a", "b"]);
+    assert!(params.get("$schema").is_none());
+}
+
+#[tokio::test]
+async fn bad_arguments_and_unknown_tools_become_results_the_model_recovers_from() {
+    let model = Scripted::new(vec![
+        calls(&[
+            ("c1", "add", json!({"a": "two", "b": 3})),
+            ("c2", "add", json!({"a": 2})),
+            ("c3", "multiply", json!({"a": 2, "b": 3})),
+        ]),
+        calls(&[("c4", "add", json!({"a": 2, "b": 3}))]),
+        answer("5"),
+    ]);
+    let adds = counter();
+    let agent = Agent::builder(model.clone())
+        .tool(add_tool(&adds))
+        .build()
+        .unwrap();
+    let graph = agent.graph().unwrap();
+    let (recorder, events) = tool_recorder();
+    let done = graph
+        .invoke_with(start("2+3"), InvokeOptions::default().observer(recorder))
+        .await
+        .unwrap();
+    graph.drain(None).await;
+
+    assert_eq!(done.state.final_answer().as_deref(), Some("5"));
+    assert_eq!(count(&adds), 1, "only the valid call ran the tool");
+    let results = tool_results(&done.state.messages);
+    let error_of = |content: &str| -> Value { serde_json::from_str::<Value>(content).unwrap() };
+    let first = error_of(&results[0].1);
+    assert_eq!(first["error"]["category"], TOOL_ARGUMENTS_INVALID.as_str());
+    assert!(first["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("\"two\""));
+    let second = error_of(&results[1].1);
+    assert_eq!(second["error"]["category"], TOOL_ARGUMENTS_INVALID.as_str());
+    assert!(second["error"]["message"].as_str().unwrap().contains('b'));
+    let third = error_of(&results[2].1);
+    assert_eq!(third["error"]["category"], TOOL_UNKNOWN.as_str());
+    assert!(third["error"]["message"].as_str().unwrap().contains("add"));
+    assert_eq!(results[3].1, r#"{"sum":5}"#);
+    // The second model call saw the three errors.
+    assert_eq!(tool_results(&model.seen()[1].messages).len(), 3);
+
+    let events = events.lock().unwrap().clone();
+    let failed: Vec<(String, Value)> = events
+        .iter()
+        .filter(|e| !e.0)
+        .map(|e| (e.2.clone().unwrap(), e.3.clone()))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![
+            ("c1".into(), json!(TOOL_ARGUMENTS_INVALID.as_str())),
+            ("c2".into(), json!(TOOL_ARGUMENTS_INVALID.as_str())),
+            ("c3".into(), json!(TOOL_UNKNOWN.as_str())),
+        ]
+    );
+    assert_eq!(events.iter().filter(|e| e.0).count(), 1);
+}
+
+#[tokio::test]
+async fn the_turn_limit_stops_a_model_that_never_answers() {
+    let model = Scripted::always(calls(&[("c", "add", json!({"a": 1, "b": 1}))]));
+    let adds = counter();
+    let agent = Agent::builder(model.clone())
+        .tool(add_tool(&adds))
+        .max_turns(3)
+        .build()
+        .unwrap();
+    let err = agent
+        .graph()
+        .unwrap()
+        .invoke(start("loop"))
+        .await
+        .unwrap_err();
+    assert_eq!(model.seen().len(), 3, "exactly max_turns model calls");
+    assert_eq!(count(&adds), 3);
+    assert_eq!(category_of(err.cause()), Some(TURN_LIMIT_EXCEEDED));
+    assert_eq!(
+        find_in::<AgentError>(err.cause()),
+        Some(&AgentError::TurnLimitExceeded { max_turns: 3 })
+    );
+    assert_eq!(err.node(), "agent");
+    // The transcript so far is recoverable: three calls, three results.
+    assert_eq!(tool_results(&err.recoverable_state().messages).len(), 3);
+}
+
+#[tokio::test]
+async fn the_turn_count_restarts_at_each_user_message() {
+    let model = Scripted::new(vec![
+        calls(&[("c1", "add", json!({"a": 1, "b": 1}))]),
+        answer("2"),
+    ]);
+    let agent = Agent::builder(model)
+        .tool(add_tool(&counter()))
+        .max_turns(2)
+        .build()
+        .unwrap();
+    // A long earlier exchange does not count against this request.
+    let mut history = vec![Message::user("old")];
+    history.extend((0..5).map(|_| Message::assistant("earlier")));
+    history.push(Message::user("1+1"));
+    let out = agent
+        .graph()
+        .unwrap()
+        .invoke(Conversation::new(history))
+        .await
+        .unwrap();
+    assert_eq!(out.final_answer().as_deref(), Some("2"));
+}
+
+#[tokio::test]
+async fn bad_configuration_is_a_typed_error() {
+    let dup = Agent::builder(Scripted::new(vec![]))
+        .tool(add_tool(&counter()))
+        .tool(add_tool(&counter()))
+        .build()
+        .unwrap_err();
+    assert!(matches!(dup, AgentError::Configuration(ref m) if m.contains("add")));
+    let zero = Agent::builder(Scripted::new(vec![])).max_turns(0).build();
+    assert!(matches!(zero, Err(AgentError::Configuration(_))));
+    let scalar = openarmature_agent::Tool::from_fn("n", "d", |n: i64, _ctx| async move {
+        Ok::<_, openarmature_agent::ToolError>(n)
+    });
+    let err = Agent::builder(Scripted::new(vec![]))
+        .tool(scalar)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        openarmature_graph::Categorized::category(&err).map(|c| c.as_str()),
+        Some("agent_configuration_invalid")
+    );
+}
+
+#[tokio::test]
+async fn nested_argument_types_are_checked_against_their_referenced_schemas() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Item {
+        sku: String,
+    }
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Order {
+        item: Item,
+        qty: u32,
+    }
+    let order = openarmature_agent::Tool::from_fn("order", "Orders", |o: Order, _ctx| async move {
+        Ok::<_, openarmature_agent::ToolError>(format!("{} x{}", o.item.sku, o.qty))
+    });
+    let model = Scripted::new(vec![
+        calls(&[("o1", "order", json!({"item": {"sku": 5}, "qty": 1}))]),
+        calls(&[("o2", "order", json!({"item": {"sku": "A7"}, "qty": 2}))]),
+        answer("ordered"),
+    ]);
+    let agent = Agent::builder(model).tool(order).build().unwrap();
+    let out = agent.graph().unwrap().invoke(start("buy")).await.unwrap();
+    let results = tool_results(&out.messages);
+    let bad: Value = serde_json::from_str(&results[0].1).unwrap();
+    assert_eq!(bad["error"]["category"], TOOL_ARGUMENTS_INVALID.as_str());
+    assert!(bad["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("/item/sku"));
+    assert_eq!(results[1].1, "A7 x2");
+}
