@@ -23,6 +23,7 @@ pub(crate) struct AgentInner {
     pub(crate) system: Option<String>,
     pub(crate) config: RuntimeConfig,
     pub(crate) retry: Option<LlmRetryConfig>,
+    pub(crate) stream: bool,
     pub(crate) max_turns: u32,
     model_node: String,
     tools_node: String,
@@ -47,6 +48,7 @@ pub struct AgentBuilder {
     system: Option<String>,
     config: RuntimeConfig,
     retry: Option<LlmRetryConfig>,
+    stream: bool,
     max_turns: u32,
     model_node: String,
     tools_node: String,
@@ -75,6 +77,14 @@ impl AgentBuilder {
     /// Call-level retry for every model call.
     pub fn retry(mut self, retry: impl Into<LlmRetryConfig>) -> Self {
         self.retry = Some(retry.into());
+        self
+    }
+
+    /// Streams every model call (`CompletionRequest::stream`): inside the graph,
+    /// observers receive one `LlmTokenEvent` per delta (for a streamed chat reply).
+    /// The provider must support streaming.
+    pub fn stream(mut self, stream: bool) -> Self {
+        self.stream = stream;
         self
     }
 
@@ -134,6 +144,7 @@ impl AgentBuilder {
                 system: self.system,
                 config: self.config,
                 retry: self.retry,
+                stream: self.stream,
                 max_turns: self.max_turns,
                 model_node: self.model_node,
                 tools_node: self.tools_node,
@@ -169,6 +180,7 @@ impl Agent {
             system: None,
             config: RuntimeConfig::default(),
             retry: None,
+            stream: false,
             max_turns: DEFAULT_MAX_TURNS,
             model_node: "agent".to_owned(),
             tools_node: "tools".to_owned(),

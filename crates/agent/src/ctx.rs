@@ -98,6 +98,11 @@ impl ToolCtx {
         &self.tool_call_id
     }
 
+    /// The arguments the model passed (already checked against the schema).
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
     /// The reviewer's decision on this call, when a resume delivered one.
     pub fn approval(&self) -> Option<&Approval> {
         self.approval.as_ref()

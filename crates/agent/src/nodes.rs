@@ -77,6 +77,7 @@ pub(crate) async fn model_step<S: AgentState>(
     let mut request = CompletionRequest::new(messages)
         .tools(inner.definitions.clone())
         .config(inner.config.clone())
+        .stream(inner.stream)
         .in_node(&ctx);
     if let Some(retry) = &inner.retry {
         request = request.retry(retry.clone());

@@ -265,3 +265,17 @@ async fn nested_argument_types_are_checked_against_their_referenced_schemas() {
         .contains("/item/sku"));
     assert_eq!(results[1].1, "A7 x2");
 }
+
+#[tokio::test]
+async fn model_calls_stream_only_when_asked() {
+    for stream in [false, true] {
+        let model = Scripted::new(vec![answer("hi")]);
+        let agent = Agent::builder(model.clone())
+            .stream(stream)
+            .build()
+            .unwrap();
+        let out = agent.graph().unwrap().invoke(start("hello")).await.unwrap();
+        assert_eq!(out.final_answer().as_deref(), Some("hi"));
+        assert_eq!(model.seen()[0].stream, stream);
+    }
+}

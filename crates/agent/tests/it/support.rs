@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use openarmature_agent::{Tool, ToolError};
 use openarmature_graph::{observer_fn, ObserverEvent, Registration};
 use openarmature_llm::{
-    AssistantMessage, FinishReason, LlmError, Message, Provider, Response, ToolCall, Usage,
-    WireRequest,
+    AssistantMessage, DeltaSink, FinishReason, LlmError, Message, Provider, Response, ToolCall,
+    Usage, WireRequest,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 pub struct Seen {
     pub messages: Vec<Message>,
     pub tools: Vec<String>,
+    pub stream: bool,
 }
 
 /// Replies from a script, in order; records every request. An exhausted script is a
@@ -65,10 +66,23 @@ impl Provider for Scripted {
         Box::pin(async { Ok(()) })
     }
 
+    fn supports_streaming(&self) -> bool {
+        true
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        _sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        self.send(request)
+    }
+
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
         self.seen.lock().unwrap().push(Seen {
             messages: request.messages.to_vec(),
             tools: request.tools.iter().map(|t| t.name.clone()).collect(),
+            stream: request.stream,
         });
         let next = self.script.lock().unwrap().pop_front();
         let reply = next.or_else(|| self.repeat_last.clone());
