@@ -4,4 +4,5 @@
 mod approval;
 mod embed;
 mod loop_;
+mod spans;
 mod support;
