@@ -251,15 +251,20 @@ impl Agent {
             )
     }
 
-    /// A standalone agent graph over [`Conversation`]: entry at the model node, `END`
-    /// after the final answer. Run it with [`CompiledGraph::run`] to receive an
-    /// approval suspension as an outcome.
+    /// The standalone agent graph over [`Conversation`], not yet compiled: entry at
+    /// the model node, `END` after the final answer. Add a checkpointer, sessions or
+    /// observers, then compile.
+    pub fn graph_builder(&self) -> GraphBuilder<Conversation> {
+        self.add_to(GraphBuilder::new(Conversation::default()), END)
+            .entry(self.model_node())
+    }
+
+    /// [`Agent::graph_builder`], compiled. Run it with [`CompiledGraph::run`] to
+    /// receive an approval suspension as an outcome.
     ///
     /// # Errors
     /// The engine's [`CompileError`] (none for a built agent).
     pub fn graph(&self) -> Result<CompiledGraph<Conversation>, CompileError> {
-        self.add_to(GraphBuilder::new(Conversation::default()), END)
-            .entry(self.model_node())
-            .compile()
+        self.graph_builder().compile()
     }
 }

@@ -234,3 +234,37 @@ async fn a_tool_can_ask_for_approval_itself() {
     assert_eq!(count(&sent), 2);
     assert_eq!(done.state.final_answer().as_deref(), Some("Sent."));
 }
+
+#[tokio::test]
+async fn two_calls_needing_approval_suspend_one_after_the_other() {
+    let model = Scripted::new(vec![
+        calls(&[
+            ("d1", "delete", json!({"path": "/a"})),
+            ("d2", "delete", json!({"path": "/b"})),
+        ]),
+        answer("Both handled."),
+    ]);
+    let deletes = counter();
+    let graph = Agent::builder(model)
+        .tool(delete_tool(&deletes))
+        .build()
+        .unwrap()
+        .graph()
+        .unwrap();
+    let start = Conversation::new(vec![Message::user("delete both")]);
+    let first = graph.run(start, InvokeOptions::default()).await.unwrap();
+    let first = first.suspended().unwrap();
+    assert_eq!(first.descriptor.signal_id, approval_signal_id("d1"));
+    let approve = Approval::approve("d1").payload_for::<Conversation>();
+    let second = graph.resume(&first.invocation_id, approve).await.unwrap();
+    let second = second.suspended().unwrap();
+    assert_eq!(second.descriptor.signal_id, approval_signal_id("d2"));
+    assert_eq!(second.invocation_id, first.invocation_id);
+    assert_eq!(count(&deletes), 1);
+    let deny = Approval::deny("d2", None).payload_for::<Conversation>();
+    let done = graph.resume(&second.invocation_id, deny).await.unwrap();
+    let done = done.completed().unwrap();
+    assert_eq!(count(&deletes), 1, "the denied call never ran");
+    assert_eq!(done.state.final_answer().as_deref(), Some("Both handled."));
+    assert_eq!(tool_results(&done.state.messages).len(), 2);
+}
