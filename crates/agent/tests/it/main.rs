@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod approval;
+mod arguments;
 mod durable;
 mod embed;
 mod loop_;
