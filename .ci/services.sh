@@ -1,5 +1,6 @@
 # PostgreSQL and Redis for the real-server tests (openarmature-postgres,
-# openarmature-redis). Source it, then call `oa_services_start`:
+# openarmature-redis), and chromium + chromedriver for the browser test
+# (tests/it/chat_browser.rs). Source it, then call `oa_services_start`:
 #
 #     source .ci/services.sh && oa_services_start
 #
@@ -28,6 +29,8 @@ oa_services_install() {
     local missing=()
     [ -n "$(oa_pg_bindir)" ] || missing+=(postgresql)
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    # The chat_server browser test (tests/it/chat_browser.rs): headless chromium over WebDriver.
+    command -v chromedriver >/dev/null 2>&1 || missing+=(chromium chromium-driver)
     if [ "${#missing[@]}" -eq 0 ]; then
         return 0
     fi

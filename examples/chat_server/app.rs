@@ -29,18 +29,23 @@ pub async fn provider() -> Result<Arc<dyn Provider>, Box<dyn std::error::Error>>
     let from_env = std::env::var("OPENAI_BASE_URL")
         .ok()
         .filter(|v| !v.is_empty());
-    let (base_url, model) = match from_env {
-        Some(url) => {
-            let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-            (url, model)
-        }
-        None => (model::start().await?, model::MODEL.to_owned()),
+    let Some(base_url) = from_env else {
+        return embedded_provider().await;
     };
+    let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
     let mut builder = OpenAiProvider::builder(base_url.as_str(), model.as_str());
     if let Ok(key) = std::env::var("OPENAI_API_KEY") {
         builder = builder.api_key(key);
     }
     Ok(Arc::new(builder.build()?))
+}
+
+/// The embedded fault-injecting model, started on 127.0.0.1.
+pub async fn embedded_provider() -> Result<Arc<dyn Provider>, Box<dyn std::error::Error>> {
+    let base_url = model::start().await?;
+    Ok(Arc::new(
+        OpenAiProvider::builder(base_url.as_str(), model::MODEL).build()?,
+    ))
 }
 
 /// The router: the chat routes and the page.

@@ -1,4 +1,5 @@
 //! The facade's integration tests (one binary; one module per topic).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod chat_browser;
 mod suspend_across_processes;
