@@ -100,7 +100,7 @@ async fn send<S: State>(
     body: Body,
 ) -> Result<Response, ApiError> {
     app.accepting()?;
-    let message = json_body(body, app.limits.max_body_bytes).await?;
+    let message = json_body(body, &app.limits).await?;
     let outcome = app.timed(app.chat.send_json(&session_id, &message)).await?;
     Ok(outcome_response(&outcome))
 }
@@ -111,7 +111,7 @@ async fn callback<S: State>(
     body: Body,
 ) -> Result<Response, ApiError> {
     app.accepting()?;
-    let payload = json_body(body, app.limits.max_body_bytes).await?;
+    let payload = json_body(body, &app.limits).await?;
     let target = SignalTarget::Invocation(invocation_id);
     let outcome = app.timed(app.chat.signal(target, payload)).await?;
     Ok(outcome_response(&outcome))
@@ -158,7 +158,7 @@ async fn send_stream<S: State>(
     body: Body,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     app.accepting()?;
-    let message = json_body(body, app.limits.max_body_bytes).await?;
+    let message = json_body(body, &app.limits).await?;
     let (tx, rx) = mpsc::unbounded();
     let options = InvokeOptions::default().observer(forwarder(tx.clone()));
     let turn_app = Arc::clone(&app);

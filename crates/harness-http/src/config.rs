@@ -15,6 +15,15 @@ pub struct Limits {
     /// How long one turn may run before the request fails with 504 `turn_timeout`
     /// (the turn is cancelled; nothing it had not committed is kept). Default 120 s.
     pub turn_timeout: Duration,
+    /// How long a client may take to send a request body (408 `request_timeout` past
+    /// it: a client trickling bytes cannot hold a turn open). Default 10 s.
+    pub body_timeout: Duration,
+    /// How long a connection may take to send a request's headers before it is
+    /// closed ([`crate::serve`]; slow-header clients). Default 10 s.
+    pub header_read_timeout: Duration,
+    /// The most connections served at once ([`crate::serve`]); further connections
+    /// wait in the listener's backlog until one closes. Default 4096.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -22,6 +31,9 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 256 * 1024,
             turn_timeout: Duration::from_secs(120),
+            body_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 4096,
         }
     }
 }
@@ -31,6 +43,27 @@ impl Limits {
     #[must_use]
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Sets [`Limits::body_timeout`].
+    #[must_use]
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Limits::header_read_timeout`].
+    #[must_use]
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Limits::max_connections`] (at least 1).
+    #[must_use]
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
         self
     }
 

@@ -12,6 +12,8 @@ use serde_json::json;
 pub const REQUEST_BODY_TOO_LARGE: Category = Category::new("request_body_too_large");
 /// The request body was not JSON, or not UTF-8 (400).
 pub const REQUEST_JSON_MALFORMED: Category = Category::new("request_json_malformed");
+/// The request body did not arrive in time (408).
+pub const REQUEST_TIMEOUT: Category = Category::new("request_timeout");
 /// The turn did not finish within the configured timeout (504); nothing it wrote was
 /// committed.
 pub const TURN_TIMEOUT: Category = Category::new("turn_timeout");

@@ -40,8 +40,8 @@ mod workflow;
 pub use chat::{chat_router, outcome_response};
 pub use config::{Limits, Shutdown, TurnGuard};
 pub use error::{
-    status_of, ApiError, REQUEST_BODY_TOO_LARGE, REQUEST_JSON_MALFORMED, SERVER_SHUTTING_DOWN,
-    TURN_TIMEOUT,
+    status_of, ApiError, REQUEST_BODY_TOO_LARGE, REQUEST_JSON_MALFORMED, REQUEST_TIMEOUT,
+    SERVER_SHUTTING_DOWN, TURN_TIMEOUT,
 };
-pub use serve::serve;
+pub use serve::{serve, serve_with};
 pub use workflow::{outbound_response, workflow_router};

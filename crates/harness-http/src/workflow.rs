@@ -72,7 +72,7 @@ impl<S: State> App<S> {
                 "the server is shutting down",
             ));
         }
-        let payload = json_body(body, self.limits.max_body_bytes).await?;
+        let payload = json_body(body, &self.limits).await?;
         let turn =
             tokio::time::timeout(self.limits.turn_timeout, self.harness.handle(make(payload)))
                 .await
