@@ -17,6 +17,44 @@ use crate::TransportError;
 pub struct HttpClient {
     client: reqwest::Client,
     max_response_bytes: usize,
+    /// A credential no body may carry back ([`HttpClient::redacting`]).
+    secret: Option<Secret>,
+}
+
+/// A credential, redacted from every body read ([`HttpClient::redacting`]).
+#[derive(Clone)]
+struct Secret(std::sync::Arc<[u8]>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// What replaces a redacted credential in a body.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Replaces every occurrence of `secret` in `body` with [`REDACTED`].
+fn redact(body: &mut Vec<u8>, secret: &[u8]) {
+    if secret.is_empty() || body.len() < secret.len() {
+        return;
+    }
+    let Some(first) = body.windows(secret.len()).position(|w| w == secret) else {
+        return;
+    };
+    let mut out = Vec::with_capacity(body.len());
+    out.extend_from_slice(&body[..first]);
+    let mut rest = &body[first..];
+    while !rest.is_empty() {
+        if rest.starts_with(secret) {
+            out.extend_from_slice(REDACTED.as_bytes());
+            rest = &rest[secret.len()..];
+        } else {
+            out.push(rest[0]);
+            rest = &rest[1..];
+        }
+    }
+    *body = out;
 }
 
 /// A status line, headers and a (capped) body.
@@ -43,7 +81,18 @@ impl HttpClient {
         HttpClient {
             client,
             max_response_bytes,
+            secret: None,
         }
+    }
+
+    /// Redacts `secret` (the API key this client sends) from every body it reads,
+    /// success or error, before anything parses it: a server that echoes the key (an
+    /// "incorrect API key: sk-…" error, a proxy reflecting headers) cannot put it into
+    /// error messages, spans, logs or captured payloads. An empty secret does nothing.
+    #[must_use]
+    pub fn redacting(mut self, secret: &str) -> Self {
+        self.secret = (!secret.is_empty()).then(|| Secret(secret.as_bytes().into()));
+        self
     }
 
     /// The response-size cap in bytes.
@@ -118,11 +167,32 @@ impl HttpClient {
                 Err(e) => return Err(e.into()),
             }
         }
+        if let Some(Secret(secret)) = &self.secret {
+            redact(&mut body, secret);
+        }
         Ok(Reply {
             status,
             headers,
             body,
         })
+    }
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact;
+
+    #[test]
+    fn every_occurrence_is_replaced_and_nothing_else_changes() {
+        let mut body = b"key sk-1 and sk-1sk-1, not sk-2".to_vec();
+        redact(&mut body, b"sk-1");
+        assert_eq!(body, b"key [REDACTED] and [REDACTED][REDACTED], not sk-2");
+        let mut clean = b"nothing here".to_vec();
+        redact(&mut clean, b"sk-1");
+        assert_eq!(clean, b"nothing here");
+        let mut short = b"sk".to_vec();
+        redact(&mut short, b"sk-1");
+        assert_eq!(short, b"sk");
     }
 }
 

@@ -53,7 +53,10 @@ impl Connect {
         }
         Ok(Endpoint {
             base: openarmature_http::base_url(&self.base_url)?,
-            http: self.transport.build(http::DEFAULT_MAX_RESPONSE_BYTES)?,
+            http: self
+                .transport
+                .build(http::DEFAULT_MAX_RESPONSE_BYTES)?
+                .redacting(self.api_key.as_deref().unwrap_or_default()),
             model: self.model,
             api_key: self.api_key,
         })

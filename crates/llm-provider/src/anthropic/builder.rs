@@ -37,7 +37,10 @@ impl ProviderBuilder<AnthropicProvider> {
             })
             .collect();
         Ok(AnthropicProvider {
-            http: self.transport.build(DEFAULT_MAX_RESPONSE_BYTES)?,
+            http: self
+                .transport
+                .build(DEFAULT_MAX_RESPONSE_BYTES)?
+                .redacting(self.api_key.as_deref().unwrap_or_default()),
             messages_url: format!("{base}/messages"),
             model_url: format!("{base}/models/{model_segment}"),
             model: self.model,

@@ -44,7 +44,10 @@ impl ProviderBuilder<GeminiProvider> {
         }
         let model_url = url.to_string();
         Ok(GeminiProvider {
-            http: self.transport.build(DEFAULT_MAX_RESPONSE_BYTES)?,
+            http: self
+                .transport
+                .build(DEFAULT_MAX_RESPONSE_BYTES)?
+                .redacting(self.api_key.as_deref().unwrap_or_default()),
             generate_url: format!("{model_url}:generateContent"),
             model_url,
             model,

@@ -87,7 +87,10 @@ impl ProviderBuilder<OpenAiProvider> {
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         let base = openarmature_http::base_url(&self.base_url)?;
         Ok(OpenAiProvider {
-            http: self.transport.build(DEFAULT_MAX_RESPONSE_BYTES)?,
+            http: self
+                .transport
+                .build(DEFAULT_MAX_RESPONSE_BYTES)?
+                .redacting(self.api_key.as_deref().unwrap_or_default()),
             chat_url: format!("{base}/chat/completions"),
             models_url: format!("{base}/models"),
             model: self.model,
