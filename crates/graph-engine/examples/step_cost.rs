@@ -1,6 +1,11 @@
 //! Rough per-step cost of the engine (for profiling; the criterion benchmarks in
 //! `benches/` are the measured figures). Run with
 //! `cargo run --release -p openarmature-graph --example step_cost`.
+//!
+//! `NODES` (default 1000) and `RUNS` (default 50) set the graph length and the timed
+//! invocations; `OBSERVED=0` skips the observed runs. Under `valgrind --tool=callgrind`,
+//! two `RUNS` values give the instructions of one invocation without the set-up
+//! (issue 19: the per-invocation fixed cost, 10 nodes against 1000).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,7 +22,15 @@ state! {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let nodes = 1000;
+    let env = |name: &str, default: u32| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let nodes = env("NODES", 1000);
+    let runs = env("RUNS", 50);
+    let observed = env("OBSERVED", 1) != 0;
     let mut builder = GraphBuilder::new(Counter::default());
     for i in 0..nodes {
         builder = builder.add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
@@ -41,7 +54,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let runs = 50;
         let start = Instant::now();
         for _ in 0..runs {
             graph
@@ -51,6 +63,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let per_step = start.elapsed().as_secs_f64() / f64::from(runs * nodes) * 1e6;
         println!("{per_step:.3} µs per node step, no observer ({nodes} nodes, {runs} runs)");
+        if !observed {
+            return Ok(());
+        }
 
         graph.attach_observer(Registration::new(
             "noop",

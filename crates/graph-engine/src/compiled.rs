@@ -282,7 +282,10 @@ impl Site<'_> {
 pub(crate) struct OpenAttempt<S: State> {
     pub(crate) ctx: NodeCtx,
     pub(crate) pre: Arc<S>,
-    /// The node's failure, when the attempt raised.
+    /// Whether the attempt raised.
+    failed: bool,
+    /// The node's failure as its event reports it: captured only when an observer
+    /// will receive the event (the cause-chain walk formats every link).
     failure: Option<EventError>,
     /// A copy of a successful attempt's update, kept only under middleware (which
     /// may discard it and start another attempt).
@@ -323,7 +326,7 @@ impl<S: State> AttemptTerminal<'_, S> {
     /// error; a success whose update was set aside completes with the state that
     /// update would have produced.
     fn supersede(previous: OpenAttempt<S>) {
-        if previous.failure.is_some() {
+        if previous.failed {
             return Self::flush(previous, None);
         }
         let Some(update) = previous.success else {
@@ -382,17 +385,22 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
                 ctx.scope.metadata.restore(before);
             }
             if self.emits {
+                // Without observers the attempt is still tracked (its index is the
+                // checkpoint position's), but nothing is built for its events.
+                let observed = ctx.has_observers();
                 let failure = result
                     .as_ref()
                     .err()
+                    .filter(|_| observed)
                     .map(|err| EventError::capture(node_failure_category(err).as_str(), err));
-                let success = match (&result, self.keep_updates) {
+                let success = match (&result, self.keep_updates && observed) {
                     (Ok(update), true) => Some(update.clone()),
                     _ => None,
                 };
                 *self.open.lock().unwrap_or_else(PoisonError::into_inner) = Some(OpenAttempt {
                     ctx: ctx.clone(),
                     pre: state,
+                    failed: result.is_err(),
                     failure,
                     success,
                 });
@@ -408,7 +416,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
 
     fn attempt_failed(&self) {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if open.as_ref().is_some_and(|o| o.failure.is_some()) {
+        if open.as_ref().is_some_and(|o| o.failed) {
             if let Some(attempt) = open.take() {
                 drop(open);
                 Self::flush(attempt, None);
@@ -614,12 +622,10 @@ impl<S: State> Inner<S> {
                         }
                     }
                     if let Some(open) = open {
-                        let error = EventError::capture(category.as_str(), &*err);
-                        let error = if open.failure.is_some() {
-                            None
-                        } else {
-                            Some(error)
-                        };
+                        // The attempt's own failure, when it raised, is what its event
+                        // reports; else this error (built only for an observer).
+                        let error = (!open.failed && open.ctx.has_observers())
+                            .then(|| EventError::capture(category.as_str(), &*err));
                         AttemptTerminal::flush(open, error);
                     }
                     return Err(self.fail(category, &site, err, &state));
@@ -709,8 +715,11 @@ impl<S: State> Inner<S> {
         recoverable: &Arc<S>,
     ) -> GraphError<S> {
         if let Some(open) = open {
-            let error = EventError::capture(category.as_str(), &*err);
-            AttemptTerminal::flush(open, Some(error));
+            let error = open
+                .ctx
+                .has_observers()
+                .then(|| EventError::capture(category.as_str(), &*err));
+            AttemptTerminal::flush(open, error);
         }
         self.fail(category, site, err, recoverable)
     }

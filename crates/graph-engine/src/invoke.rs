@@ -90,7 +90,7 @@ impl<S: State> CompiledGraph<S> {
         let id: Arc<str> = match (&signal, options.invocation_id) {
             (Some(Ok(resume)), _) => Arc::from(resume.record.invocation_id.as_str()),
             (_, Some(id)) if !resuming => id.into(),
-            _ => uuid::Uuid::new_v4().to_string().into(),
+            _ => crate::ids::mint_uuid().into(),
         };
         let fail_early =
             |category: RuntimeCategory, initial: S, source: crate::BoxError| GraphError {

@@ -71,6 +71,7 @@ mod compiled;
 mod dynamic;
 mod error;
 mod extension_event;
+mod ids;
 mod invoke;
 pub mod metadata;
 mod middleware;

@@ -454,6 +454,6 @@ impl NodeCtx {
     /// or the timeout elapses (graph-engine §6 *Per-invocation drain*). Never cancels
     /// delivery.
     pub async fn drain_events(&self, timeout: Option<Duration>) -> DrainSummary {
-        self.scope.inv.queue.stats.drain_snapshot(timeout).await
+        self.scope.inv.queue.drain_snapshot(timeout).await
     }
 }

@@ -6,7 +6,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -203,86 +203,87 @@ impl Registry {
     }
 }
 
-/// The sending side of one invocation's delivery queue.
+/// The sending side of one invocation's delivery queue. Nothing is allocated for
+/// delivery until the first event that has recipients: an invocation nobody
+/// observes creates no channel and spawns no worker.
 pub(crate) struct EventQueue {
-    tx: Mutex<Option<mpsc::UnboundedSender<Envelope>>>,
-    /// The worker's inputs until the first event starts it (an invocation nobody
-    /// observes never spawns a worker).
-    pending: Mutex<Option<PendingWorker>>,
-    pub(crate) stats: Arc<QueueStats>,
-}
-
-struct PendingWorker {
-    rx: mpsc::UnboundedReceiver<Envelope>,
+    channel: Mutex<Channel>,
+    /// Set with the channel; drains read it.
+    stats: OnceLock<Arc<QueueStats>>,
     registry: Arc<Registry>,
     invocation_id: Arc<str>,
     sink: ObserverErrorSink,
 }
 
+/// The queue's channel: not opened yet, open (the worker runs), or closed at the
+/// end of the invocation.
+enum Channel {
+    Idle,
+    Open(mpsc::UnboundedSender<Envelope>),
+    Closed,
+}
+
 impl EventQueue {
-    /// Creates the invocation's queue; its delivery worker starts (and registers
-    /// for drains) with the first event.
+    /// Creates the invocation's queue; its channel opens and its delivery worker
+    /// starts (and registers for drains) with the first event.
     pub(crate) fn start(
         registry: &Arc<Registry>,
         invocation_id: Arc<str>,
         sink: ObserverErrorSink,
     ) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (progress, _) = watch::channel(Progress::default());
-        let stats = Arc::new(QueueStats {
-            emitted: AtomicU64::new(0),
-            progress,
-        });
         EventQueue {
-            tx: Mutex::new(Some(tx)),
-            pending: Mutex::new(Some(PendingWorker {
-                rx,
-                registry: Arc::clone(registry),
-                invocation_id,
-                sink,
-            })),
-            stats,
+            channel: Mutex::new(Channel::Idle),
+            stats: OnceLock::new(),
+            registry: Arc::clone(registry),
+            invocation_id,
+            sink,
         }
     }
 
-    fn spawn_worker(&self) {
-        let Some(p) = self
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
-        let key = p.registry.next_key.fetch_add(1, Ordering::Relaxed);
-        let mut active = p
-            .registry
+    /// Opens the channel and spawns the worker (the first event).
+    fn open(&self) -> mpsc::UnboundedSender<Envelope> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (progress, _) = watch::channel(Progress::default());
+        let stats = Arc::clone(self.stats.get_or_init(|| {
+            Arc::new(QueueStats {
+                emitted: AtomicU64::new(0),
+                progress,
+            })
+        }));
+        let registry = &self.registry;
+        let key = registry.next_key.fetch_add(1, Ordering::Relaxed);
+        let mut active = registry
             .active
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let handle = tokio::spawn(deliver(
-            p.rx,
-            Arc::clone(&self.stats),
-            Arc::clone(&p.registry),
+            rx,
+            Arc::clone(&stats),
+            Arc::clone(registry),
             key,
-            p.sink,
+            Arc::clone(&self.sink),
         ));
         active.push(Arc::new(WorkerEntry {
             key,
-            invocation_id: p.invocation_id,
-            stats: Arc::clone(&self.stats),
+            invocation_id: Arc::clone(&self.invocation_id),
+            stats,
             abort: handle.abort_handle(),
         }));
+        tx
     }
 
-    /// Enqueues one event for `recipients`. Never waits.
+    /// Enqueues one event for `recipients`. Never waits. An event nobody receives is
+    /// dropped here (it neither starts the worker nor counts for drains).
     pub(crate) fn dispatch(&self, event: ObserverEvent, recipients: Arc<[Registration]>) {
-        let guard = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.is_some() {
-            self.spawn_worker();
+        if recipients.is_empty() {
+            return;
         }
-        if let Some(tx) = guard.as_ref() {
-            self.stats.emitted.fetch_add(1, Ordering::SeqCst);
+        let mut channel = self.channel.lock().unwrap_or_else(PoisonError::into_inner);
+        if matches!(*channel, Channel::Idle) {
+            *channel = Channel::Open(self.open());
+        }
+        if let (Channel::Open(tx), Some(stats)) = (&*channel, self.stats.get()) {
+            stats.emitted.fetch_add(1, Ordering::SeqCst);
             // A send fails only after a process-wide drain cancelled the worker; the
             // event is then counted as undelivered, which is what the drain reported.
             let _ = tx.send(Envelope {
@@ -292,14 +293,20 @@ impl EventQueue {
         }
     }
 
+    /// Waits for every event this invocation emitted so far, or the timeout
+    /// (graph-engine §6 *Per-invocation drain*, from inside the invocation).
+    pub(crate) async fn drain_snapshot(&self, timeout: Option<Duration>) -> DrainSummary {
+        match self.stats.get() {
+            Some(stats) => stats.drain_snapshot(timeout).await,
+            None => DrainSummary::default(),
+        }
+    }
+
     /// Closes the queue at the end of the invocation: the worker delivers what is
     /// queued and stops. Later dispatches (from a task that outlived the
     /// invocation) are dropped.
     pub(crate) fn close(&self) {
-        self.tx
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        *self.channel.lock().unwrap_or_else(PoisonError::into_inner) = Channel::Closed;
     }
 }
 

@@ -11,6 +11,9 @@
 //! - `provider`: `complete()` without retry;
 //! - `provider_retry`: `complete()` with call-level retry (3 attempts, zero backoff;
 //!   nothing fails);
+//! - `provider_flaky` (concurrency 1 only): the same retrying call against a server
+//!   that answers `503`, `503`, then `200`: three requests per call, two zero-backoff
+//!   retries (issue 19: the retries must not wait for a timer tick);
 //! - `node_observed`: the calls issued from inside one graph node with a no-op
 //!   observer attached (typed LLM attempt and completion events built and delivered);
 //!   one graph invocation and one drain per iteration.
@@ -42,6 +45,11 @@ fn call_overhead(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("provider_retry", n), |b| {
             b.iter(|| rt.block_on(fx.complete(n, true)))
         });
+        if n == 1 {
+            group.bench_function(BenchmarkId::new("provider_flaky", n), |b| {
+                b.iter(|| rt.block_on(fx.flaky()))
+            });
+        }
         let graph = fx.graph(n, true);
         group.bench_function(BenchmarkId::new("node_observed", n), |b| {
             b.iter(|| rt.block_on(run_node(&graph)))

@@ -8,6 +8,8 @@
 //! (`ROUNDS=n`, default 15). `node_plain` (the node without an observer) is a
 //! diagnostic: it separates the engine's per-invocation cost from the events'.
 //! `ONLY=<variant>` runs that variant alone (for a profiler; no ratios).
+//! `provider_flaky` (concurrency 1 only) is one retrying call that needs three requests
+//! (`503`, `503`, `200`); its rate against `provider`'s is the issue-19 figure (ideal 33%).
 
 #![allow(clippy::expect_used, missing_docs)]
 
@@ -18,12 +20,13 @@ use std::time::Instant;
 
 use common::{client_runtime, run_node, Fixture};
 
-const VARIANTS: [&str; 5] = [
+const VARIANTS: [&str; 6] = [
     "bare",
     "provider",
     "provider_retry",
     "node_observed",
     "node_plain",
+    "provider_flaky",
 ];
 
 fn median(values: &[f64]) -> f64 {
@@ -62,6 +65,10 @@ fn main() {
                 if only.as_deref().is_some_and(|o| o != VARIANTS[v]) {
                     continue;
                 }
+                // The flaky server's script holds at concurrency 1 only.
+                if v == 5 && n != 1 {
+                    continue;
+                }
                 let started = Instant::now();
                 for _ in 0..iterations {
                     match v {
@@ -69,7 +76,8 @@ fn main() {
                         1 => drop(rt.block_on(fx.complete(n, false))),
                         2 => drop(rt.block_on(fx.complete(n, true))),
                         3 => drop(rt.block_on(run_node(&observed))),
-                        _ => drop(rt.block_on(run_node(&plain))),
+                        4 => drop(rt.block_on(run_node(&plain))),
+                        _ => drop(rt.block_on(fx.flaky())),
                     }
                 }
                 if round > 0 {
@@ -95,6 +103,17 @@ fn main() {
             println!(
                 "concurrency {n:>2}  {name:<15} {:8.2} µs/call   ratio {ratio}",
                 median(&per_call[v]),
+            );
+        }
+        if !per_call[5].is_empty() && !per_call[1].is_empty() {
+            let rates: Vec<f64> = per_call[1]
+                .iter()
+                .zip(&per_call[5])
+                .map(|(plain, flaky)| plain / flaky)
+                .collect();
+            println!(
+                "concurrency {n:>2}  provider_flaky rate / provider rate {:.3} (ideal 0.333)",
+                median(&rates)
             );
         }
     }

@@ -1,8 +1,11 @@
 //! Middleware overhead per node step (retry + timing + failure isolation around a
 //! trivial node vs the bare node) and the cost of one extra retry attempt with
-//! zero backoff.
+//! zero backoff; and (issue 19) the degrade path — failure isolation around retry(3),
+//! every attempt failing — against retry(3) ending in success (`degrade`).
 
 #![allow(clippy::expect_used, missing_docs)]
+
+mod degrade;
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -143,6 +146,16 @@ fn middleware(c: &mut Criterion) {
                 })
             },
         );
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("degrade_path");
+    for (name, degraded) in [
+        ("retry3_then_success", false),
+        ("isolation_retry3_all_fail", true),
+    ] {
+        let g = degrade::graph(degraded);
+        group.bench_function(name, |b| b.iter(|| rt.block_on(degrade::run(&g, degraded))));
     }
     group.finish();
 }

@@ -127,10 +127,13 @@ impl<S: State> FailureIsolationMiddleware<S> {
         self
     }
 
-    fn catches(&self, error: &(dyn StdError + 'static), caught: &CaughtException) -> bool {
+    /// `caught` is `Some` whenever a category filter is set.
+    fn catches(&self, error: &(dyn StdError + 'static), caught: Option<&CaughtException>) -> bool {
         let category_ok = match &self.catch {
             None => true,
-            Some(set) => caught.category.as_ref().is_some_and(|c| set.contains(c)),
+            Some(set) => caught
+                .and_then(|c| c.category.as_ref())
+                .is_some_and(|c| set.contains(c)),
         };
         category_ok && self.predicate.as_ref().is_none_or(|p| p(error))
     }
@@ -155,19 +158,25 @@ impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
             // Predicates and `on_caught` see the error itself (a subgraph failure, a
             // carrier, ...); a foreign categorized error stays wrapped, keeping its category.
             let error = openarmature_graph::erase(error);
-            let caught = CaughtException::capture(&*error);
-            if !self.catches(&*error, &caught) {
+            // The classified error is for the category filter and the event: without
+            // either, the cause chain is not walked (each link would be formatted).
+            let observed = ctx.has_observers();
+            let caught =
+                (observed || self.catch.is_some()).then(|| CaughtException::capture(&*error));
+            if !self.catches(&*error, caught.as_ref()) {
                 return Err(error.into());
             }
             let update = (self.degraded)(&state);
-            let event = FailureIsolationEvent::new(
-                &ctx,
-                self.event_name.clone(),
-                state as StateRef,
-                S::update_json(&update),
-                caught,
-            );
-            ctx.dispatch_event(ObserverEvent::FailureIsolation(event));
+            if let Some(caught) = caught.filter(|_| observed) {
+                let event = FailureIsolationEvent::new(
+                    &ctx,
+                    self.event_name.clone(),
+                    state as StateRef,
+                    S::update_json(&update),
+                    caught,
+                );
+                ctx.dispatch_event(ObserverEvent::FailureIsolation(event));
+            }
             if let Some(on_caught) = &self.on_caught {
                 on_caught.on_caught(Arc::from(error)).await;
             }

@@ -80,9 +80,8 @@ impl<S: State> Inner<S> {
                 })
             }
             (None, config) => {
-                let correlation: Arc<str> = correlation
-                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
-                    .into();
+                let correlation: Arc<str> =
+                    correlation.unwrap_or_else(crate::ids::mint_uuid).into();
                 let runtime = config
                     .as_ref()
                     .map(|c| Arc::new(CheckpointRuntime::fresh(Arc::clone(c), &correlation)));

@@ -6,6 +6,7 @@
 
 use std::hint::black_box;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,8 +31,14 @@ pub const MODEL: &str = "bench-model";
 
 // ---------------------------------------------------------------- the server
 
+/// The answer to a failed attempt: a retryable 503 with a small JSON error body (the
+/// connection stays open).
+pub const UNAVAILABLE: &str = r#"{"error":{"message":"overloaded","type":"server_error"}}"#;
+
 /// Starts the server on its own thread and single-thread runtime; returns its address.
-pub fn start_server() -> SocketAddr {
+/// `failures`: how many `503` answers precede every `200` (counted over all
+/// connections; `0`: every request succeeds).
+pub fn start_server(failures: usize) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -45,18 +52,48 @@ pub fn start_server() -> SocketAddr {
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
                 COMPLETION.len()
             );
-            let reply: Arc<[u8]> = [head.as_bytes(), COMPLETION.as_bytes()].concat().into();
+            let ok: Arc<[u8]> = [head.as_bytes(), COMPLETION.as_bytes()].concat().into();
+            let head = format!(
+                "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                UNAVAILABLE.len()
+            );
+            let failed: Arc<[u8]> = [head.as_bytes(), UNAVAILABLE.as_bytes()].concat().into();
+            let script = Arc::new(Script {
+                ok,
+                failed,
+                failures,
+                served: AtomicUsize::new(0),
+            });
             while let Ok((stream, _)) = listener.accept().await {
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(serve(stream, Arc::clone(&reply)));
+                tokio::spawn(serve(stream, Arc::clone(&script)));
             }
         });
     });
     rx.recv().expect("server address")
 }
 
+/// What the server answers: `failures` times `failed`, then `ok`, round and round.
+struct Script {
+    ok: Arc<[u8]>,
+    failed: Arc<[u8]>,
+    failures: usize,
+    served: AtomicUsize,
+}
+
+impl Script {
+    fn next(&self) -> &[u8] {
+        let n = self.served.fetch_add(1, Ordering::Relaxed);
+        if n % (self.failures + 1) == self.failures {
+            &self.ok
+        } else {
+            &self.failed
+        }
+    }
+}
+
 /// Answers every request of one keep-alive connection until the client closes it.
-async fn serve(mut stream: TcpStream, reply: Arc<[u8]>) {
+async fn serve(mut stream: TcpStream, script: Arc<Script>) {
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut chunk = [0u8; 16 * 1024];
     loop {
@@ -82,7 +119,7 @@ async fn serve(mut stream: TcpStream, reply: Arc<[u8]>) {
             }
         };
         buf.drain(..consumed);
-        if stream.write_all(&reply).await.is_err() {
+        if stream.write_all(script.next()).await.is_err() {
             return;
         }
     }
@@ -134,6 +171,9 @@ pub struct Fixture {
     pub body: Value,
     /// The provider.
     pub provider: Arc<OpenAiProvider>,
+    /// The same provider against a second server that answers two `503`s before every
+    /// `200`.
+    pub flaky: Arc<OpenAiProvider>,
     /// Built once and shared by every call (as the bare body value is).
     pub plain: CompletionRequest,
     /// The same, with call-level retry.
@@ -143,11 +183,16 @@ pub struct Fixture {
 impl Fixture {
     /// Starts the server and builds the clients; checks both paths get the answer.
     pub fn new(rt: &Runtime) -> Fixture {
-        let base_url = format!("http://{}/v1", start_server());
+        let base_url = format!("http://{}/v1", start_server(0));
         let provider = OpenAiProvider::builder(&base_url, MODEL)
             .transport(Transport::default().no_proxy())
             .build()
             .expect("provider");
+        let flaky_url = format!("http://{}/v1", start_server(2));
+        let flaky = OpenAiProvider::builder(&flaky_url, MODEL)
+            .transport(Transport::default().no_proxy())
+            .build()
+            .expect("flaky provider");
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(300))
             .connect_timeout(Duration::from_secs(10))
@@ -164,12 +209,14 @@ impl Fixture {
             url: format!("{base_url}/chat/completions"),
             body: serde_json::from_slice(&bytes).expect("json"),
             provider: Arc::new(provider),
+            flaky: Arc::new(flaky),
             plain,
             retrying: request(true),
         };
         let reply = rt.block_on(fixture.bare(1));
         assert_eq!(reply, 1);
         assert_eq!(rt.block_on(fixture.complete(1, false)), 1);
+        assert_eq!(rt.block_on(fixture.flaky()), 1);
         fixture
     }
 
@@ -201,6 +248,19 @@ impl Fixture {
             response.content().is_some()
         });
         join_all(calls).await.into_iter().filter(|ok| *ok).count()
+    }
+
+    /// (e) One `complete()` call with call-level retry (3 attempts, zero backoff)
+    /// against the server answering `503`, `503`, `200`: three requests per call.
+    /// Concurrency 1 only: the server's script is shared by all connections, so
+    /// concurrent calls would not each see exactly two failures.
+    pub async fn flaky(&self) -> usize {
+        let response = self
+            .flaky
+            .complete(&self.retrying)
+            .await
+            .expect("third attempt succeeds");
+        usize::from(response.content().is_some())
     }
 
     /// (d) One node issuing `n` concurrent `complete()` calls inside itself; with

@@ -91,6 +91,30 @@ async fn without_retry_a_transient_error_is_sent_once() {
 }
 
 #[tokio::test]
+async fn a_zero_backoff_retries_without_the_sleeper() {
+    // Issue 19: a zero delay must not take a timer round trip; the sleeper would be it.
+    let sleeps = Sleeps::default();
+    let config = RetryConfig::default()
+        .max_attempts(3)
+        .backoff(Constant(Duration::ZERO))
+        .sleeper(sleeps.clone());
+    let (server, p) = provider(vec![
+        down("d0"),
+        down("d1"),
+        Step::json(200, completion("ok")),
+    ])
+    .await;
+    let request = CompletionRequest::new(vec![Message::user("go")]).retry(config);
+    let response = p.complete(&request).await.unwrap();
+    assert_eq!(response.content(), Some("ok"));
+    assert_eq!(server.request_count(), 3);
+    assert!(
+        sleeps.0.lock().unwrap().is_empty(),
+        "no sleep for a zero delay"
+    );
+}
+
+#[tokio::test]
 async fn the_same_record_as_retry_middleware_retries_transients() {
     let sleeps = Sleeps::default();
     let seen = Arc::new(Mutex::new(Vec::new()));
