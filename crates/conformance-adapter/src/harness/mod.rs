@@ -15,7 +15,6 @@ mod store;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use openarmature_graph::checkpoint::InMemoryCheckpointer;
 use openarmature_graph::session::{SessionConfig, SessionStore};
 use openarmature_graph::DynState;
 use openarmature_harness::{
@@ -146,13 +145,15 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             })
         }
     };
+    // The selected backend's, when a backend crate's test binary selected one.
     let checkpointer = case
         .get("checkpointer")
-        .map(|_| InMemoryCheckpointer::new());
+        .map(|_| crate::backends::checkpointer_or_in_memory())
+        .transpose()?;
     let (ss, cp) = (store.clone(), checkpointer.clone());
     builder.configure_outer = Some(Box::new(move |mut b| {
         if let Some(cp) = &cp {
-            b = b.checkpointer(cp.clone());
+            b = b.checkpointer(Arc::clone(cp));
         }
         if let Some(ss) = &ss {
             b = b.sessions(SessionConfig::new(
