@@ -6,7 +6,9 @@
 //! 'suspended' RETURNING`: under PostgreSQL's row locking, concurrent claims of one
 //! row from any number of processes queue on the row, the first commits, and every
 //! later one re-checks the condition against the committed row and matches nothing.
-//! So one resume wins, with no transaction held open across a round trip.
+//! So one resume wins, with no transaction held open across a round trip. A claimed
+//! row that does not decode is reported (`checkpoint_record_invalid`) and stays claimed:
+//! it could not have been resumed either way.
 
 use openarmature_graph::suspension::PausedRecord;
 
