@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use openarmature_graph::checkpoint::Checkpointer;
-use openarmature_graph::session::SessionStore;
+use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
+use openarmature_graph::session::{InMemorySessionStore, SessionStore};
 
 /// Makes a fresh, empty store for one case.
 pub type Factory<T> = Arc<dyn Fn() -> Result<Arc<T>, String> + Send + Sync>;
@@ -49,4 +49,20 @@ pub(crate) fn checkpointer() -> Option<Result<Arc<dyn Checkpointer>, String>> {
 /// A fresh SessionStore of the selected backend (`None`: the reference one).
 pub(crate) fn session_store() -> Option<Result<Arc<dyn SessionStore>, String>> {
     selected().map(|b| (b.session_store)().map_err(|e| format!("{} session store: {e}", b.name)))
+}
+
+/// The Checkpointer of a case that names `checkpointer: in_memory`: a fresh one of the
+/// selected backend, or the engine's in-memory one.
+pub(crate) fn checkpointer_or_in_memory() -> Result<Arc<dyn Checkpointer>, String> {
+    Ok(checkpointer()
+        .transpose()?
+        .unwrap_or_else(|| Arc::new(InMemoryCheckpointer::new())))
+}
+
+/// The SessionStore of a case that names `session_store: in_memory`: a fresh one of the
+/// selected backend, or the engine's in-memory one.
+pub(crate) fn session_store_or_in_memory() -> Result<Arc<dyn SessionStore>, String> {
+    Ok(session_store()
+        .transpose()?
+        .unwrap_or_else(|| Arc::new(InMemorySessionStore::new())))
 }

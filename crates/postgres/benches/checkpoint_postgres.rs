@@ -1,7 +1,8 @@
 //! The durable checkpoint cost on PostgreSQL: time per node step of a linear graph of
 //! trivial nodes saving a full snapshot after every node to the PostgreSQL
 //! Checkpointer (one upsert per step, over a loopback connection), against the same
-//! graph with no checkpointer. Needs `OPENARMATURE_TEST_POSTGRES_URL` (see
+//! graph with no checkpointer and with the SQLite Checkpointer (a WAL file under the
+//! temp dir), in one run so the ratios compare on the same machine load. Needs `OPENARMATURE_TEST_POSTGRES_URL` (see
 //! `.ci/services.sh`); without it the bench prints a notice and measures nothing.
 
 #![allow(clippy::expect_used, missing_docs)]
@@ -10,8 +11,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
-use openarmature_postgres::{PgBackend, PgConfig, PostgresCheckpointer};
+use openarmature_pipeline::SqliteCheckpointer;
+use openarmature_postgres::{PgBackend, PgConfig};
 
 state! {
     /// A counter.
@@ -22,7 +25,7 @@ state! {
     }
 }
 
-fn graph(nodes: usize, store: Option<PostgresCheckpointer>) -> CompiledGraph<Counter> {
+fn graph(nodes: usize, store: Option<Arc<dyn Checkpointer>>) -> CompiledGraph<Counter> {
     let mut b = GraphBuilder::new(Counter::default());
     for i in 0..nodes {
         let next = if i + 1 < nodes {
@@ -56,6 +59,7 @@ fn bench(c: &mut Criterion) {
     let backend = rt
         .block_on(PgBackend::connect(PgConfig::new(url).schema(&schema)))
         .expect("database");
+    let sqlite_path = std::env::temp_dir().join(format!("{schema}.db"));
     let mut group = c.benchmark_group("checkpoint_postgres");
     for nodes in [10usize, 100] {
         group.throughput(Throughput::Elements(nodes as u64));
@@ -66,10 +70,22 @@ fn bench(c: &mut Criterion) {
                     .expect("run")
             })
         });
-        let durable = graph(nodes, Some(backend.checkpointer()));
+        let durable = graph(nodes, Some(Arc::new(backend.checkpointer())));
         group.bench_with_input(BenchmarkId::new("postgres", nodes), &nodes, |b, _| {
             b.iter(|| {
                 rt.block_on(durable.invoke(black_box(Counter::default())))
+                    .expect("run")
+            })
+        });
+        let sqlite = graph(
+            nodes,
+            Some(Arc::new(
+                SqliteCheckpointer::open(&sqlite_path).expect("sqlite file"),
+            )),
+        );
+        group.bench_with_input(BenchmarkId::new("sqlite", nodes), &nodes, |b, _| {
+            b.iter(|| {
+                rt.block_on(sqlite.invoke(black_box(Counter::default())))
                     .expect("run")
             })
         });
@@ -82,6 +98,11 @@ fn bench(c: &mut Criterion) {
             .await
             .expect("cleanup");
     });
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = sqlite_path.clone().into_os_string();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
 }
 
 criterion_group!(benches, bench);

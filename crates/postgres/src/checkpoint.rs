@@ -6,16 +6,19 @@
 //! stored or not at all), durable once `save` returns (the server's commit). Records
 //! are the JSON text the SQLite backend stores too, so state migrations (§10.12) and
 //! records moved between backends work alike. `list` filters in SQL on indexed
-//! summary columns and never reads records.
+//! summary columns and never reads records. Paused-invocation records (suspension
+//! §8.5) live in a table of their own ([`crate::paused`]).
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
 };
+use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
 
 use crate::backend::{from_ns, to_ns, PgBackend};
 use crate::error::{db, PostgresError, StoreKind};
+use crate::paused::PausedSql;
 
 const STORE: StoreKind = StoreKind::Checkpoint;
 
@@ -28,6 +31,7 @@ pub struct PostgresCheckpointer {
     select: String,
     list: String,
     delete: String,
+    paused: PausedSql,
 }
 
 impl PostgresCheckpointer {
@@ -53,6 +57,7 @@ impl PostgresCheckpointer {
                  ORDER BY last_saved_at_ns, invocation_id"
             ),
             delete: format!("DELETE FROM {t} WHERE invocation_id = $1"),
+            paused: PausedSql::new(&backend),
             backend,
         }
     }
@@ -194,5 +199,34 @@ impl Checkpointer for PostgresCheckpointer {
 
     fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         Box::pin(async move { boxed(self.delete_records(invocation_id).await) })
+    }
+
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move { boxed(self.paused.save(&self.backend, &record).await) })
+    }
+
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        Box::pin(async move { boxed(self.paused.fetch(&self.backend, invocation_id, false).await) })
+    }
+
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        Box::pin(async move { boxed(self.paused.fetch(&self.backend, invocation_id, true).await) })
+    }
+
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        Box::pin(async move { boxed(self.paused.list(&self.backend, signal_id).await) })
+    }
+
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async move { boxed(self.paused.delete(&self.backend, invocation_id).await) })
     }
 }

@@ -37,7 +37,8 @@ pub enum PostgresError {
     Pool {
         /// The store.
         store: StoreKind,
-        /// The operation (`save`, `load`, `list`, `delete`, `migrate`).
+        /// The operation (`save`, `load`, `list`, `delete`, `save_paused`, `load_paused`,
+        /// `claim_paused`, `list_paused`, `delete_paused`, `migrate`).
         operation: &'static str,
         /// The pool's error.
         #[source]

@@ -15,8 +15,10 @@
 //! [`PostgresError`]s carrying the spec's categories
 //! ([`PostgresError::category`]).
 //!
-//! The paused-invocation store (suspension) will live here too once the engine's
-//! suspension seam lands; it is not in this release.
+//! The [`PostgresCheckpointer`] also stores paused-invocation records (suspension
+//! §8.5): a table of their own, listed by signal, claimed by one conditional
+//! `UPDATE … RETURNING` so that of any number of processes resuming one signal, one
+//! wins.
 //!
 //! ## Why tokio-postgres and deadpool
 //!
@@ -46,6 +48,7 @@ mod backend;
 mod checkpoint;
 mod error;
 mod migrate;
+mod paused;
 mod session;
 
 pub use backend::{PgBackend, PgConfig};

@@ -23,6 +23,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "sessions",
         sql: include_str!("../migrations/0002_sessions.sql"),
     },
+    Migration {
+        version: 3,
+        name: "paused_invocations",
+        sql: include_str!("../migrations/0003_paused_invocations.sql"),
+    },
 ];
 
 /// The newest version shipped.
@@ -102,6 +107,6 @@ mod tests {
                 assert!(statement.contains("{schema}."), "{}: {statement}", m.name);
             }
         }
-        assert_eq!(latest(), 2);
+        assert_eq!(latest(), 3);
     }
 }

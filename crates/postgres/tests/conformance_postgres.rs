@@ -1,6 +1,8 @@
-//! The conformance cases that exercise checkpointing and sessions, with the
-//! PostgreSQL backends selected in the adapter (`openarmature_conformance::backends`):
-//! every case's Checkpointer and SessionStore is a fresh schema on the test server
+//! The conformance cases that exercise checkpointing, sessions and paused records
+//! (every fixture naming a `checkpointer:` or a `session_store:`: pipeline-utilities,
+//! sessions, suspension, harness, observability), with the PostgreSQL backends
+//! selected in the adapter (`openarmature_conformance::backends`): every case's
+//! Checkpointer and SessionStore is a fresh schema on the test server
 //! (`OPENARMATURE_TEST_POSTGRES_URL`; skipped without it unless
 //! `OPENARMATURE_REQUIRE_SERVICES=1`). Cases deferred in `conformance.toml` are
 //! ignored as in the main suite.
@@ -23,6 +25,7 @@ use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
 };
 use openarmature_graph::session::{SessionFilter, SessionRecord, SessionStore, SessionSummary};
+use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
 use openarmature_postgres::{PgBackend, PgConfig};
 use openarmature_testkit::services::{unique_name, url, Service};
@@ -103,6 +106,39 @@ impl Checkpointer for Bridge {
     fn delete<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
         let id = invocation_id.to_owned();
         self.run(move |b| async move { b.checkpointer().delete(&id).await })
+    }
+
+    fn save_paused<'a>(&'a self, record: PausedRecord) -> BoxFuture<'a, Result<(), BoxError>> {
+        self.run(move |b| async move { b.checkpointer().save_paused(record).await })
+    }
+
+    fn load_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let id = invocation_id.to_owned();
+        self.run(move |b| async move { b.checkpointer().load_paused(&id).await })
+    }
+
+    fn claim_paused<'a>(
+        &'a self,
+        invocation_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PausedRecord>, BoxError>> {
+        let id = invocation_id.to_owned();
+        self.run(move |b| async move { b.checkpointer().claim_paused(&id).await })
+    }
+
+    fn list_paused<'a>(
+        &'a self,
+        signal_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<PausedRecord>, BoxError>> {
+        let signal = signal_id.map(str::to_owned);
+        self.run(move |b| async move { b.checkpointer().list_paused(signal.as_deref()).await })
+    }
+
+    fn delete_paused<'a>(&'a self, invocation_id: &'a str) -> BoxFuture<'a, Result<(), BoxError>> {
+        let id = invocation_id.to_owned();
+        self.run(move |b| async move { b.checkpointer().delete_paused(&id).await })
     }
 }
 

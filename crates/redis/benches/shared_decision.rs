@@ -1,6 +1,7 @@
 //! The latency of one shared decision over loopback Redis: a retry-budget
 //! withdraw, a breaker admission, and a rate-limiter reservation (each one script
-//! call). Needs `OPENARMATURE_TEST_REDIS_URL` (see `.ci/services.sh`); without it the
+//! call), with the in-process token bucket's withdraw beside it as the local
+//! baseline. Needs `OPENARMATURE_TEST_REDIS_URL` (see `.ci/services.sh`); without it the
 //! bench prints a notice and measures nothing.
 
 #![allow(clippy::expect_used, missing_docs)]
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use openarmature_llm::resilience::{BreakerPolicy, BreakerStore};
-use openarmature_pipeline::retry::{RetryBudget, TokenBucketConfig};
+use openarmature_pipeline::retry::{RetryBudget, TokenBucket, TokenBucketConfig};
 use openarmature_redis::{
     RateLimit, RateLimiter, RedisBreakerStore, RedisRetryBudget, RedisShared, SharedOptions,
 };
@@ -34,7 +35,11 @@ fn bench(c: &mut Criterion) {
         shared,
         RateLimit::per_minute(Some(u32::MAX), Some(u64::MAX)).window(Duration::from_millis(50)),
     );
+    let local = TokenBucket::new(TokenBucketConfig::default());
     let mut group = c.benchmark_group("shared_decision");
+    group.bench_function("local_budget_withdraw", |b| {
+        b.iter(|| rt.block_on(local.try_withdraw_async()))
+    });
     group.bench_function("budget_withdraw", |b| {
         b.iter(|| rt.block_on(budget.try_withdraw_async()))
     });

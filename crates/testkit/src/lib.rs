@@ -10,9 +10,11 @@
 //! - [`http`]: the scripted HTTP/1.1 mock server ([`MockServer`], [`Script`],
 //!   [`Reply`]) every crate's tests and the conformance adapter run against,
 //!   instead of a hand-rolled TCP server each.
-//! - [`suite`] (spec: pipeline-utilities §10.1 / §10.13, sessions §5 / §8): one behaviour
-//!   suite for every Checkpointer and SessionStore backend, generic over a
-//!   [`suite::Backend`] factory, so SQLite and PostgreSQL are proven to behave the same;
+//! - [`suite`] (spec: pipeline-utilities §10.1 / §10.13 / §10.15, sessions §5 / §8,
+//!   suspension §8.5): one behaviour suite for every Checkpointer (checkpoints and
+//!   paused-invocation records) and SessionStore backend, generic over a
+//!   [`suite::Backend`] factory, so in-memory, SQLite and PostgreSQL are proven to
+//!   behave the same;
 //!   [`services`]: the switches of the real-server tests (`OPENARMATURE_TEST_*_URL`,
 //!   `OPENARMATURE_REQUIRE_SERVICES`).
 //!

@@ -15,7 +15,6 @@ pub(crate) mod store;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use openarmature_graph::checkpoint::InMemoryCheckpointer;
 use openarmature_graph::session::{SessionConfig, SessionStore};
 use openarmature_graph::{CompiledGraph, DynState};
 use openarmature_harness::{
@@ -145,13 +144,15 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Result<CaseGr
             })
         }
     };
+    // The selected backend's, when a backend crate's test binary selected one.
     let checkpointer = case
         .get("checkpointer")
-        .map(|_| InMemoryCheckpointer::new());
+        .map(|_| crate::backends::checkpointer_or_in_memory())
+        .transpose()?;
     let (ss, cp) = (store.clone(), checkpointer.clone());
     builder.configure_outer = Some(Box::new(move |mut b| {
         if let Some(cp) = &cp {
-            b = b.checkpointer(cp.clone());
+            b = b.checkpointer(Arc::clone(cp));
         }
         if let Some(ss) = &ss {
             b = b.sessions(SessionConfig::new(

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
+use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::{ObserverEvent, Phase, StateRef};
 use openarmature_observability::langfuse::{trace_id_for, LangfuseTrace};
 use serde_json::Value;
@@ -45,7 +45,8 @@ pub(super) fn checkpointer(case: &Y<'_>) -> Result<Option<Arc<dyn Checkpointer>>
         return Ok(None);
     };
     match kind.str().map_err(err)? {
-        "in_memory" => Ok(Some(Arc::new(InMemoryCheckpointer::new()))),
+        // The selected backend's, when a backend crate's test binary selected one.
+        "in_memory" => crate::backends::checkpointer_or_in_memory().map(Some),
         other => Err(err(AdapterError::PrimitiveMissing {
             file: kind.file.to_path_buf(),
             primitive: format!("checkpointer `{other}` in the observability runner"),

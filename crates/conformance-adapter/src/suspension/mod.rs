@@ -17,8 +17,8 @@ pub(crate) use invariants::subset;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
-use openarmature_graph::session::{InMemorySessionStore, SessionConfig, SessionStore};
+use openarmature_graph::checkpoint::Checkpointer;
+use openarmature_graph::session::{SessionConfig, SessionStore};
 use openarmature_graph::suspension::{Outcome, PausedRecord};
 use openarmature_graph::{
     CompiledGraph, DynState, InvokeOptions, ObserverEvent, Registration, State,
@@ -66,8 +66,8 @@ pub(crate) struct CaseRig {
     pub(crate) log: Arc<std::sync::Mutex<Vec<String>>>,
     pub(crate) recorders: Vec<(String, Arc<HarnessObserver>)>,
     pub(crate) otel: Vec<(String, InMemorySpanExporter)>,
-    pub(crate) checkpointer: Option<InMemoryCheckpointer>,
-    pub(crate) sessions: Option<InMemorySessionStore>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    pub(crate) sessions: Option<Arc<dyn SessionStore>>,
 }
 
 /// Adapter register U2: a `fan_out:` block without `collect_field` (fixture 007, whose
@@ -123,12 +123,17 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     }
     let checkpointer = match case.get("checkpointer") {
         None => None,
-        Some(c) if c.str().map_err(err)? == "in_memory" => Some(InMemoryCheckpointer::new()),
+        // The selected backend's, when a backend crate's test binary selected one.
+        Some(c) if c.str().map_err(err)? == "in_memory" => {
+            Some(crate::backends::checkpointer_or_in_memory()?)
+        }
         Some(c) => return Err(err(c.invalid("only `in_memory` checkpointers are scripted"))),
     };
     let sessions = match case.get("session_store") {
         None => None,
-        Some(c) if c.str().map_err(err)? == "in_memory" => Some(InMemorySessionStore::new()),
+        Some(c) if c.str().map_err(err)? == "in_memory" => {
+            Some(crate::backends::session_store_or_in_memory()?)
+        }
         Some(c) => {
             return Err(err(
                 c.invalid("only `in_memory` session stores are scripted")
@@ -138,12 +143,10 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let (cp, ss) = (checkpointer.clone(), sessions.clone());
     builder.configure_outer = Some(Box::new(move |mut b| {
         if let Some(cp) = &cp {
-            b = b.checkpointer(cp.clone());
+            b = b.checkpointer(Arc::clone(cp));
         }
         if let Some(ss) = &ss {
-            b = b.sessions(SessionConfig::new(
-                Arc::new(ss.clone()) as Arc<dyn SessionStore>
-            ));
+            b = b.sessions(SessionConfig::new(Arc::clone(ss)));
         }
         b
     }));

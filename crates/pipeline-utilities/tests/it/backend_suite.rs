@@ -8,7 +8,9 @@ use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::session::SessionStore;
 use openarmature_pipeline::{SqliteCheckpointer, SqliteSessionStore};
-use openarmature_testkit::suite::{run_checkpointer_suite, run_session_suite, Backend};
+use openarmature_testkit::suite::{
+    run_checkpointer_suite, run_paused_suite, run_session_suite, Backend,
+};
 
 /// One database file per storage name, under the system temp dir.
 struct SqliteFiles {
@@ -63,4 +65,9 @@ async fn sqlite_checkpointer_passes_the_backend_suite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_session_store_passes_the_backend_suite() {
     assert!(run_session_suite(SqliteFiles::new()).await > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_paused_records_pass_the_backend_suite() {
+    assert!(run_paused_suite(SqliteFiles::new()).await > 0);
 }

@@ -8,7 +8,9 @@ use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::session::SessionStore;
 use openarmature_postgres::{PgBackend, PgConfig};
-use openarmature_testkit::suite::{run_checkpointer_suite, run_session_suite, Backend};
+use openarmature_testkit::suite::{
+    run_checkpointer_suite, run_paused_suite, run_session_suite, Backend,
+};
 
 pub struct PgSchemas {
     url: String,
@@ -65,4 +67,12 @@ async fn postgres_session_store_passes_the_backend_suite() {
         return;
     };
     assert!(run_session_suite(PgSchemas::new(url)).await > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_paused_records_pass_the_backend_suite() {
+    let Some(url) = crate::server("postgres_paused_records_pass_the_backend_suite") else {
+        return;
+    };
+    assert!(run_paused_suite(PgSchemas::new(url)).await > 0);
 }

@@ -67,6 +67,24 @@ async fn unreadable_rows_are_typed_errors() {
     let err = sessions.load("s").await.unwrap_err();
     let typed = err.downcast_ref::<PostgresError>().unwrap();
     assert_eq!(typed.category().as_str(), "session_load_failed");
+    // A paused row that is not a record: load, claim and list report it, typed.
+    client
+        .batch_execute(&format!(
+            "INSERT INTO {schema}.openarmature_paused_invocations
+               (invocation_id, signal_id, status, suspended_at_ns, record)
+             VALUES ('p', 'sig', 'suspended', 1, '[1, 2]');"
+        ))
+        .await
+        .unwrap();
+    for err in [
+        checkpoints.load_paused("p").await.unwrap_err(),
+        checkpoints.list_paused(Some("sig")).await.unwrap_err(),
+        checkpoints.claim_paused("p").await.unwrap_err(),
+    ] {
+        let typed = err.downcast_ref::<PostgresError>().unwrap();
+        assert!(matches!(typed, PostgresError::Decode { .. }), "{typed}");
+        assert_eq!(typed.category().as_str(), "checkpoint_record_invalid");
+    }
 
     // A statement failing mid-save (the table is gone) is a save failure.
     client

@@ -26,13 +26,13 @@ async fn concurrent_connects_migrate_a_fresh_schema_exactly_once() {
         backends.push(c.await.unwrap().unwrap());
     }
     let b = &backends[0];
-    assert_eq!(b.schema_version(), 2);
+    assert_eq!(b.schema_version(), 3);
     let applied = count(
         b,
         &format!("SELECT count(*) FROM {schema}.openarmature_migrations"),
     )
     .await;
-    assert_eq!(applied, 2, "each migration recorded once");
+    assert_eq!(applied, 3, "each migration recorded once");
     // A reconnect applies nothing new.
     let again = PgBackend::connect(PgConfig::new(&url).schema(&schema))
         .await
@@ -42,7 +42,7 @@ async fn concurrent_connects_migrate_a_fresh_schema_exactly_once() {
         &format!("SELECT count(*) FROM {schema}.openarmature_migrations"),
     )
     .await;
-    assert_eq!(applied, 2);
+    assert_eq!(applied, 3);
 
     // A newer release's migration: this one refuses the schema.
     let client = again.pool().get().await.unwrap();
@@ -60,12 +60,51 @@ async fn concurrent_connects_migrate_a_fresh_schema_exactly_once() {
             err,
             PostgresError::SchemaTooNew {
                 found: 99,
-                known: 2,
+                known: 3,
                 ..
             }
         ),
         "{err}"
     );
+    client
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_of_the_previous_release_gains_the_paused_table() {
+    let Some(url) = crate::server("a_schema_of_the_previous_release_gains_the_paused_table") else {
+        return;
+    };
+    let schema = unique_name("oa_migr");
+    let backend = PgBackend::connect(PgConfig::new(&url).schema(&schema))
+        .await
+        .unwrap();
+    // Back to what a release shipping migrations 1 and 2 left.
+    let client = backend.pool().get().await.unwrap();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE {schema}.openarmature_paused_invocations;
+             DELETE FROM {schema}.openarmature_migrations WHERE version = 3;"
+        ))
+        .await
+        .unwrap();
+    let upgraded = PgBackend::connect(PgConfig::new(&url).schema(&schema))
+        .await
+        .unwrap();
+    let versions = count(
+        &upgraded,
+        &format!("SELECT max(version)::bigint FROM {schema}.openarmature_migrations"),
+    )
+    .await;
+    assert_eq!(versions, 3);
+    let rows = count(
+        &upgraded,
+        &format!("SELECT count(*) FROM {schema}.openarmature_paused_invocations"),
+    )
+    .await;
+    assert_eq!(rows, 0, "the table exists and is empty");
     client
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .await

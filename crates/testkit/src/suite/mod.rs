@@ -1,7 +1,7 @@
 //! One behaviour suite for every durable backend: each case takes a [`Backend`] (a
 //! factory that opens stores on named storage) and asserts the protocol's behaviour;
-//! [`run_checkpointer_suite`] / [`run_session_suite`] run every case and fail with the
-//! names of those that failed.
+//! [`run_checkpointer_suite`] / [`run_session_suite`] / [`run_paused_suite`] run every
+//! case and fail with the names of those that failed.
 //!
 //! ```text
 //! #[tokio::test(flavor = "multi_thread")]
@@ -11,6 +11,7 @@
 //! ```
 
 mod checkpoint;
+mod paused;
 mod session;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::session::SessionStore;
 
 pub use checkpoint::CHECKPOINT_CASES;
+pub use paused::{CLAIMERS, PAUSED_CASES};
 pub use session::SESSION_CASES;
 
 /// Opens stores of one backend on named storage. Two stores opened on the same name
@@ -29,7 +31,8 @@ pub trait Backend: Send + Sync {
     /// The backend's name, for messages.
     fn name(&self) -> &str;
 
-    /// A Checkpointer on `storage` (`[a-z0-9_]` name; a file, a schema, …).
+    /// A Checkpointer on `storage` (`[a-z0-9_]` name; a file, a schema, …). The paused
+    /// cases open several at once on one storage name, as separate workers would.
     fn checkpointer<'a>(&'a self, storage: &'a str) -> BoxFuture<'a, Arc<dyn Checkpointer>>;
 
     /// A SessionStore on `storage`.
@@ -92,4 +95,10 @@ pub async fn run_checkpointer_suite(backend: Arc<dyn Backend>) -> usize {
 /// Every SessionStore case on `backend`.
 pub async fn run_session_suite(backend: Arc<dyn Backend>) -> usize {
     run_cases(backend, "session store suite", SESSION_CASES).await
+}
+
+/// Every paused-invocation record case (the Checkpointer's `*_paused` methods) on
+/// `backend`.
+pub async fn run_paused_suite(backend: Arc<dyn Backend>) -> usize {
+    run_cases(backend, "paused record suite", PAUSED_CASES).await
 }
