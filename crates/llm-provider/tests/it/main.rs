@@ -10,4 +10,5 @@ mod gemini_provider;
 mod hostile_server;
 mod resilience_retry_after;
 mod resilience_soak;
+mod secrets;
 mod streaming;
