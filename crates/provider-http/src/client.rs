@@ -31,6 +31,9 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// The shortest secret [`HttpClient::redacting`] redacts.
+pub const MIN_REDACTED_LEN: usize = 8;
+
 /// What replaces a redacted credential in a body.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -88,10 +91,12 @@ impl HttpClient {
     /// Redacts `secret` (the API key this client sends) from every body it reads,
     /// success or error, before anything parses it: a server that echoes the key (an
     /// "incorrect API key: sk-…" error, a proxy reflecting headers) cannot put it into
-    /// error messages, spans, logs or captured payloads. An empty secret does nothing.
+    /// error messages, spans, logs or captured payloads. A secret shorter than
+    /// [`MIN_REDACTED_LEN`] bytes does nothing: no real credential is that short, and
+    /// replacing every occurrence of a short string would corrupt ordinary bodies.
     #[must_use]
     pub fn redacting(mut self, secret: &str) -> Self {
-        self.secret = (!secret.is_empty()).then(|| Secret(secret.as_bytes().into()));
+        self.secret = (secret.len() >= MIN_REDACTED_LEN).then(|| Secret(secret.as_bytes().into()));
         self
     }
 

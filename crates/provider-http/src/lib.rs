@@ -50,7 +50,7 @@ mod status;
 mod transport;
 mod url;
 
-pub use client::{HttpClient, Reply, REDACTED};
+pub use client::{HttpClient, Reply, MIN_REDACTED_LEN, REDACTED};
 pub use error::TransportError;
 pub use status::status_category;
 pub use transport::Transport;
