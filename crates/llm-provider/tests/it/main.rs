@@ -11,3 +11,4 @@ mod hostile_server;
 mod resilience_retry_after;
 mod resilience_soak;
 mod streaming;
+mod typed_output;
