@@ -269,3 +269,33 @@ async fn a_context_window_500_is_not_retried_by_either_classifier() {
         assert_eq!(server.request_count(), 1);
     }
 }
+
+#[tokio::test]
+async fn an_in_stream_context_size_error_is_not_retried() {
+    let chunk = json!({"id": "cc-s", "object": "chat.completion.chunk", "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "{\"name\": \"A"}, "finish_reason": null}]});
+    let error = json!({"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}});
+    let events = vec![chunk.to_string(), error.to_string()];
+    let server = Server::start(vec![
+        Step::Sse {
+            events,
+            gap: Duration::ZERO,
+        },
+        Step::json(200, completion(GOOD)),
+    ])
+    .await;
+    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
+        .transport(transport())
+        .build()
+        .unwrap();
+    let retry = RetryConfig::default()
+        .max_attempts(3)
+        .backoff(Constant(Duration::ZERO));
+    let request = CompletionRequest::new(vec![Message::user("x")])
+        .stream(true)
+        .retry(retry);
+    let error = p.complete_typed::<Person>(&request).await.unwrap_err();
+    assert_eq!(error.category(), ErrorCategory::ProviderInvalidRequest);
+    assert!(error.is_context_window_exceeded(), "{error}");
+    assert_eq!(server.request_count(), 1);
+}
