@@ -134,10 +134,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => report(&e),
     }
     if let Some(server) = server {
-        println!(
-            "(embedded stand-in: {} requests, one reask)",
-            server.request_count()
-        );
+        let requests = server.request_count();
+        let reasks = requests.saturating_sub(1);
+        println!("(embedded stand-in: {requests} requests, {reasks} reask)");
     }
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! invalid JSON, but asking again with the same bound and a longer transcript only
 //! burns tokens. Such a failure is diagnosed as truncated
 //! ([`StructuredOutputInvalid::is_truncated`], and its `Display` says so), and the
-//! call-level loop re-asks it only when the next attempt's `max_tokens` differs
-//! (raised through `LlmRetryConfig::per_attempt_override`).
+//! call-level loop re-asks (or otherwise retries) it only when the next attempt's
+//! `max_tokens` differs (raised through `LlmRetryConfig::per_attempt_override`).
 
 use crate::config::RuntimeConfig;
 use crate::error::StructuredOutputInvalid;
