@@ -143,10 +143,5 @@ impl Tool {
 /// The argument type's JSON Schema as a tool `parameters` object (without the
 /// `$schema` and `title` keywords, which providers do not need).
 fn parameters_schema<A: JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(A).to_value();
-    if let Value::Object(map) = &mut schema {
-        map.remove("$schema");
-        map.remove("title");
-    }
-    schema
+    openarmature_llm::schema::json_schema_for::<A>()
 }

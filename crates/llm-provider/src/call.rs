@@ -54,6 +54,7 @@ use crate::message::{AssistantMessage, Content, ContentBlock, ImageSource, Messa
 use crate::provider::{CompletionRequest, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{CallSink, StreamEvent};
+use crate::typed::same_bound_after_truncation;
 
 /// One finished wire attempt, as reported to an [`AttemptObserver`].
 #[derive(Debug)]
@@ -291,10 +292,15 @@ impl<P: Provider + ?Sized> RetryLane for CallLane<'_, P> {
         self.send(index)
     }
 
-    fn retry(&mut self, error: &LlmError, _index: u32) -> Option<Retry> {
+    fn retry(&mut self, error: &LlmError, index: u32) -> Option<Retry> {
         let r = self.request.retry.as_ref()?;
         let view = error.clone().into_categorized();
         let reason = match (&r.reask, error.structured_output()) {
+            (_, Some(failure))
+                if same_bound_after_truncation(r, &self.request.config, failure, index) =>
+            {
+                return None
+            }
             (Some(builder), Some(failure)) => {
                 let correction = builder.correction(failure);
                 let transcript = self

@@ -163,7 +163,7 @@ impl ProviderFailure {
 /// requested schema, the verbatim content, the failure description, and the
 /// response's finish reason and usage.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{error_message}")]
+#[error("{}", self.describe())]
 #[non_exhaustive]
 pub struct StructuredOutputInvalid {
     /// The `response_schema` the call supplied.

@@ -31,6 +31,16 @@
 //!   keep the trait's defaults and reject a streamed call pre-send
 //!   ([`streaming_unsupported`]).
 //!
+//! Typed structured output: [`TypedCompletion::complete_typed`] derives the
+//! `response_schema` from a Rust type (`schemars::JsonSchema`), validates and re-asks
+//! through the same call-level lane, and returns the answer deserialized
+//! ([`Typed`]); [`schema::json_schema_for`] is the derivation alone. A truncated
+//! answer (`finish_reason = length`) is diagnosed
+//! ([`StructuredOutputInvalid::is_truncated`]) and not re-asked with the same
+//! bound; context-window errors of OpenAI-compatible servers are
+//! `provider_invalid_request` ([`LlmError::is_context_window_exceeded`]), so no lane
+//! retries them. `cargo run -p openarmature-llm --example typed_extraction`.
+//!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
 //! call inside a node dispatch the graph-engine §6 typed events (one
@@ -107,6 +117,7 @@ pub mod schema;
 mod stream;
 mod tool;
 mod tool_scope;
+pub mod typed;
 mod validate;
 
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
@@ -142,6 +153,7 @@ pub use stream::{
 };
 pub use tool::{Tool, ToolChoice};
 pub use tool_scope::{ToolScope, ToolScopeExt};
+pub use typed::{Typed, TypedCompletion};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "llm-provider";

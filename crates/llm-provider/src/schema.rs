@@ -13,6 +13,8 @@ use serde_json::{Map, Value};
 
 use crate::error::LlmError;
 
+pub use crate::typed::json_schema_for;
+
 /// Sorts every object's keys, recursively (array order is kept): the canonical form
 /// wire bodies are serialized from, so structurally equal inputs give equal bytes.
 pub fn canonicalize(value: &Value) -> Value {

@@ -8,6 +8,7 @@
 //! | 408, 429 | `provider_unavailable`, `provider_rate_limit` |
 //! | 503 with a model-loading body (`type: model_not_loaded`, or "not loaded" / "loading") | `provider_model_not_loaded` |
 //! | other 5xx, any other status | `provider_unavailable` |
+//! | any status with a context-window body (see [`super::context_window`]) | `provider_invalid_request`, error type `context_length_exceeded` |
 //!
 //! The message is the body's `error.message` (or a string `error`) verbatim, else
 //! `HTTP <status>`; the vendor `error.type` (else `error.code`) is kept as the
@@ -18,6 +19,7 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+use super::context_window::{is_context_window_error, CONTEXT_LENGTH_EXCEEDED};
 use crate::error::{ErrorCategory, LlmError, ProviderFailure};
 
 /// The `error` object of an OpenAI-style error body, leniently read.
@@ -121,7 +123,9 @@ pub(crate) fn is_content_rejection(e: &ErrorBody) -> bool {
 /// ([`openarmature_http::status_category`]) refined from the body.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmError {
     let e = read_error_body(body);
+    let context_window = is_context_window_error(&e);
     let category = match status {
+        _ if context_window => ErrorCategory::ProviderInvalidRequest,
         404 if !is_model_not_found(&e) => ErrorCategory::ProviderInvalidRequest,
         400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
         503 if is_model_not_loaded(&e) => ErrorCategory::ProviderModelNotLoaded,
@@ -140,7 +144,11 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
             .unwrap_or_else(|| format!("HTTP {status}")),
     );
     failure.status = Some(status);
-    failure.error_type = e.kind.or(e.code);
+    failure.error_type = if context_window {
+        Some(CONTEXT_LENGTH_EXCEEDED.to_owned())
+    } else {
+        e.kind.or(e.code)
+    };
     failure.retry_after = retry_after;
     LlmError::from_failure(category, failure)
 }

@@ -45,6 +45,7 @@
 //! # }
 //! ```
 
+pub mod context_window;
 pub(crate) mod errors;
 mod request;
 mod response;

@@ -12,6 +12,7 @@
 //! |---|---|
 //! | 408, 409, 429, 5xx (incl. Anthropic 529), Anthropic `overloaded_error` | yes |
 //! | 400, 401, 403, 404, 422 and every other 4xx | no |
+//! | a context-window error (`context_length_exceeded`, incl. llama.cpp's 500) | no |
 //! | OpenAI 429 `insufficient_quota`; Anthropic 402 | no |
 //! | no HTTP answer (connection failure, timeout) | as the §7 category (`provider_unavailable`: yes) |
 //! | an extension stop (`provider_circuit_open`, `retry_budget_exhausted`, `retry_after_exceeded`), `structured_output_invalid` | no |
@@ -52,6 +53,9 @@ impl ProviderFamily {
         if ErrorCategory::EXTENSIONS.contains(&error.category())
             || error.structured_output().is_some()
         {
+            return false;
+        }
+        if error.is_context_window_exceeded() {
             return false;
         }
         let kind = error.error_type().unwrap_or_default();
@@ -156,6 +160,11 @@ mod tests {
             ErrorCategory::ProviderRateLimit,
             429,
             Some("rate_limit_exceeded")
+        )));
+        assert!(!retried(http(
+            ErrorCategory::ProviderInvalidRequest,
+            500,
+            Some("context_length_exceeded")
         )));
         assert!(retried(LlmError::unavailable("connection refused")));
         assert!(!retried(LlmError::invalid_request("pre-send")));

@@ -12,3 +12,4 @@ mod resilience_retry_after;
 mod resilience_soak;
 mod secrets;
 mod streaming;
+mod typed_output;
