@@ -29,7 +29,7 @@ use serde_json::json;
 
 use crate::body::json_body;
 use crate::config::{Limits, Shutdown};
-use crate::error::{status_of, ApiError, SERVER_SHUTTING_DOWN, TURN_TIMEOUT};
+use crate::error::{status_of, ApiError};
 
 struct App<S: State> {
     chat: ChatHarness<S>,
@@ -65,32 +65,14 @@ pub fn outcome_response(outcome: &ChatTurnOutcome) -> Response {
 
 impl<S: State> App<S> {
     fn accepting(&self) -> Result<(), ApiError> {
-        if self.shutdown.is_triggered() {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                SERVER_SHUTTING_DOWN,
-                "the server is shutting down",
-            ));
-        }
-        Ok(())
+        self.shutdown.accepting()
     }
 
     async fn timed(
         &self,
         turn: impl std::future::Future<Output = ChatTurnOutcome>,
     ) -> Result<ChatTurnOutcome, ApiError> {
-        tokio::time::timeout(self.limits.turn_timeout, turn)
-            .await
-            .map_err(|_| {
-                ApiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    TURN_TIMEOUT,
-                    format!(
-                        "the turn did not finish within {:?}",
-                        self.limits.turn_timeout
-                    ),
-                )
-            })
+        self.limits.within_turn_timeout(turn).await
     }
 }
 

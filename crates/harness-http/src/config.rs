@@ -4,7 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use tokio::sync::{watch, Notify};
+
+use crate::error::{ApiError, SERVER_SHUTTING_DOWN, TURN_TIMEOUT};
 
 /// Limits applied to every request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +47,23 @@ impl Limits {
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
         self
+    }
+
+    /// Runs `turn` within [`Limits::turn_timeout`]: 504 `turn_timeout` past it (the
+    /// turn is dropped).
+    pub(crate) async fn within_turn_timeout<T>(
+        &self,
+        turn: impl std::future::Future<Output = T>,
+    ) -> Result<T, ApiError> {
+        tokio::time::timeout(self.turn_timeout, turn)
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    TURN_TIMEOUT,
+                    format!("the turn did not finish within {:?}", self.turn_timeout),
+                )
+            })
     }
 
     /// Sets [`Limits::body_timeout`].
@@ -121,6 +141,18 @@ impl Shutdown {
     /// Starts the shutdown.
     pub fn trigger(&self) {
         self.tx.send_replace(true);
+    }
+
+    /// 503 `server_shutting_down` once the shutdown started: no new turn begins.
+    pub(crate) fn accepting(&self) -> Result<(), ApiError> {
+        if self.is_triggered() {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                SERVER_SHUTTING_DOWN,
+                "the server is shutting down",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the shutdown started.

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::body::json_body;
 use crate::config::{Limits, Shutdown};
-use crate::error::{status_of, ApiError, SERVER_SHUTTING_DOWN, TURN_TIMEOUT};
+use crate::error::{status_of, ApiError};
 
 struct App<S: State> {
     harness: Harness<S>,
@@ -65,27 +65,12 @@ impl<S: State> App<S> {
         body: Body,
         make: impl FnOnce(serde_json::Value) -> Transmission,
     ) -> Result<Response, ApiError> {
-        if self.shutdown.is_triggered() {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                SERVER_SHUTTING_DOWN,
-                "the server is shutting down",
-            ));
-        }
+        self.shutdown.accepting()?;
         let payload = json_body(body, &self.limits).await?;
-        let turn =
-            tokio::time::timeout(self.limits.turn_timeout, self.harness.handle(make(payload)))
-                .await
-                .map_err(|_| {
-                    ApiError::new(
-                        StatusCode::GATEWAY_TIMEOUT,
-                        TURN_TIMEOUT,
-                        format!(
-                            "the turn did not finish within {:?}",
-                            self.limits.turn_timeout
-                        ),
-                    )
-                })?;
+        let turn = self
+            .limits
+            .within_turn_timeout(self.harness.handle(make(payload)))
+            .await?;
         Ok(outbound_response(&turn.outbound))
     }
 }
