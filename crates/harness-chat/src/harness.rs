@@ -8,7 +8,8 @@ use openarmature_graph::session::LoadedSession;
 use openarmature_graph::suspension::Outcome;
 use openarmature_graph::{CompiledGraph, GraphError, InvokeOptions, State};
 use openarmature_harness::{
-    DispatchPath, HarnessError, PausedStoreCoordinator, SignalCoordinator, SignalTarget,
+    register_suspension, DispatchPath, HarnessError, PausedStoreCoordinator, SignalCoordinator,
+    SignalTarget,
 };
 use openarmature_llm::Message;
 use serde_json::{json, Value};
@@ -362,17 +363,11 @@ impl<S: State> ChatHarness<S> {
                     Ok(p) => p,
                     Err(e) => return self.errored(path, &e),
                 };
-                if let Err(err) = self
-                    .inner
-                    .coordinator
-                    .subscribe(&paused.invocation_id, &paused.descriptor)
-                    .await
-                {
-                    let mut e = HarnessError::new(
-                        Category::HARNESS_SIGNAL_SUBSCRIPTION_FAILED,
-                        err.to_string(),
-                    );
-                    e.invocation_id = Some(paused.invocation_id);
+                let coordinator = &*self.inner.coordinator;
+                let registered =
+                    register_suspension(coordinator, &paused.invocation_id, &paused.descriptor)
+                        .await;
+                if let Err(e) = registered {
                     return self.errored(path, &e);
                 }
                 ChatTurnOutcome::Suspended(ChatSuspended {

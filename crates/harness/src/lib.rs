@@ -58,7 +58,9 @@ mod turn;
 pub use bucket::ErrorBucket;
 pub use coordinator::{InMemoryCoordinator, PausedStoreCoordinator, SignalCoordinator};
 pub use dispatch::{DispatchIntent, DispatchPath, HarnessMode, SignalTarget, Transmission};
-pub use turn::{Harness, HarnessError, InvokeArgs, Outbound, Turn, TurnOutcome};
+pub use turn::{
+    register_suspension, Harness, HarnessError, InvokeArgs, Outbound, Turn, TurnOutcome,
+};
 
 /// The OpenArmature capability this crate implements.
 pub const SPEC_CAPABILITY: &str = "harness";

@@ -101,6 +101,29 @@ impl HarnessError {
     }
 }
 
+/// Registers a suspended turn's signal subscription (§5.3, §6): a failure is
+/// `harness_signal_subscription_failed`, naming the paused invocation.
+///
+/// # Errors
+/// The coordinator's failure, categorized.
+pub async fn register_suspension(
+    coordinator: &dyn SignalCoordinator,
+    invocation_id: &str,
+    descriptor: &SignalDescriptor,
+) -> Result<(), HarnessError> {
+    coordinator
+        .subscribe(invocation_id, descriptor)
+        .await
+        .map_err(|err| {
+            let mut e = HarnessError::new(
+                Category::HARNESS_SIGNAL_SUBSCRIPTION_FAILED,
+                err.to_string(),
+            );
+            e.invocation_id = Some(invocation_id.to_owned());
+            e
+        })
+}
+
 /// How a turn ended (§4 turn exit).
 #[derive(Debug)]
 #[non_exhaustive]
@@ -388,16 +411,13 @@ impl<S: State> Harness<S> {
             }
             Ok(Outcome::Suspended(paused)) => {
                 // §5.3: register the subscription, acknowledge, return.
-                if let Err(err) = self
-                    .coordinator
-                    .subscribe(&paused.invocation_id, &paused.descriptor)
-                    .await
-                {
-                    let mut e = HarnessError::new(
-                        Category::HARNESS_SIGNAL_SUBSCRIPTION_FAILED,
-                        err.to_string(),
-                    );
-                    e.invocation_id = Some(paused.invocation_id);
+                let registered = register_suspension(
+                    &*self.coordinator,
+                    &paused.invocation_id,
+                    &paused.descriptor,
+                )
+                .await;
+                if let Err(e) = registered {
                     return Self::failed(Some(path), Some(args), e);
                 }
                 let outbound = Outbound::Suspended {
