@@ -60,3 +60,9 @@ pub use error::TransportError;
 pub use status::status_category;
 pub use transport::Transport;
 pub use url::{base_url, parse_base_url};
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
