@@ -42,6 +42,7 @@ fn pins() -> Vec<Pin> {
         pin!(openarmature_prompt),
         pin!(openarmature_retrieval),
         pin!(openarmature_harness),
+        pin!(openarmature_harness_chat),
         pin!(openarmature_conformance),
     ]
 }
