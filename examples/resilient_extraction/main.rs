@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use openarmature::graph::{InvokeOptions, Registration};
 use openarmature::llm::resilience::UsageAggregator;
-use openarmature::llm::{OpenAiProvider, Provider, Transport};
+use openarmature::llm::{OpenAiBuilder, OpenAiProvider, Provider, Transport};
 use openarmature::observability::export::OtlpExport;
 use openarmature::observability::OtelObserver;
 
@@ -80,22 +80,16 @@ fn parse_args() -> Result<Args, BoxError> {
     Ok(args)
 }
 
-/// The real server named by `OPENAI_*`, if any.
-fn real_server() -> Result<Option<(String, String, Option<String>)>, BoxError> {
-    let Some(base_url) = std::env::var("OPENAI_BASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        return Ok(None);
-    };
-    let model = std::env::var("OPENAI_MODEL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .ok_or("OPENAI_BASE_URL is set but OPENAI_MODEL is not")?;
-    let key = std::env::var("OPENAI_API_KEY")
-        .ok()
-        .filter(|v| !v.is_empty());
-    Ok(Some((base_url, model, key)))
+/// The real server named by `OPENAI_*`, if `OPENAI_BASE_URL` is set: the builder
+/// `OpenAiProvider::from_env` configures (`OPENAI_MODEL` required, `OPENAI_API_KEY`
+/// if set).
+fn real_server() -> Result<Option<(String, OpenAiBuilder)>, BoxError> {
+    match std::env::var("OPENAI_BASE_URL") {
+        Ok(base_url) if !base_url.trim().is_empty() => {
+            Ok(Some((base_url, OpenAiProvider::from_env()?)))
+        }
+        _ => Ok(None),
+    }
 }
 
 #[tokio::main]
@@ -104,15 +98,16 @@ async fn main() -> Result<(), BoxError> {
     let real = if args.embedded { None } else { real_server()? };
     let embedded = real.is_none();
 
-    let provider = match &real {
-        Some((base_url, model, key)) => {
-            println!("provider: {base_url} (model {model}), from OPENAI_BASE_URL / OPENAI_MODEL");
-            let mut builder = OpenAiProvider::builder(base_url.as_str(), model.as_str())
-                .transport(Transport::default().timeout(Duration::from_secs(120)));
-            if let Some(key) = key {
-                builder = builder.api_key(key.as_str());
-            }
-            builder.build()?
+    let provider = match real {
+        Some((base_url, builder)) => {
+            let provider = builder
+                .transport(Transport::default().timeout(Duration::from_secs(120)))
+                .build()?;
+            println!(
+                "provider: {base_url} (model {}), from OPENAI_BASE_URL / OPENAI_MODEL",
+                provider.model()
+            );
+            provider
         }
         None => {
             let server = server::start().await?;

@@ -7,6 +7,9 @@
 //!   deferrals (the README table with `--markdown`).
 //! - `spec-diff <old> <new>`: fixtures added / removed / changed between two
 //!   fixture trees, the crates affected, and which changed fixtures fail today.
+//! - `msrv`: the declared `rust-version` against the locked dependencies' own.
+//! - `package`: packaging metadata and `cargo package --list` for every
+//!   publishable crate.
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -15,6 +18,8 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
+mod msrv;
+mod package;
 mod spec_diff;
 mod spec_status;
 
@@ -64,6 +69,17 @@ Commands:
         benchmark, per element where a throughput is set. FILTER is passed to
         criterion (a benchmark-id substring). Full runs: `cargo bench`.
 
+  msrv  Check that the declared `rust-version` is true: reads `cargo metadata
+        --locked` and fails when a locked dependency package declares a higher
+        `rust-version` than the lowest one a workspace member declares (listing
+        them). Needs no other toolchain.
+
+  package
+        For every publishable workspace crate (`publish = false` ones skipped):
+        check the manifest (description, license, repository, readme, keywords,
+        categories, rust-version, [package.metadata.docs.rs]) and run `cargo
+        package --list`, failing when README.md or LICENSE is not in the package.
+
   help  Print this help.
 ";
 
@@ -79,6 +95,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "bench" => bench::run(rest),
+        "msrv" => msrv::run(rest),
+        "package" => package::run(rest),
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
             Err(message) => usage_error(&message),

@@ -87,3 +87,9 @@ pub use error::{
 };
 pub use state::{AgentState, AgentUpdate, Approval, Conversation, ConversationUpdate};
 pub use tool::Tool;
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -126,3 +126,9 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 }
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -45,3 +45,9 @@ pub use error::{
 };
 pub use serve::{serve, serve_with};
 pub use workflow::{outbound_response, workflow_router};
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

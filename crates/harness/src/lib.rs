@@ -67,3 +67,9 @@ pub const SPEC_CAPABILITY: &str = "harness";
 
 /// The OpenArmature specification release this crate targets.
 pub const SPEC_VERSION: &str = "0.109.0";
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -41,6 +41,11 @@
 //! `provider_invalid_request` ([`LlmError::is_context_window_exceeded`]), so no lane
 //! retries them. `cargo run -p openarmature-llm --example typed_extraction`.
 //!
+//! Each mapping also has `from_env()` (and a testable `from_vars(lookup)`): a builder
+//! from the vendor SDKs' variables (`OPENAI_API_KEY` / `OPENAI_BASE_URL` /
+//! `OPENAI_MODEL`, `ANTHROPIC_*`, `GEMINI_API_KEY` or `GOOGLE_API_KEY`), failing with
+//! an [`EnvError`] that names the missing variable.
+//!
 //! Every attempt is observable: [`CompletionRequest::on_attempt`] reports each wire
 //! attempt (index, retry reason, outcome), and [`CompletionRequest::in_node`] makes a
 //! call inside a node dispatch the graph-engine §6 typed events (one
@@ -105,6 +110,7 @@ pub mod anthropic;
 mod builder;
 mod call;
 mod config;
+mod env;
 mod error;
 pub mod gemini;
 mod message;
@@ -124,6 +130,7 @@ pub use anthropic::{AnthropicBuilder, AnthropicProvider};
 pub use builder::ProviderBuilder;
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
+pub use env::OPENAI_DEFAULT_BASE_URL;
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
 pub use gemini::{GeminiBuilder, GeminiProvider};
 pub use message::{
@@ -143,7 +150,7 @@ pub use openarmature_core::vocab::llm::{
 pub use openarmature_core::vocab::tool::{
     ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution,
 };
-pub use openarmature_http::Transport;
+pub use openarmature_http::{EnvError, Transport};
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
@@ -169,3 +176,9 @@ mod tests {
         assert_eq!(super::SPEC_VERSION.split('.').count(), 3);
     }
 }
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

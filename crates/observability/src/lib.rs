@@ -61,3 +61,9 @@ mod tests {
         assert_eq!(super::SPEC_VERSION.split('.').count(), 3);
     }
 }
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -118,3 +118,9 @@ where
         .map(|(a, b)| (a.into(), b.into()))
         .collect()
 }
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -55,3 +55,9 @@ pub use backend::{PgBackend, PgConfig};
 pub use checkpoint::PostgresCheckpointer;
 pub use error::{PostgresError, StoreKind, CHECKPOINT_BACKEND_UNAVAILABLE};
 pub use session::PostgresSessionStore;
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

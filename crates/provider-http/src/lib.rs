@@ -20,6 +20,9 @@
 //!   [`Category`](openarmature_core::Category); each wire mapping refines it from the
 //!   error body (a model-not-found 404, a content-block rejection, ...);
 //! - [`base_url`] / [`parse_base_url`]: the `http(s)` check on a configured origin;
+//! - [`env`](mod@env): what the providers' `from_env()` constructors share — a lookup function
+//!   ([`env::process_env`], or a map in tests) and [`EnvError`], which names a missing
+//!   variable and carries a category;
 //! - [`TransportError`]: what the transport itself fails with, categorized
 //!   (`provider_unavailable` for connect failures and timeouts, `provider_invalid_response`
 //!   for an oversized body, `provider_invalid_request` for a bad URL or client). The
@@ -45,13 +48,21 @@
 //! ```
 
 mod client;
+pub mod env;
 mod error;
 mod status;
 mod transport;
 mod url;
 
 pub use client::{HttpClient, Reply, MIN_REDACTED_LEN, REDACTED};
+pub use env::EnvError;
 pub use error::TransportError;
 pub use status::status_category;
 pub use transport::Transport;
 pub use url::{base_url, parse_base_url};
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

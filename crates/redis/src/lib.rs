@@ -69,3 +69,9 @@ pub use limiter::{
 };
 pub use provider::RateLimitedProvider;
 pub use shared::{OnRedisDown, RedisShared, SharedError, SharedOptions};
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -28,6 +28,13 @@
 //! which `openarmature-observability` renders as spans, metrics and Langfuse
 //! observations.
 //!
+//! `from_env(model)` configures the hosted providers from their vendors' variables:
+//! [`OpenAiEmbeddings`] from `OPENAI_API_KEY` / `OPENAI_BASE_URL`, [`CohereEmbeddings`]
+//! and [`CohereRerank`] from `CO_API_KEY` / `CO_API_URL` (the Cohere SDK's),
+//! [`JinaEmbeddings`] and [`JinaRerank`] from `JINA_API_KEY`; a missing key is an
+//! [`EnvError`] naming it (`provider_authentication`). `from_vars(model, lookup)` reads
+//! through a function instead of the process environment.
+//!
 //! # Examples
 //!
 //! ```no_run
@@ -49,6 +56,7 @@ mod call;
 pub mod cohere;
 mod embedding;
 mod endpoint;
+mod env;
 mod error;
 mod extras;
 mod http;
@@ -76,7 +84,7 @@ pub use openarmature_core::vocab::retrieval::{
     EmbeddingEvent, EmbeddingFailedEvent, EmbeddingOutcome, EmbeddingRequestSummary, RerankEvent,
     RerankFailedEvent, RerankOutcome, RerankRequestSummary, RetrievalEvent, RetrievalFailedEvent,
 };
-pub use openarmature_http::Transport;
+pub use openarmature_http::{EnvError, Transport};
 pub use rerank::{
     RerankConfig, RerankProvider, RerankRequest, RerankResponse, RerankUsage, ScoredDocument,
 };
@@ -87,3 +95,9 @@ pub const SPEC_CAPABILITY: &str = "retrieval-provider";
 
 /// The OpenArmature specification release this crate targets.
 pub const SPEC_VERSION: &str = "0.109.0";
+
+/// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
+/// rot. Exists only while collecting doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
