@@ -20,7 +20,7 @@ fn main() {
         .add_node("f", move |_s: Arc<C>, _c: NodeCtx| {
             let counter = Arc::clone(&counter);
             async move {
-                if counter.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+                if counter.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
                     Err::<CU, NodeError>(
                         CategorizedError::new(
                             openarmature_graph::Category::PROVIDER_UNAVAILABLE,
