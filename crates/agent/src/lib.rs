@@ -72,6 +72,33 @@
 //! # });
 //! ```
 
+//!
+//! # Approval
+//! ```no_run
+//! use openarmature_agent::{Agent, Approval, ApprovalRequest, Conversation};
+//! use openarmature_graph::suspension::Outcome;
+//! use openarmature_graph::InvokeOptions;
+//! use openarmature_llm::Message;
+//!
+//! # async fn demo(agent: Agent) -> Result<(), Box<dyn std::error::Error>> {
+//! let graph = agent.graph()?;
+//! let start = Conversation::new(vec![Message::user("delete /tmp/report")]);
+//! if let Outcome::Suspended(paused) = graph.run(start, InvokeOptions::default()).await? {
+//!     // Show the request to a person (a chat UI's approve / deny buttons).
+//!     let request = ApprovalRequest::from_descriptor(&paused.descriptor).ok_or("not ours")?;
+//!     println!("{} wants to run {} with {}", request.tool_call_id, request.tool, request.arguments);
+//!     let decision = Approval::approve(&request.tool_call_id);
+//!     let resumed = graph
+//!         .resume(&paused.invocation_id, decision.payload_for::<Conversation>())
+//!         .await?;
+//!     if let Outcome::Completed(done) = resumed {
+//!         println!("{:?}", done.state.final_answer());
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
 mod agent;
 mod ctx;
 mod error;
