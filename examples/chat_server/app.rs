@@ -23,21 +23,14 @@ pub mod tools;
 /// The page (one static file, no build step).
 pub const PAGE: &str = include_str!("page.html");
 
-/// Where the model comes from: `OPENAI_BASE_URL` (+ `OPENAI_MODEL`, `OPENAI_API_KEY`)
-/// for any OpenAI-compatible server, else the embedded fault-injecting model.
+/// Where the model comes from: with `OPENAI_BASE_URL` set, any OpenAI-compatible server
+/// configured by `OpenAiProvider::from_env` (`OPENAI_MODEL` required, `OPENAI_API_KEY`
+/// when the server needs one); else the embedded fault-injecting model.
 pub async fn provider() -> Result<Arc<dyn Provider>, Box<dyn std::error::Error>> {
-    let from_env = std::env::var("OPENAI_BASE_URL")
-        .ok()
-        .filter(|v| !v.is_empty());
-    let Some(base_url) = from_env else {
-        return embedded_provider().await;
-    };
-    let model = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-    let mut builder = OpenAiProvider::builder(base_url.as_str(), model.as_str());
-    if let Ok(key) = std::env::var("OPENAI_API_KEY") {
-        builder = builder.api_key(key);
+    if std::env::var("OPENAI_BASE_URL").is_ok_and(|v| !v.is_empty()) {
+        return Ok(Arc::new(OpenAiProvider::from_env()?.build()?));
     }
-    Ok(Arc::new(builder.build()?))
+    embedded_provider().await
 }
 
 /// The embedded fault-injecting model, started on 127.0.0.1.

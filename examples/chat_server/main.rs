@@ -5,8 +5,8 @@
 //! email; sending asks for approval, so the turn suspends and the page shows
 //! Approve / Deny buttons, which call the REST callback route that resumes it. The
 //! model is an embedded OpenAI-compatible server that fails one request in five with a
-//! `503` (the call-level retry absorbs it); set `OPENAI_BASE_URL` (and `OPENAI_MODEL`,
-//! `OPENAI_API_KEY`) to talk to a real one instead.
+//! `503` (the call-level retry absorbs it); set `OPENAI_BASE_URL` and `OPENAI_MODEL` (and
+//! `OPENAI_API_KEY` if the server wants one) to talk to a real one instead.
 //!
 //! Options: `--port N` (default 8080; 0 picks a free port), `--smoke` (start, run one
 //! turn through the HTTP API, print it, stop).
