@@ -196,6 +196,16 @@ impl AnthropicProvider {
                     .body(body),
             )
             .await?;
+        self.answer(&request, &prepared, &reply)
+    }
+
+    /// One answer: its §8.2.3 error, or the §8.2.2 response.
+    fn answer(
+        &self,
+        request: &WireRequest<'_>,
+        prepared: &validate::Prepared,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
         if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
@@ -205,10 +215,30 @@ impl AnthropicProvider {
         }
         response::parse(
             &reply.body,
-            &prepared,
+            prepared,
             request.response_schema,
-            self.path(&request),
+            self.path(request),
         )
+    }
+
+    /// What `send()` makes of one answer to `request`: the §8.2.3 error for a non-2xx
+    /// status, else the §8.2.2 response mapping (tool calls and `response_schema`
+    /// validated on the request's structured-output path). The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the answer maps to.
+    #[doc(hidden)]
+    pub fn decode_reply(
+        &self,
+        request: &WireRequest<'_>,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        self.answer(request, &prepared, reply)
     }
 
     /// `ready()`: the model's entry in the models API answers 2xx.

@@ -299,6 +299,83 @@ fn mid_stream_error(chunk: &Map<String, Value>) -> LlmError {
     errors::from_status(status, &reqwest::header::HeaderMap::new(), &body)
 }
 
+/// The incremental reading of one 2xx event stream: SSE decoding, the size cap, and
+/// chunk assembly, fed piece by piece (by [`consume`] from the wire, by
+/// `OpenAiProvider::decode_stream` from memory).
+pub(crate) struct StreamReader {
+    decoder: SseDecoder,
+    assembler: Assembler,
+    events: Vec<SseEvent>,
+    total: usize,
+    cap: usize,
+}
+
+impl StreamReader {
+    /// A reader refusing a stream over `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Self {
+        StreamReader {
+            decoder: SseDecoder::new(cap),
+            assembler: Assembler::default(),
+            events: Vec::new(),
+            total: 0,
+            cap,
+        }
+    }
+
+    /// Whether `[DONE]` was seen (the rest of the body is not read).
+    pub(crate) fn is_done(&self) -> bool {
+        self.assembler.is_done()
+    }
+
+    /// Feeds one piece of the body.
+    ///
+    /// # Errors
+    /// `provider_invalid_response` for a malformed chunk or a stream over the cap; a
+    /// mid-stream error chunk's category.
+    pub(crate) fn push(&mut self, piece: &[u8], sink: &dyn DeltaSink) -> Result<(), LlmError> {
+        self.total = self.total.saturating_add(piece.len());
+        if self.total > self.cap {
+            return Err(TransportError::too_large(self.cap).into());
+        }
+        self.decoder.push(piece, &mut self.events)?;
+        self.drain(sink)
+    }
+
+    /// The end of the body.
+    ///
+    /// # Errors
+    /// As [`StreamReader::push`].
+    pub(crate) fn finish(&mut self, sink: &dyn DeltaSink) -> Result<(), LlmError> {
+        self.decoder.finish(&mut self.events)?;
+        self.drain(sink)
+    }
+
+    fn drain(&mut self, sink: &dyn DeltaSink) -> Result<(), LlmError> {
+        for event in self.events.drain(..) {
+            self.assembler.event(&event, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The assembled response.
+    ///
+    /// # Errors
+    /// `provider_unavailable` for a stream that ended before it completed; as the
+    /// atomic mapping otherwise.
+    pub(crate) fn response(
+        &self,
+        prepared: &Prepared,
+        response_schema: Option<&Value>,
+    ) -> Result<Response, LlmError> {
+        if !self.assembler.completed() {
+            return Err(LlmError::unavailable(
+                "the stream ended before a finish reason or its [DONE] sentinel",
+            ));
+        }
+        self.assembler.response(prepared, response_schema)
+    }
+}
+
 /// Reads a 2xx streaming response to its end, reporting deltas to `sink`.
 ///
 /// # Errors
@@ -312,44 +389,19 @@ pub(crate) async fn consume(
     response_schema: Option<&Value>,
     sink: &dyn DeltaSink,
 ) -> Result<Response, LlmError> {
-    let mut decoder = SseDecoder::new(cap);
-    let mut assembler = Assembler::default();
-    let mut events = Vec::new();
-    let mut total = 0usize;
-    while !assembler.is_done() {
+    let mut reader = StreamReader::new(cap);
+    while !reader.is_done() {
         let piece = response
             .chunk()
             .await
             .map_err(|e| LlmError::from(TransportError::from(e)))?;
         let Some(piece) = piece else {
-            decoder.finish(&mut events)?;
-            drain(&mut assembler, &mut events, sink)?;
+            reader.finish(sink)?;
             break;
         };
-        total = total.saturating_add(piece.len());
-        if total > cap {
-            return Err(TransportError::too_large(cap).into());
-        }
-        decoder.push(&piece, &mut events)?;
-        drain(&mut assembler, &mut events, sink)?;
+        reader.push(&piece, sink)?;
     }
-    if !assembler.completed() {
-        return Err(LlmError::unavailable(
-            "the stream ended before a finish reason or its [DONE] sentinel",
-        ));
-    }
-    assembler.response(prepared, response_schema)
-}
-
-fn drain(
-    assembler: &mut Assembler,
-    events: &mut Vec<SseEvent>,
-    sink: &dyn DeltaSink,
-) -> Result<(), LlmError> {
-    for event in events.drain(..) {
-        assembler.event(&event, sink)?;
-    }
-    Ok(())
+    reader.response(prepared, response_schema)
 }
 
 #[cfg(test)]
