@@ -10,6 +10,8 @@
 //! - `msrv`: the declared `rust-version` against the locked dependencies' own.
 //! - `package`: packaging metadata and `cargo package --list` for every
 //!   publishable crate.
+//! - `fuzz`: builds the libFuzzer targets of `fuzz/` and runs each for a fixed
+//!   time on its seed corpus.
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -18,6 +20,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
+mod fuzz;
 mod msrv;
 mod package;
 mod spec_diff;
@@ -80,6 +83,16 @@ Commands:
         categories, rust-version, [package.metadata.docs.rs]) and run `cargo
         package --list`, failing when README.md or LICENSE is not in the package.
 
+  fuzz [--seconds N] [--build-only] [FILTER]
+        Build every libFuzzer target of fuzz/ (cargo fuzz, AddressSanitizer),
+        then run each (or those whose name contains FILTER) for N seconds
+        (default 20) on its seed corpus fuzz/corpus/<target>/, new inputs going
+        to a scratch directory. Fails on any crash, leak, out-of-memory (2 GiB)
+        or per-input timeout (10 s); the failing input is left under
+        fuzz/artifacts/<target>/. Uses `cargo +nightly fuzz` when rustup has a
+        nightly toolchain, else the active one with RUSTC_BOOTSTRAP=1. Needs
+        cargo-fuzz (`cargo install cargo-fuzz --locked`).
+
   help  Print this help.
 ";
 
@@ -97,6 +110,10 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "msrv" => msrv::run(rest),
         "package" => package::run(rest),
+        "fuzz" => match fuzz::Options::parse(rest) {
+            Ok(options) => fuzz::run(&options),
+            Err(message) => usage_error(&message),
+        },
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
             Err(message) => usage_error(&message),
