@@ -18,6 +18,9 @@ pub(crate) struct SseEvent {
     pub(crate) data: String,
 }
 
+/// The `data` of the event that ends an OpenAI-compatible stream (§8.1.6).
+pub(crate) const DONE: &str = "[DONE]";
+
 /// The incremental decoder.
 #[derive(Debug)]
 pub(crate) struct SseDecoder {

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use super::errors;
 use super::response::parse_value;
-use super::sse::{SseDecoder, SseEvent};
+use super::sse::{SseDecoder, SseEvent, DONE};
 use crate::error::LlmError;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
@@ -76,7 +76,7 @@ impl Assembler {
     /// mid-stream `error` chunk.
     pub(crate) fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
         let data = event.data.trim();
-        if data == "[DONE]" {
+        if data == DONE {
             self.done = true;
             return Ok(());
         }
@@ -327,7 +327,7 @@ impl StreamReader {
         self.assembler.is_done()
     }
 
-    /// Feeds one piece of the body.
+    /// Feeds one piece of the body (the rest of it is ignored once `[DONE]` is seen).
     ///
     /// # Errors
     /// `provider_invalid_response` for a malformed chunk or a stream over the cap; a
@@ -337,8 +337,17 @@ impl StreamReader {
         if self.total > self.cap {
             return Err(TransportError::too_large(self.cap).into());
         }
-        self.decoder.push(piece, &mut self.events)?;
-        self.drain(sink)
+        // Line by line, each event handled before the next line is decoded: the
+        // stream's own order decides (an error chunk before a malformed line is the
+        // error; nothing after `[DONE]` is decoded), never where the body was cut.
+        for line in piece.split_inclusive(|b| *b == b'\n') {
+            if self.is_done() {
+                break;
+            }
+            self.decoder.push(line, &mut self.events)?;
+            self.drain(sink)?;
+        }
+        Ok(())
     }
 
     /// The end of the body.
