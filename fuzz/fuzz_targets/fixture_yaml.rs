@@ -6,7 +6,7 @@
 //!
 //! Input: a capability selector byte, then the fixture text (UTF-8; other bytes are
 //! what reading the file already refuses). Properties: a refused fixture has a §9
-//! category; listed cases are distinct; running a case never panics.
+//! category; listed cases are distinct (`cases: []` lists none); running a case never panics.
 #![no_main]
 
 use std::collections::HashSet;
@@ -50,10 +50,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = e.to_string();
         }
         Ok(cases) => {
-            assert!(!cases.is_empty(), "a fixture has at least one case");
             let keys: HashSet<String> = cases.iter().map(|c| c.to_string()).collect();
             assert_eq!(keys.len(), cases.len(), "case ids are distinct");
-            if pick >= 128 {
+            if pick >= 128 && !cases.is_empty() {
                 let _ = run_case_in(path, text, &cases[0]);
             }
         }

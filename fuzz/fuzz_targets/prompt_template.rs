@@ -79,7 +79,6 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(text.as_bytes(), template, "the template, verbatim");
         }
         Template::Chat(_) => assert!(chat),
-        _ => {}
     }
     let variables: Value = serde_json::from_slice(variables).unwrap_or(Value::Null);
     for options in [RenderOptions::strict(), RenderOptions::lenient()] {

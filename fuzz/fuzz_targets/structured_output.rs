@@ -81,6 +81,7 @@ fuzz_target!(|data: &[u8]| {
         llm::check(200, &call, &result);
     }
     let text_path = path != 3;
+    let content_is_object = serde_json::from_str::<Value>(&content).is_ok_and(|v| v.is_object());
     match &result {
         Ok(response) => {
             let parsed = response
@@ -101,6 +102,14 @@ fuzz_target!(|data: &[u8]| {
             }
             let _ = (failure.is_truncated(), failure.describe());
         }
+        // Tool coercion carries the output as the synthetic tool's `input`, which
+        // must be an object: anything else is a malformed answer.
+        Err(other) if other.category() == ErrorCategory::ProviderInvalidRequest => {}
+        Err(other) if path == 3 && !content_is_object => assert_eq!(
+            other.category(),
+            ErrorCategory::ProviderInvalidResponse,
+            "{other}"
+        ),
         Err(other) => assert_eq!(
             other.category(),
             ErrorCategory::ProviderInvalidRequest,

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use openarmature_http::Reply;
 use openarmature_llm::{
     AnthropicProvider, CompletionRequest, ErrorCategory, FinishReason, GeminiProvider, LlmError,
-    Message, ModelCapabilities, OpenAiProvider, Response, Tool, WireRequest,
+    Message, ModelCapabilities, OpenAiProvider, Response, RuntimeConfig, Tool, WireRequest,
 };
 use serde_json::{json, Value};
 
@@ -89,7 +89,9 @@ impl Call {
 }
 
 fn plain() -> CompletionRequest {
+    // `max_tokens`: the Anthropic mapping requires it (§8.2.1).
     CompletionRequest::new(vec![Message::user("What is the weather in Paris?")])
+        .config(RuntimeConfig::default().max_tokens(256))
 }
 
 /// The declared tool (`get_weather(city: string)`).
