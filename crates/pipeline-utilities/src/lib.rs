@@ -73,6 +73,8 @@ mod sqlite_db;
 #[cfg(feature = "sqlite")]
 mod sqlite_paused;
 #[cfg(feature = "sqlite")]
+mod sqlite_positions;
+#[cfg(feature = "sqlite")]
 mod sqlite_session;
 mod timing;
 
