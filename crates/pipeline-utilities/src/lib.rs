@@ -63,6 +63,7 @@
 //! ```
 
 mod branches;
+pub mod dispatch;
 mod fan_out;
 mod isolation;
 pub mod retry;
@@ -81,6 +82,7 @@ mod timing;
 pub use branches::{
     Branch, BranchFn, BranchWork, CallBranch, ParallelBranchesNode, SubgraphBranch,
 };
+pub use dispatch::{FanOutDispatcher, InProcessDispatcher};
 pub use fan_out::{ErrorPolicy, FanOutNode, OnEmpty, Resolve, StateFn};
 pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};
