@@ -35,15 +35,15 @@
 //!   dispatches are recorded by an observer on the synthetic node's invocation
 //!   (`no_token_events_emitted`, the streaming invariants). `mapping`s [`mapping`]
 //!   does not know are refused as not implemented.
+//! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
+//!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
+//!   `expected_wire_request.model` is compared with the request path
+//!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
 //! - L7 `extensions: [streaming]` (spec/extensions/0006): the case runs here, not in
 //!   the resilience runner, with `ProviderBuilder::stream_extension(true)`; a streamed
 //!   Gemini call's wire path is `/v1beta/models/{model}:streamGenerateContent?alt=sse`.
 //!   A `stream_body` item is sent as one `data:` line, so Anthropic events are named
 //!   by their `type` field alone (the mapping reads that, not the `event:` line).
-//! - L5 `mapping: gemini` runs the real `GeminiProvider` against the same mock
-//!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
-//!   `expected_wire_request.model` is compared with the request path
-//!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
 
 mod expect;
 mod invariants;
