@@ -129,7 +129,10 @@ impl Builder {
                         wait.attempt = e.attempt_index;
                         wait.reason = Some(WAIT_NODE_RETRY.into());
                         wait.status = prev.row.status.clone();
-                        wait.detail = format!("before node attempt {}", e.attempt_index);
+                        wait.detail = format!(
+                            "node-level backoff after {}, before node attempt {}",
+                            prev.row.status, e.attempt_index
+                        );
                         self.drafts.push(Draft {
                             row: wait,
                             begin: end,
@@ -193,11 +196,15 @@ impl Builder {
             wait.attempt = e.attempt_index;
             wait.call_id = Some(call_id.clone());
             let waited = begin.duration_since(prev.end).unwrap_or_default();
+            let before = match e.retry_reason {
+                Some(reason) => format!(", before a {} retry", reason.as_str()),
+                None => String::new(),
+            };
             match prev.retry_after {
                 Some(asked) => {
                     wait.reason = Some(WAIT_RETRY_AFTER.into());
                     wait.detail = format!(
-                        "Retry-After {} asked, {} waited",
+                        "Retry-After {} asked, {} waited{before}",
                         super::html::duration(asked),
                         super::html::duration(waited)
                     );
@@ -205,7 +212,7 @@ impl Builder {
                 }
                 None => {
                     wait.reason = Some(WAIT_BACKOFF.into());
-                    wait.detail = format!("{} backoff", super::html::duration(waited));
+                    wait.detail = format!("backoff{before}");
                 }
             }
             wait.status = e.retry_reason.map_or("retry", |r| r.as_str()).to_owned();

@@ -73,7 +73,9 @@ h1 { font-size:20px; margin:0 0 4px; } h2 { font-size:15px; margin:28px 0 8px; }
 .failed .info b, .kind-degraded .info b { color:var(--deg); }
 .axis { display:grid; grid-template-columns:minmax(220px,26%) 1fr 110px minmax(220px,28%); color:var(--muted); font-size:11px; }
 .axis .ticks { position:relative; height:16px; }
-.axis .ticks span { position:absolute; transform:translateX(-50%); }
+.axis .ticks span { position:absolute; transform:translateX(-50%); white-space:nowrap; }
+.axis .ticks span:first-child { transform:none; } .axis .ticks span:last-child { transform:translateX(-100%); }
+.legend i.diamond { width:9px; height:9px; transform:rotate(45deg); margin:0 8px 0 4px; }
 table { border-collapse:collapse; } td, th { padding:3px 12px 3px 0; text-align:left; }
 th { color:var(--muted); font-weight:500; } td.n { text-align:right; font-variant-numeric:tabular-nums; }
 "#;
@@ -89,18 +91,19 @@ fn card(out: &mut String, value: &str, what: &str) {
 
 fn legend(out: &mut String) {
     out.push_str("<div class=\"legend\">");
-    for (color, what) in [
-        ("var(--node)", "node attempt"),
-        ("var(--node-bad)", "failed node attempt"),
-        ("var(--llm)", "LLM wire attempt"),
-        ("var(--llm-bad)", "failed wire attempt"),
-        ("var(--wait)", "backoff wait"),
-        ("var(--ra)", "Retry-After wait"),
-        ("var(--deg)", "degraded (failure isolation)"),
+    for (class, color, what) in [
+        ("", "var(--node)", "node attempt"),
+        ("", "var(--node-bad)", "failed node attempt"),
+        ("", "var(--llm)", "LLM wire attempt"),
+        ("", "var(--llm-bad)", "failed wire attempt"),
+        ("", "var(--wait)", "backoff wait"),
+        ("", "var(--ra)", "Retry-After wait"),
+        ("diamond", "var(--deg)", "degraded (failure isolation)"),
+        ("", "#f2c14e", "tokens billed"),
     ] {
         let _ = write!(
             out,
-            "<span><i style=\"background:{color}\"></i>{}</span>",
+            "<span><i class=\"{class}\" style=\"background:{color}\"></i>{}</span>",
             esc(what)
         );
     }
@@ -117,13 +120,15 @@ fn pct(part: Duration, whole: Duration) -> f64 {
 
 fn axis(out: &mut String, total: Duration) {
     out.push_str("<div class=\"axis\"><span></span><span class=\"ticks\">");
-    for i in 0..=10u32 {
-        let at = total.mul_f64(f64::from(i) / 10.0);
+    // A label every 20 % (the track's grid lines are every 10 %).
+    for i in 0..=5u32 {
+        let at = total.mul_f64(f64::from(i) / 5.0);
+        let text = if i == 0 { "0".to_owned() } else { duration(at) };
         let _ = write!(
             out,
             "<span style=\"left:{}%\">{}</span>",
-            i * 10,
-            esc(&duration(at))
+            i * 20,
+            esc(&text)
         );
     }
     out.push_str("</span><span></span><span></span></div>");
@@ -215,11 +220,20 @@ fn row(out: &mut String, row: &Row, total: Duration, max_tokens: u64) {
         _ => String::new(),
     };
     let _ = write!(out, "<span class=\"tok\">{bar}{}</span>", esc(&tokens));
+    let shown = match row.kind {
+        RowKind::Wait => "wait",
+        _ => row.status.as_str(),
+    };
+    // A degradation is a moment: no duration.
+    let took = match row.kind {
+        RowKind::Degraded => String::new(),
+        _ => duration(row.duration),
+    };
     let _ = write!(
         out,
         "<span class=\"info\"><b>{}</b> {}{}</span></div>",
-        esc(&row.status),
-        esc(&duration(row.duration)),
+        esc(shown),
+        esc(&took),
         if row.detail.is_empty() {
             String::new()
         } else {
