@@ -135,7 +135,7 @@ async fn the_run_report_reads_back_in_the_browser() {
             reason: attr("data-reason").await,
         });
     }
-    let counted = counted.lock().unwrap();
+    let counted = std::mem::take(&mut *counted.lock().unwrap());
     let of = |kind: &str| rows.iter().filter(|r| r.kind == kind).count();
     assert_eq!(of("node"), counted.node_attempts, "{counted:?}");
     assert_eq!(of("llm"), counted.llm_attempts, "{counted:?}");

@@ -12,7 +12,9 @@ use openarmature_graph::{BoxError, Observer, ObserverEvent, Registration};
 
 use super::{FanOutProgress, ProgressCounter, PROGRESS_REGISTRATION_NAME};
 
-const TEMPLATE: &str = "{prefix:>14} [{bar:30}] {pos}/{len} {msg} ({elapsed})";
+/// Short enough for an 80-column terminal with the usual counts (a line that wraps
+/// breaks the redraw).
+const TEMPLATE: &str = "{prefix} [{bar:16}] {pos}/{len} {elapsed} · {msg}";
 
 /// Draws one progress bar per fan-out node from the run's events: items finished out
 /// of announced, and how many succeeded, were degraded, failed and are in flight.
@@ -118,7 +120,7 @@ impl ProgressObserver {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let bar = bars.entry(counts.fan_out.clone()).or_insert_with(|| {
-            let bar = self.inner.multi.add(ProgressBar::new(0));
+            let bar = self.inner.multi.add(ProgressBar::new(counts.total as u64));
             if let Ok(style) = ProgressStyle::with_template(TEMPLATE) {
                 bar.set_style(style.progress_chars("=> "));
             }
@@ -135,7 +137,7 @@ impl ProgressObserver {
     }
 }
 
-/// `4 ok · 1 degraded · 2 in flight` (zero failed / cancelled counts are left out).
+/// `4 ok, 1 degraded, 2 in flight` (zero failed / cancelled counts are left out).
 fn message(c: &FanOutProgress) -> String {
     let mut parts = vec![
         format!("{} ok", c.succeeded),
@@ -148,7 +150,7 @@ fn message(c: &FanOutProgress) -> String {
         parts.push(format!("{} cancelled", c.cancelled));
     }
     parts.push(format!("{} in flight", c.in_flight));
-    parts.join(" · ")
+    parts.join(", ")
 }
 
 impl Observer for ProgressObserver {
@@ -175,7 +177,7 @@ mod tests {
             in_flight: 2,
             ..FanOutProgress::default()
         };
-        assert_eq!(message(&c), "4 ok · 1 degraded · 2 failed · 2 in flight");
+        assert_eq!(message(&c), "4 ok, 1 degraded, 2 failed, 2 in flight");
         assert!(!ProgressObserver::hidden().is_drawn());
     }
 }

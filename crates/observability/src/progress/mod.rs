@@ -2,7 +2,7 @@
 //!
 //! [`ProgressCounter`] is an observer that keeps, per fan-out node, how many of its
 //! items (instances) are announced, finished (succeeded, degraded, failed or
-//! cancelled) and in flight. It draws nothing; [`ProgressObserver`] (feature
+//! cancelled) and in flight. It draws nothing; `ProgressObserver` (feature
 //! `progress`) draws the same counts as terminal progress bars.
 //!
 //! What counts, from the engine's events alone (the engine emits no per-instance

@@ -223,7 +223,7 @@ async fn run() -> RunReport {
     report
 }
 
-fn nodes_of<'w>(rows: &'w [Row], kind: RowKind) -> Vec<(&'w str, u32)> {
+fn nodes_of(rows: &[Row], kind: RowKind) -> Vec<(&str, u32)> {
     rows.iter()
         .filter(|r| r.kind == kind)
         .map(|r| (r.node.as_str(), r.attempt))
@@ -245,7 +245,8 @@ async fn the_waterfall_has_a_row_per_attempt_wait_and_degradation() {
             ("fan[2]/extract", 1)
         ]
     );
-    let llm: Vec<(&str, u32, Option<&str>, &str, Option<u64>)> = w
+    type LlmRow<'r> = (&'r str, u32, Option<&'r str>, &'r str, Option<u64>);
+    let llm: Vec<LlmRow<'_>> = w
         .rows_of(RowKind::Llm)
         .filter(|r| r.node == "fan[1]/extract")
         .map(|r| {
