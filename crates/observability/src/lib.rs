@@ -45,6 +45,7 @@ pub mod attributes;
 pub mod export;
 pub mod langfuse;
 pub mod metadata;
+mod node_path;
 mod otel;
 pub mod payload;
 pub mod progress;

@@ -34,6 +34,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use openarmature_graph::{BoxError, NodeEvent, Observer, ObserverEvent, Phase, Registration};
 
+use crate::node_path::node_path;
+
 #[cfg(feature = "progress")]
 mod bar;
 #[cfg(feature = "progress")]
@@ -128,23 +130,6 @@ struct Counts {
     order: Vec<String>,
 }
 
-/// `outer[2]/inner`: the first `depth` namespace segments with their fan-out indices.
-fn labelled(namespace: &[String], chain: &[Option<usize>], depth: usize) -> String {
-    let mut out = String::new();
-    for (i, name) in namespace.iter().take(depth).enumerate() {
-        if i > 0 {
-            out.push('/');
-        }
-        out.push_str(name);
-        if i + 1 < depth {
-            if let Some(k) = chain.get(i).copied().flatten() {
-                out.push_str(&format!("[{k}]"));
-            }
-        }
-    }
-    out
-}
-
 /// The innermost fan-out instance an event's lineage is inside: (fan-out depth,
 /// instance index). The fan-out node is `namespace[depth - 1]`.
 fn innermost_instance(chain: &[Option<usize>]) -> Option<(usize, usize)> {
@@ -162,7 +147,7 @@ impl Counts {
         chain: &[Option<usize>],
         depth: usize,
     ) -> (Arc<str>, String) {
-        (Arc::clone(invocation), labelled(namespace, chain, depth))
+        (Arc::clone(invocation), node_path(namespace, chain, depth))
     }
 
     /// Applies one event; returns the fan-out paths whose counts changed.

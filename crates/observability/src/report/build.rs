@@ -7,6 +7,8 @@ use std::time::{Duration, SystemTime};
 use openarmature_core::vocab::llm::{LlmAttemptEvent, LlmAttemptOutcome, LlmUsage};
 use openarmature_graph::{NodeEvent, ObserverEvent, Phase};
 
+use crate::node_path::node_path;
+
 use super::model::{
     NodeTokens, Row, RowKind, Summary, Waterfall, WAIT_BACKOFF, WAIT_NODE_RETRY, WAIT_RETRY_AFTER,
 };
@@ -17,19 +19,9 @@ pub(super) struct Seen {
     pub(super) event: Arc<ObserverEvent>,
 }
 
-/// `extract_all[3]/extract`: namespace segments with their fan-out indices.
-pub(super) fn label(namespace: &[String], chain: &[Option<usize>]) -> String {
-    let mut out = String::new();
-    for (i, name) in namespace.iter().enumerate() {
-        if i > 0 {
-            out.push('/');
-        }
-        out.push_str(name);
-        if let Some(k) = chain.get(i).copied().flatten() {
-            out.push_str(&format!("[{k}]"));
-        }
-    }
-    out
+/// The node's own label, `extract_all[3]/extract`.
+fn label(namespace: &[String], chain: &[Option<usize>]) -> String {
+    node_path(namespace, chain, namespace.len())
 }
 
 fn tokens(usage: &LlmUsage) -> u64 {

@@ -3,6 +3,7 @@
 //! `otlp_support`), so that linking does not dominate `cargo test`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod fan_support;
 mod metrics_support;
 mod otlp_support;
 

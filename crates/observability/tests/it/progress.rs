@@ -1,45 +1,20 @@
 //! `progress::ProgressCounter`: fan-out item counts from the events of scripted
 //! runs, replayed one event at a time (the counting, not any terminal drawing).
 
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    observer_fn, state, CategorizedError, Category, CompiledGraph, GraphBuilder, InvokeOptions,
-    NodeCtx, NodeError, ObserverEvent, Registration, END,
+    observer_fn, CategorizedError, Category, CompiledGraph, GraphBuilder, NodeCtx, NodeError,
+    ObserverEvent, Registration, END,
 };
 use openarmature_observability::progress::{FanOutProgress, ProgressCounter};
 use openarmature_pipeline::retry::{Constant, RetryConfig};
-use openarmature_pipeline::{ErrorPolicy, FailureIsolationMiddleware, FanOutNode, RetryMiddleware};
-use serde_json::{json, Value};
+use openarmature_pipeline::{FailureIsolationMiddleware, RetryMiddleware};
+use serde_json::json;
 
-state! {
-    /// The run.
-    #[derive(Default)]
-    pub struct Batch => BatchUpdate {
-        /// The items.
-        pub items: Vec<i64>,
-        /// One result per item.
-        pub results: Vec<Value> => append,
-        /// Instance errors (collect policy).
-        pub errors: Vec<Value> => append,
-    }
-}
-
-state! {
-    /// One instance.
-    #[derive(Default)]
-    pub struct Item => ItemUpdate {
-        /// The item.
-        pub item: i64,
-        /// Set by `prep`.
-        pub prepared: bool,
-        /// The result.
-        pub result: Value,
-    }
-}
+use crate::fan_support::{fan_graph, run_items, Batch, Item, ItemUpdate};
 
 /// How an item's `work` node behaves.
 #[derive(Clone, Copy)]
@@ -101,17 +76,7 @@ fn graph(script: Script, isolate: bool, with_prep: bool) -> CompiledGraph<Batch>
     } else {
         builder.entry("work")
     };
-    let per_item = builder.compile().unwrap();
-    let fan = FanOutNode::<Batch, Item>::over_items(per_item, "items", "item", "result", "results")
-        .concurrency(NonZeroUsize::new(2))
-        .error_policy(ErrorPolicy::Collect)
-        .errors_field("errors");
-    GraphBuilder::new(Batch::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap()
+    fan_graph(builder.compile().unwrap(), 2)
 }
 
 /// Every event of one run, in delivery order.
@@ -125,13 +90,7 @@ async fn events_of(graph: &CompiledGraph<Batch>, items: Vec<i64>) -> Vec<Arc<Obs
             Ok(())
         }
     });
-    let options = InvokeOptions::default().observer(Registration::new("all", observer));
-    let state = Batch {
-        items,
-        ..Batch::default()
-    };
-    graph.invoke_with(state, options).await.unwrap();
-    graph.drain(Some(Duration::from_secs(5))).await;
+    run_items(graph, items, Registration::new("all", observer)).await;
     let events = seen.lock().unwrap().clone();
     events
 }
@@ -281,13 +240,7 @@ async fn the_progress_observer_counts_a_live_run() {
     };
     let graph = graph(script, true, false);
     let progress = ProgressObserver::hidden();
-    let options = InvokeOptions::default().observer(progress.registration());
-    let state = Batch {
-        items: vec![0, 1, 2],
-        ..Batch::default()
-    };
-    graph.invoke_with(state, options).await.unwrap();
-    graph.drain(Some(Duration::from_secs(5))).await;
+    run_items(&graph, vec![0, 1, 2], progress.registration()).await;
     progress.finish();
     let last = &progress.counter().snapshot()[0];
     assert_eq!(

@@ -2,7 +2,6 @@
 //! LLM wire attempts, a node-level retry, a degradation), checked as data and in the
 //! rendered HTML's row attributes.
 
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,37 +10,16 @@ use openarmature_core::vocab::llm::{
     LlmResponseSummary, LlmUsage, RetryReason,
 };
 use openarmature_graph::{
-    state, CategorizedError, Category, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx,
-    NodeError, ObserverEvent, END,
+    CategorizedError, Category, CompiledGraph, GraphBuilder, NodeCtx, NodeError, ObserverEvent, END,
 };
 use openarmature_observability::report::{
     Row, RowKind, RunReport, WAIT_BACKOFF, WAIT_NODE_RETRY, WAIT_RETRY_AFTER,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
-use openarmature_pipeline::{ErrorPolicy, FailureIsolationMiddleware, FanOutNode, RetryMiddleware};
-use serde_json::{json, Value};
+use openarmature_pipeline::{FailureIsolationMiddleware, RetryMiddleware};
+use serde_json::json;
 
-state! {
-    /// The run.
-    #[derive(Default)]
-    pub struct Batch => BatchUpdate {
-        /// The items.
-        pub items: Vec<i64>,
-        /// One result per item.
-        pub results: Vec<Value> => append,
-    }
-}
-
-state! {
-    /// One instance.
-    #[derive(Default)]
-    pub struct Item => ItemUpdate {
-        /// The item.
-        pub item: i64,
-        /// The result.
-        pub result: Value,
-    }
-}
+use crate::fan_support::{fan_graph, run_items, Batch, Item, ItemUpdate};
 
 fn usage(total: u64) -> LlmUsage {
     LlmUsage {
@@ -62,6 +40,17 @@ fn reply(total: u64) -> LlmResponseSummary {
 }
 
 /// Reports one wire attempt of call `call` (1 ms latency) from inside `ctx`'s node.
+fn request(call: &str) -> LlmRequestSummary {
+    LlmRequestSummary::new(
+        "openai",
+        "m",
+        call,
+        Vec::new(),
+        Default::default(),
+        Default::default(),
+    )
+}
+
 fn attempt(
     ctx: &NodeCtx,
     call: &str,
@@ -69,14 +58,7 @@ fn attempt(
     reason: Option<RetryReason>,
     outcome: LlmAttemptOutcome,
 ) {
-    let request = LlmRequestSummary::new(
-        "openai",
-        "m",
-        call,
-        Vec::new(),
-        Default::default(),
-        Default::default(),
-    );
+    let request = request(call);
     ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
         ctx.call_site(),
         request,
@@ -88,14 +70,7 @@ fn attempt(
 }
 
 fn completed(ctx: &NodeCtx, call: &str, total: u64) {
-    let request = LlmRequestSummary::new(
-        "openai",
-        "m",
-        call,
-        Vec::new(),
-        Default::default(),
-        Default::default(),
-    );
+    let request = request(call);
     ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
         ctx.call_site(),
         request,
@@ -199,27 +174,13 @@ fn graph() -> CompiledGraph<Batch> {
         .entry("extract")
         .compile()
         .unwrap();
-    let fan = FanOutNode::<Batch, Item>::over_items(per_item, "items", "item", "result", "results")
-        .concurrency(NonZeroUsize::new(3))
-        .error_policy(ErrorPolicy::Collect);
-    GraphBuilder::new(Batch::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap()
+    fan_graph(per_item, 3)
 }
 
 async fn run() -> RunReport {
     let graph = graph();
     let report = RunReport::new();
-    let options = InvokeOptions::default().observer(report.registration());
-    let state = Batch {
-        items: vec![0, 1, 2],
-        ..Batch::default()
-    };
-    graph.invoke_with(state, options).await.unwrap();
-    graph.drain(Some(Duration::from_secs(5))).await;
+    run_items(&graph, vec![0, 1, 2], report.registration()).await;
     report
 }
 
