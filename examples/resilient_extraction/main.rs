@@ -94,10 +94,10 @@ fn parse_args() -> Result<Args, BoxError> {
                 );
                 std::process::exit(0);
             }
-            other if other.starts_with("--report=") => {
-                args.report = Some(other["--report=".len()..].into());
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
+            other => match other.strip_prefix("--report=") {
+                Some(path) if !path.is_empty() => args.report = Some(path.into()),
+                _ => return Err(format!("unknown argument `{other}` (try --help)").into()),
+            },
         }
     }
     Ok(args)
