@@ -1,8 +1,12 @@
-//! `cargo xtask msrv`: checks that the declared `rust-version` is true, from
-//! `cargo metadata --locked` (no other toolchain is needed): the highest
-//! `rust-version` among the locked dependency packages must not exceed the lowest
-//! one the workspace members declare.
+//! `cargo xtask msrv`: checks that every declared `rust-version` is true, from
+//! `cargo metadata --locked` (no other toolchain is needed), per workspace member:
+//! no package a member builds (its normal and build dependencies, transitively, and
+//! its own dev-dependencies) may declare a higher `rust-version` than the member
+//! does. So one opt-in crate may need a newer Rust than the rest (openarmature-restate)
+//! without raising every crate's minimum, and no crate with the lower minimum may
+//! depend on it.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -35,20 +39,73 @@ impl std::fmt::Display for RustVersion {
     }
 }
 
-/// What the metadata says: the declared minimum and the dependencies above it.
+/// What the metadata says of one workspace member: its declared minimum and the
+/// packages it builds (its normal and build dependencies, transitively, plus its own
+/// dev-dependencies' closure) that need more.
 #[derive(Debug)]
-pub struct Report {
-    /// The lowest `rust-version` a workspace member declares.
+pub struct MemberReport {
+    /// The member's package name.
+    pub name: String,
+    /// Its `rust-version`.
     pub declared: RustVersion,
-    /// The highest `rust-version` among the dependency packages (`None` when no
-    /// dependency declares one).
+    /// The highest `rust-version` among the packages it builds (`None` when none
+    /// declares one).
     pub highest: Option<RustVersion>,
-    /// `(name version, rust-version)` of every dependency needing more than
+    /// `(name version, rust-version)` of every package it builds needing more than
     /// `declared`, highest first.
     pub above: Vec<(String, RustVersion)>,
 }
 
-/// Reads `cargo metadata` output. Errors name what is missing or malformed.
+/// Every member's report, in the metadata's member order.
+#[derive(Debug)]
+pub struct Report {
+    /// One per workspace member.
+    pub members: Vec<MemberReport>,
+}
+
+impl Report {
+    /// The members whose declaration does not hold.
+    pub fn failing(&self) -> impl Iterator<Item = &MemberReport> {
+        self.members.iter().filter(|m| !m.above.is_empty())
+    }
+}
+
+/// A package's `(name version label, rust-version)`.
+type Package<'a> = (String, Option<&'a str>);
+
+/// Whether a resolve-graph dependency edge is a dev-dependency only.
+fn dev_only(dep: &Value) -> bool {
+    dep.get("dep_kinds")
+        .and_then(Value::as_array)
+        .is_some_and(|kinds| {
+            !kinds.is_empty()
+                && kinds
+                    .iter()
+                    .all(|k| k.get("kind").and_then(Value::as_str) == Some("dev"))
+        })
+}
+
+/// The ids `id` builds: normal and build dependencies, transitively; with `dev`, its
+/// own dev-dependencies (and their closure) too.
+fn closure<'a>(graph: &HashMap<&'a str, &'a [Value]>, id: &'a str, dev: bool) -> HashSet<&'a str> {
+    let mut seen = HashSet::new();
+    let mut stack = vec![(id, dev)];
+    while let Some((at, with_dev)) = stack.pop() {
+        for dep in graph.get(at).copied().unwrap_or_default() {
+            let Some(pkg) = dep.get("pkg").and_then(Value::as_str) else {
+                continue;
+            };
+            if (with_dev || !dev_only(dep)) && seen.insert(pkg) {
+                stack.push((pkg, false));
+            }
+        }
+    }
+    seen.remove(id);
+    seen
+}
+
+/// Reads `cargo metadata` output (with its `resolve` graph). Errors name what is
+/// missing or malformed.
 pub fn check(metadata: &Value) -> Result<Report, String> {
     let members: Vec<&str> = metadata
         .get("workspace_members")
@@ -57,13 +114,12 @@ pub fn check(metadata: &Value) -> Result<Report, String> {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    let packages = metadata
+    let mut packages: HashMap<&str, Package<'_>> = HashMap::new();
+    for package in metadata
         .get("packages")
         .and_then(Value::as_array)
-        .ok_or("metadata has no `packages`")?;
-    let mut declared: Option<RustVersion> = None;
-    let mut deps = Vec::new();
-    for package in packages {
+        .ok_or("metadata has no `packages`")?
+    {
         let id = package.get("id").and_then(Value::as_str).unwrap_or("");
         let name = package.get("name").and_then(Value::as_str).unwrap_or("?");
         let version = package
@@ -71,25 +127,61 @@ pub fn check(metadata: &Value) -> Result<Report, String> {
             .and_then(Value::as_str)
             .unwrap_or("?");
         let rust_version = package.get("rust_version").and_then(Value::as_str);
-        if members.contains(&id) {
-            let text = rust_version
-                .ok_or_else(|| format!("workspace member {name} declares no rust-version"))?;
-            let parsed = RustVersion::parse(text)
-                .ok_or_else(|| format!("{name}: rust-version `{text}` is not a version"))?;
-            declared = Some(declared.map_or(parsed, |d| d.min(parsed)));
-        } else if let Some(parsed) = rust_version.and_then(RustVersion::parse) {
-            deps.push((format!("{name} {version}"), parsed));
-        }
+        packages.insert(id, (format!("{name} {version}"), rust_version));
     }
-    let declared = declared.ok_or("metadata lists no workspace member")?;
-    let highest = deps.iter().map(|(_, v)| *v).max();
-    let mut above: Vec<_> = deps.into_iter().filter(|(_, v)| *v > declared).collect();
-    above.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Ok(Report {
-        declared,
-        highest,
-        above,
-    })
+    let nodes = metadata
+        .pointer("/resolve/nodes")
+        .and_then(Value::as_array)
+        .ok_or("metadata has no `resolve` graph")?;
+    let graph: HashMap<&str, &[Value]> = nodes
+        .iter()
+        .filter_map(|n| {
+            let id = n.get("id").and_then(Value::as_str)?;
+            let deps = n.get("deps").and_then(Value::as_array)?;
+            Some((id, deps.as_slice()))
+        })
+        .collect();
+    if members.is_empty() {
+        return Err("metadata lists no workspace member".into());
+    }
+    let mut reports = Vec::new();
+    for member in members {
+        let (label, rust_version) = packages
+            .get(member)
+            .ok_or_else(|| format!("workspace member {member} is not among the packages"))?;
+        let name = label.split(' ').next().unwrap_or(label).to_owned();
+        let text = rust_version
+            .ok_or_else(|| format!("workspace member {name} declares no rust-version"))?;
+        let declared = RustVersion::parse(text)
+            .ok_or_else(|| format!("{name}: rust-version `{text}` is not a version"))?;
+        let built: Vec<(String, RustVersion)> = closure(&graph, member, true)
+            .into_iter()
+            .filter_map(|id| {
+                let (label, rust_version) = packages.get(id)?;
+                Some((label.clone(), RustVersion::parse((*rust_version)?)?))
+            })
+            .collect();
+        let highest = built.iter().map(|(_, v)| *v).max();
+        let mut above: Vec<_> = built.into_iter().filter(|(_, v)| *v > declared).collect();
+        above.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        reports.push(MemberReport {
+            name,
+            declared,
+            highest,
+            above,
+        });
+    }
+    Ok(Report { members: reports })
+}
+
+/// The host target triple (`rustc -vV`'s `host:` line).
+fn host_triple() -> Option<String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc).arg("-vV").output().ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(|h| h.trim().to_owned())
 }
 
 fn workspace_root() -> PathBuf {
@@ -106,10 +198,20 @@ pub fn run(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(workspace_root())
-        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
-        .output();
+    let mut command = Command::new(cargo);
+    command.current_dir(workspace_root()).args([
+        "metadata",
+        "--format-version",
+        "1",
+        "--locked",
+        "--offline",
+    ]);
+    // Only the host's dependencies: packages behind another platform's cfg (or a
+    // custom cfg nobody sets) are never downloaded, and --offline cannot read them.
+    if let Some(host) = host_triple() {
+        command.args(["--filter-platform", &host]);
+    }
+    let output = command.output();
     let output = match output {
         Ok(output) if output.status.success() => output,
         Ok(output) => {
@@ -133,30 +235,37 @@ pub fn run(args: &[String]) -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
-        Ok(report) if report.above.is_empty() => {
-            let highest = report
-                .highest
-                .map_or_else(|| "none declared".to_owned(), |v| v.to_string());
-            println!(
-                "msrv: declared rust-version {} holds (highest among locked dependencies: {highest})",
-                report.declared
-            );
-            ExitCode::SUCCESS
-        }
         Ok(report) => {
-            eprintln!(
-                "error: declared rust-version {} is below what {} locked dependencies need:",
-                report.declared,
-                report.above.len()
-            );
-            for (package, version) in &report.above {
-                eprintln!("  {package:<40} rust-version {version}");
+            for m in &report.members {
+                let highest = m
+                    .highest
+                    .map_or_else(|| "none declared".to_owned(), |v| v.to_string());
+                if m.above.is_empty() {
+                    println!(
+                        "msrv: {:<28} rust-version {} holds (highest it builds: {highest})",
+                        m.name, m.declared
+                    );
+                    continue;
+                }
+                eprintln!(
+                    "error: {} declares rust-version {} but builds {} packages needing more:",
+                    m.name,
+                    m.declared,
+                    m.above.len()
+                );
+                for (package, version) in &m.above {
+                    eprintln!("  {package:<40} rust-version {version}");
+                }
+                eprintln!(
+                    "raise {}'s `rust-version` to {} (or lock older dependencies)",
+                    m.name, m.above[0].1
+                );
             }
-            eprintln!(
-                "raise `rust-version` in [workspace.package] to {} (or lock older dependencies)",
-                report.above[0].1
-            );
-            ExitCode::FAILURE
+            if report.failing().next().is_some() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
         }
     }
 }
@@ -166,22 +275,54 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// One member `oa` depending on every dep (`dev` ones as dev-dependencies); `a`
+    /// depends on `a2` when both are given.
     fn metadata(member_version: Option<&str>, deps: &[(&str, Option<&str>)]) -> Value {
+        metadata_with(member_version, deps, &[])
+    }
+
+    fn id(name: &str) -> String {
+        format!("registry+https://x#{name}@1.0.0")
+    }
+
+    fn metadata_with(
+        member_version: Option<&str>,
+        deps: &[(&str, Option<&str>)],
+        dev: &[&str],
+    ) -> Value {
+        let member = "path+file:///ws#oa@0.1.0";
         let mut packages = vec![json!({
-            "id": "path+file:///ws#oa@0.1.0",
+            "id": member,
             "name": "oa",
             "version": "0.1.0",
             "rust_version": member_version,
         })];
+        let mut edges = Vec::new();
+        let mut nodes = Vec::new();
         for (name, rust_version) in deps {
             packages.push(json!({
-                "id": format!("registry+https://x#{name}@1.0.0"),
+                "id": id(name),
                 "name": name,
                 "version": "1.0.0",
                 "rust_version": rust_version,
             }));
+            let kind = if dev.contains(name) {
+                json!("dev")
+            } else {
+                Value::Null
+            };
+            if !name.ends_with('2') {
+                edges.push(json!({"pkg": id(name), "dep_kinds": [{"kind": kind}]}));
+            }
+            let inner: Vec<Value> = deps
+                .iter()
+                .filter(|(other, _)| *other == format!("{name}2"))
+                .map(|(other, _)| json!({"pkg": id(other), "dep_kinds": [{"kind": null}]}))
+                .collect();
+            nodes.push(json!({"id": id(name), "deps": inner}));
         }
-        json!({"workspace_members": ["path+file:///ws#oa@0.1.0"], "packages": packages})
+        nodes.push(json!({"id": member, "deps": edges}));
+        json!({"workspace_members": [member], "packages": packages, "resolve": {"nodes": nodes}})
     }
 
     fn v(text: &str) -> RustVersion {
@@ -211,10 +352,12 @@ mod tests {
             ],
         );
         let report = check(&m)?;
-        assert_eq!(report.declared, v("1.85"));
-        assert_eq!(report.highest, Some(v("1.89")));
-        let names: Vec<&str> = report.above.iter().map(|(n, _)| n.as_str()).collect();
+        let m = &report.members[0];
+        assert_eq!(m.declared, v("1.85"));
+        assert_eq!(m.highest, Some(v("1.89")));
+        let names: Vec<&str> = m.above.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["a 1.0.0", "d 1.0.0"]);
+        assert_eq!(report.failing().count(), 1);
         Ok(())
     }
 
@@ -222,8 +365,48 @@ mod tests {
     fn a_true_declaration_passes() -> Result<(), String> {
         let m = metadata(Some("1.89"), &[("a", Some("1.89")), ("b", Some("1.70"))]);
         let report = check(&m)?;
-        assert!(report.above.is_empty());
-        assert_eq!(report.highest, Some(v("1.89")));
+        assert!(report.members[0].above.is_empty());
+        assert_eq!(report.members[0].highest, Some(v("1.89")));
+        assert_eq!(report.failing().count(), 0);
+        Ok(())
+    }
+
+    #[test]
+    fn transitive_and_own_dev_dependencies_count() -> Result<(), String> {
+        // oa -> a -> a2 (1.92): counted through a.
+        let m = metadata(Some("1.89"), &[("a", Some("1.80")), ("a2", Some("1.92"))]);
+        let above = &check(&m)?.members[0].above;
+        assert_eq!(above, &[("a2 1.0.0".to_owned(), v("1.92"))]);
+        // A dev-dependency of the member counts (its tests must build).
+        let m = metadata_with(Some("1.89"), &[("t", Some("1.90"))], &["t"]);
+        assert_eq!(check(&m)?.members[0].above.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn members_are_judged_each_by_its_own_declaration() -> Result<(), String> {
+        let mut m = metadata(Some("1.89"), &[("x", Some("1.89"))]);
+        // A second member declaring 1.90 and building a 1.90 package holds.
+        let second = "path+file:///ws#oa-restate@0.1.0";
+        m["workspace_members"]
+            .as_array_mut()
+            .ok_or("members")?
+            .push(json!(second));
+        m["packages"].as_array_mut().ok_or("packages")?.extend([
+            json!({"id": second, "name": "oa-restate", "version": "0.1.0", "rust_version": "1.90"}),
+            json!({"id": id("sdk"), "name": "sdk", "version": "1.0.0", "rust_version": "1.90"}),
+        ]);
+        m["resolve"]["nodes"]
+            .as_array_mut()
+            .ok_or("nodes")?
+            .extend([
+                json!({"id": second, "deps": [{"pkg": id("sdk"), "dep_kinds": [{"kind": null}]}]}),
+                json!({"id": id("sdk"), "deps": []}),
+            ]);
+        let report = check(&m)?;
+        assert_eq!(report.members.len(), 2);
+        assert_eq!(report.failing().count(), 0, "{report:?}");
+        assert_eq!(report.members[1].highest, Some(v("1.90")));
         Ok(())
     }
 
@@ -233,5 +416,7 @@ mod tests {
         assert!(err.is_some_and(|e| e.contains("declares no rust-version")));
         let err = check(&json!({"packages": []})).err();
         assert!(err.is_some_and(|e| e.contains("workspace_members")));
+        let err = check(&json!({"workspace_members": [], "packages": []})).err();
+        assert!(err.is_some_and(|e| e.contains("resolve")));
     }
 }
