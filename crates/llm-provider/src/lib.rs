@@ -120,6 +120,7 @@ pub mod resilience;
 mod response;
 mod retry;
 pub mod schema;
+mod sse;
 mod stream;
 mod tool;
 mod tool_scope;

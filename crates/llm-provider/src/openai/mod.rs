@@ -49,7 +49,6 @@ pub mod context_window;
 pub(crate) mod errors;
 mod request;
 mod response;
-mod sse;
 mod stream;
 
 use futures::future::BoxFuture;
