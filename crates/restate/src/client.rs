@@ -158,6 +158,21 @@ impl RestateClient {
         self.signal(&key, payload).await
     }
 
+    /// One request to the ingress path `path` (e.g. `Service/handler`), with an
+    /// idempotency key when given: Restate runs the handler once per key and answers a
+    /// repeated call with the first one's result (attaching while it still runs).
+    pub(crate) async fn call(
+        &self,
+        operation: &'static str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value, RestateError> {
+        let url = format!("{}/{path}", self.ingress);
+        send(&self.http, operation, method, url, body, idempotency_key).await
+    }
+
     async fn send(
         &self,
         operation: &'static str,
@@ -165,7 +180,7 @@ impl RestateClient {
         url: String,
         body: Option<&Value>,
     ) -> Result<Value, RestateError> {
-        send(&self.http, operation, method, url, body).await
+        send(&self.http, operation, method, url, body, None).await
     }
 }
 
@@ -183,7 +198,7 @@ pub async fn register_deployment(admin_url: &str, worker_url: &str) -> Result<Va
         .unwrap_or_default();
     let url = format!("{}/deployments", admin_url.trim_end_matches('/'));
     let body = json!({"uri": worker_url, "force": true});
-    send(&http, "register", Method::POST, url, Some(&body)).await
+    send(&http, "register", Method::POST, url, Some(&body), None).await
 }
 
 async fn send(
@@ -192,6 +207,7 @@ async fn send(
     method: Method,
     url: String,
     body: Option<&Value>,
+    idempotency_key: Option<&str>,
 ) -> Result<Value, RestateError> {
     let unavailable = |message: String| RestateError::Unavailable {
         operation,
@@ -201,6 +217,9 @@ async fn send(
     let mut request = http.request(method, &url);
     if let Some(body) = body {
         request = request.json(body);
+    }
+    if let Some(key) = idempotency_key {
+        request = request.header("idempotency-key", key);
     }
     let response = request
         .send()

@@ -14,6 +14,10 @@ pub const RESTATE_UNAVAILABLE: Category = Category::transient("restate_unavailab
 /// suspended, or the request is malformed.
 pub const RESTATE_REQUEST_REJECTED: Category = Category::new("restate_request_rejected");
 
+/// A dispatched fan-out instance named a fan-out the worker does not serve
+/// (`Worker::fan_out` was not called for its path).
+pub const RESTATE_FAN_OUT_UNKNOWN: Category = Category::new("restate_fan_out_unknown");
+
 /// A signal named a signal id no paused invocation awaits (the harness's own
 /// `harness_signal_correlation_failed`).
 pub const HARNESS_SIGNAL_CORRELATION_FAILED: Category = Category::HARNESS_SIGNAL_CORRELATION_FAILED;

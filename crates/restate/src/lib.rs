@@ -85,7 +85,9 @@
 
 mod client;
 mod coordinator;
+mod dispatcher;
 mod error;
+mod instance;
 mod runner;
 mod step;
 mod worker;
@@ -93,10 +95,12 @@ mod workflow;
 
 pub use client::{register_deployment, RestateClient, Submitted};
 pub use coordinator::RestateCoordinator;
+pub use dispatcher::RestateDispatcher;
 pub use error::{
-    RestateError, HARNESS_SIGNAL_CORRELATION_FAILED, RESTATE_NO_CHECKPOINTER,
-    RESTATE_REQUEST_REJECTED, RESTATE_UNAVAILABLE,
+    RestateError, HARNESS_SIGNAL_CORRELATION_FAILED, RESTATE_FAN_OUT_UNKNOWN,
+    RESTATE_NO_CHECKPOINTER, RESTATE_REQUEST_REJECTED, RESTATE_UNAVAILABLE,
 };
+pub use instance::{InstanceAnswer, INSTANCE_SERVICE_NAME};
 pub use step::Step;
 pub use worker::Worker;
 pub use workflow::{Awaiting, SERVICE_NAME, STORE_ATTEMPTS};

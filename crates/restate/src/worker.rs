@@ -1,11 +1,13 @@
 //! The worker: a Restate endpoint (HTTP/2, what the Restate server pushes
 //! invocations to) serving one harness's graph as the [`crate::SERVICE_NAME`]
-//! workflow.
+//! workflow, and the fan-out instances a [`crate::RestateDispatcher`] sends as the
+//! [`crate::INSTANCE_SERVICE_NAME`] service.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use openarmature_graph::State;
+use openarmature_graph::{CompiledGraph, State};
 use openarmature_harness::Harness;
 use restate_sdk::endpoint::{Endpoint, ServiceOptions};
 use restate_sdk::http_server::HttpServer;
@@ -13,6 +15,7 @@ use restate_sdk::service::IntoServiceDefinition;
 use tokio::net::TcpListener;
 
 use crate::error::RestateError;
+use crate::instance::{runner, InstanceRunner, InstanceService};
 use crate::workflow::GraphWorkflow;
 
 /// A harness served to Restate. Every replica of a deployment builds the same one
@@ -21,6 +24,7 @@ use crate::workflow::GraphWorkflow;
 pub struct Worker {
     workflow: GraphWorkflow,
     options: Option<ServiceOptions>,
+    fan_outs: HashMap<String, InstanceRunner>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -44,7 +48,22 @@ impl Worker {
                 graph: Arc::new(harness),
             },
             options: None,
+            fan_outs: HashMap::new(),
         })
+    }
+
+    /// Also serves the instances of the fan-out at `path` (the fan-out node's path,
+    /// [`InstanceKey::fan_out`](openarmature_pipeline::dispatch::InstanceKey::fan_out):
+    /// its name for a top-level node) that a [`crate::RestateDispatcher`] sends, running
+    /// `subgraph` — the same subgraph the fan-out node was built with.
+    #[must_use]
+    pub fn fan_out<C: State>(
+        mut self,
+        path: impl Into<String>,
+        subgraph: CompiledGraph<C>,
+    ) -> Self {
+        self.fan_outs.insert(path.into(), runner(subgraph));
+        self
     }
 
     /// Overrides the workflow's registered options (timeouts, retention, the
@@ -61,7 +80,13 @@ impl Worker {
         if let Some(options) = self.options {
             definition = definition.options(options);
         }
-        Endpoint::builder().bind(definition).build()
+        let instances = InstanceService {
+            fan_outs: Arc::new(self.fan_outs),
+        };
+        Endpoint::builder()
+            .bind(definition)
+            .bind(instances.into_service_definition())
+            .build()
     }
 
     /// Serves the endpoint on `listener` (HTTP/1.1 and HTTP/2 cleartext) until the

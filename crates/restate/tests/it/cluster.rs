@@ -11,7 +11,10 @@ use tokio::process::{Child, Command};
 /// What every worker of a fleet is started with.
 #[derive(Clone)]
 pub struct Fleet {
+    /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job) or
+    /// `approval`.
     pub graph: &'static str,
+    pub ingress: String,
     pub pg_url: String,
     pub pg_schema: String,
     pub mock_url: String,
@@ -128,6 +131,7 @@ async fn spawn(fleet: &Fleet, i: usize, port: u16) -> Child {
         .env("OA_PG_URL", &fleet.pg_url)
         .env("OA_PG_SCHEMA", &fleet.pg_schema)
         .env("OA_MOCK_URL", &fleet.mock_url)
+        .env("OA_INGRESS_URL", &fleet.ingress)
         .env("OA_PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -163,9 +167,18 @@ pub fn worker_main() {
         .unwrap();
         let store: std::sync::Arc<dyn openarmature_graph::checkpoint::Checkpointer> =
             std::sync::Arc::new(backend.checkpointer());
+        let mock = get("OA_MOCK_URL");
         let worker = match get("OA_GRAPH").as_str() {
-            "batch" => {
-                openarmature_restate::Worker::new(super::graphs::batch(store, &get("OA_MOCK_URL")))
+            "batch" => openarmature_restate::Worker::new(super::graphs::batch(store, &mock, None)),
+            "dispatched" => {
+                let dispatcher =
+                    openarmature_restate::RestateDispatcher::new(get("OA_INGRESS_URL"));
+                openarmature_restate::Worker::new(super::graphs::batch(
+                    store,
+                    &mock,
+                    Some(dispatcher),
+                ))
+                .map(|w| w.fan_out("fan", super::graphs::classify(&mock)))
             }
             _ => openarmature_restate::Worker::new(super::graphs::approval(store)),
         }

@@ -10,6 +10,7 @@ use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, END};
 use openarmature_harness::Harness;
 use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider};
 use openarmature_pipeline::FanOutNode;
+use openarmature_restate::RestateDispatcher;
 
 /// Fan-out concurrency: at most this many items are in flight at once.
 pub const CONCURRENCY: usize = 8;
@@ -33,6 +34,8 @@ state! {
         pub items: Vec<i64>,
         /// One label per item, in item order.
         pub labels: Vec<String> => append,
+        /// The worker that ran the fan-out's parent turn.
+        pub prepared_by: String,
     }
 }
 
@@ -61,9 +64,10 @@ pub fn label(item: i64) -> String {
     format!("label-{item}")
 }
 
-pub fn batch(store: Arc<dyn Checkpointer>, mock_url: &str) -> Harness<Batch> {
+/// The per-item subgraph: one LLM call.
+pub fn classify(mock_url: &str) -> CompiledGraph<Item> {
     let provider = Arc::new(OpenAiProvider::builder(mock_url, "m").build().unwrap());
-    let classify: CompiledGraph<Item> = GraphBuilder::new(Item::default())
+    GraphBuilder::new(Item::default())
         .add_node("classify", move |s: Arc<Item>, _c: NodeCtx| {
             let provider = Arc::clone(&provider);
             async move {
@@ -77,13 +81,35 @@ pub fn batch(store: Arc<dyn Checkpointer>, mock_url: &str) -> Harness<Batch> {
         .add_edge("classify", END)
         .entry("classify")
         .compile()
-        .unwrap();
-    let fan = FanOutNode::<Batch, Item>::over_items(classify, "items", "item", "label", "labels")
-        .concurrency(NonZeroUsize::new(CONCURRENCY));
+        .unwrap()
+}
+
+/// A node recording the worker that ran it, then the fan-out over the items: in
+/// this process, or each instance a Restate job (`dispatcher`).
+pub fn batch(
+    store: Arc<dyn Checkpointer>,
+    mock_url: &str,
+    dispatcher: Option<RestateDispatcher>,
+) -> Harness<Batch> {
+    let mut fan = FanOutNode::<Batch, Item>::over_items(
+        classify(mock_url),
+        "items",
+        "item",
+        "label",
+        "labels",
+    )
+    .concurrency(NonZeroUsize::new(CONCURRENCY));
+    if let Some(dispatcher) = dispatcher {
+        fan = fan.dispatcher(Arc::new(dispatcher));
+    }
     let graph = GraphBuilder::new(Batch::default())
+        .add_node("prepare", |_s: Arc<Batch>, _c: NodeCtx| async move {
+            Ok(BatchUpdate::default().prepared_by(me()))
+        })
         .add_node("fan", fan)
+        .add_edge("prepare", "fan")
         .add_edge("fan", END)
-        .entry("fan")
+        .entry("prepare")
         .checkpointer(store)
         .compile()
         .unwrap();

@@ -1,13 +1,17 @@
 //! One worker SIGKILLed in the middle of a fan-out of a few hundred LLM items, then
 //! restarted: the invocation completes with every item in order; no item recorded
 //! complete before the kill is asked again; the requests sent twice are at most those
-//! in flight at the kill.
+//! in flight at the kill. Twice: with the fan-out in the parent's process (the worker
+//! running it is killed), and with each instance a Restate job (the worker running
+//! the parent turn is killed, with the instances it was serving).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use openarmature_graph::checkpoint::{CheckpointFilter, Checkpointer, InstanceState};
+use openarmature_graph::checkpoint::{
+    CheckpointFilter, CheckpointRecord, Checkpointer, InstanceState,
+};
 use openarmature_postgres::{PgBackend, PgConfig};
 use openarmature_restate::{RestateClient, Step};
 use openarmature_testkit::services::unique_name;
@@ -23,8 +27,8 @@ const WORKERS: usize = 3;
 /// The kill comes once this many items were asked.
 const KILL_AFTER: usize = 100;
 
-/// The fan-out items the newest record of `key` lists as completed.
-async fn completed(store: &dyn Checkpointer, key: &str) -> BTreeSet<i64> {
+/// The newest record of the invocation keyed `key`.
+async fn newest(store: &dyn Checkpointer, key: &str) -> CheckpointRecord {
     let filter = CheckpointFilter::new().correlation_id(key);
     let newest = store
         .list(Some(&filter))
@@ -33,7 +37,11 @@ async fn completed(store: &dyn Checkpointer, key: &str) -> BTreeSet<i64> {
         .into_iter()
         .max_by_key(|r| r.last_saved_at)
         .expect("a checkpoint exists by the kill");
-    let record = store.load(&newest.invocation_id).await.unwrap().unwrap();
+    store.load(&newest.invocation_id).await.unwrap().unwrap()
+}
+
+/// The fan-out items `record` lists as completed.
+fn completed(record: &CheckpointRecord) -> BTreeSet<i64> {
     let mut done = BTreeSet::new();
     for progress in &record.fan_out_progress {
         for (index, instance) in progress.instances.iter().enumerate() {
@@ -45,7 +53,24 @@ async fn completed(store: &dyn Checkpointer, key: &str) -> BTreeSet<i64> {
     done
 }
 
-pub async fn fan_out_survives_sigkill(servers: Servers) {
+/// The worker that ran the parent turn, as its state recorded it.
+fn parent_worker(record: &CheckpointRecord) -> String {
+    let outer = record.parent_states.first().unwrap_or(&record.state);
+    outer["prepared_by"]
+        .as_str()
+        .expect("prepared_by recorded")
+        .to_owned()
+}
+
+pub async fn in_process(servers: Servers) {
+    scenario(servers, "batch").await;
+}
+
+pub async fn dispatched(servers: Servers) {
+    scenario(servers, "dispatched").await;
+}
+
+async fn scenario(servers: Servers, graph: &'static str) {
     let schema = unique_name("oa_restate_kill");
     let backend = PgBackend::connect(PgConfig::new(&servers.postgres).schema(&schema))
         .await
@@ -53,7 +78,8 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
     let store: Arc<dyn Checkpointer> = Arc::new(backend.checkpointer());
     let (mock, mock_url) = Mock::start().await;
     let fleet = Fleet {
-        graph: "batch",
+        graph,
+        ingress: servers.ingress.clone(),
         pg_url: servers.postgres.clone(),
         pg_schema: schema,
         mock_url,
@@ -78,12 +104,13 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let victim = mock.arrivals().last().unwrap().worker.clone();
+    let victim = parent_worker(&newest(&*store, &key).await);
     let index = Cluster::index(&victim);
     cluster.kill(index).await;
     let killed_at = Instant::now();
+    let before_kill = mock.arrivals();
     let asked_at_kill = mock.per_item();
-    let done_at_kill = completed(&*store, &key).await;
+    let done_at_kill = completed(&newest(&*store, &key).await);
     cluster.restart(index).await;
 
     // A re-send of the same invocation id is deduplicated by Restate.
@@ -113,11 +140,14 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
         .map(|a| a.at - killed_at)
         .min()
         .expect("requests after the kill");
-    let resumed_by: BTreeSet<&str> = arrivals
+    // The resumed parent: the first item nobody had asked before the kill.
+    let resumed = arrivals
         .iter()
-        .filter(|a| a.at > killed_at)
-        .map(|a| a.worker.as_str())
-        .collect();
+        .filter(|a| a.at > killed_at && !asked_at_kill.contains_key(&a.item))
+        .map(|a| a.at - killed_at)
+        .min()
+        .expect("new items after the kill");
+    let workers_before: BTreeSet<&str> = before_kill.iter().map(|a| a.worker.as_str()).collect();
     let twice: Vec<i64> = counts
         .iter()
         .filter(|(_, n)| **n > 1)
@@ -128,14 +158,21 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
         .copied()
         .filter(|i| !done_at_kill.contains(i))
         .collect();
+    let on_victim: BTreeSet<i64> = before_kill
+        .iter()
+        .filter(|a| a.worker == victim && in_flight.contains(&a.item))
+        .map(|a| a.item)
+        .collect();
     println!(
-        "restate kill: {ITEMS} items over {WORKERS} workers (concurrency {CONCURRENCY}); {victim} SIGKILLed after {} requests \
-         ({} items recorded complete, {} asked but not recorded); first request after the kill {:.0} ms later, from {resumed_by:?}; \
-         {} requests in all, {} items asked twice {twice:?}; total {:.2} s; per worker {:?}",
+        "restate kill ({graph}): {ITEMS} items over {WORKERS} workers (concurrency {CONCURRENCY}); parent {victim} SIGKILLed \
+         after {} requests from {workers_before:?} ({} items recorded complete, {} asked but not recorded, {} of them on {victim}); \
+         first request after the kill {:.0} ms later, first new item (the parent resumed) {:.0} ms later; {} requests in all, {} items asked twice {twice:?}; total {:.2} s; per worker {:?}",
         asked_at_kill.values().sum::<usize>(),
         done_at_kill.len(),
         in_flight.len(),
+        on_victim.len(),
         recovery.as_secs_f64() * 1000.0,
+        resumed.as_secs_f64() * 1000.0,
         counts.values().sum::<usize>(),
         twice.len(),
         total.as_secs_f64(),
@@ -148,6 +185,7 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
         );
         assert!(counts[i] <= 2, "item {i} asked {} times", counts[i]);
     }
+    assert!(!done_at_kill.is_empty());
     for i in &done_at_kill {
         assert_eq!(
             counts[i], 1,
@@ -165,5 +203,17 @@ pub async fn fan_out_survives_sigkill(servers: Servers) {
         "{} in flight > concurrency",
         in_flight.len()
     );
-    assert!(!done_at_kill.is_empty());
+    if graph == "dispatched" {
+        // Instances ran on several workers; the ones in flight elsewhere were attached
+        // to by the resumed parent (same idempotency key), not asked again.
+        assert!(workers_before.len() >= 2, "{workers_before:?}");
+        for i in &twice {
+            assert!(
+                on_victim.contains(i),
+                "item {i} was in flight on a surviving worker and ran again"
+            );
+        }
+    } else {
+        assert_eq!(workers_before, BTreeSet::from([victim.as_str()]));
+    }
 }

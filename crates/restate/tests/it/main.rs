@@ -81,7 +81,11 @@ fn main() -> ExitCode {
         }),
         fleet_test(
             "a_killed_worker_resumes_the_fan_out_without_repaying_llm_calls",
-            kill::fan_out_survives_sigkill,
+            kill::in_process,
+        ),
+        fleet_test(
+            "a_killed_parent_resumes_a_dispatched_fan_out_attaching_to_its_instances",
+            kill::dispatched,
         ),
         fleet_test(
             "a_suspended_run_resumes_on_another_worker",
