@@ -19,6 +19,19 @@
 //! - `signal` (shared): resolves the awaited promise with the signal payload.
 //! - `status` (shared): the signal awaited, if any.
 //!
+//! Fan-out across workers: a [`RestateDispatcher`] on a fan-out node
+//! (`FanOutNode::dispatcher`) sends each instance to the `OpenArmatureInstance`
+//! service ([`INSTANCE_SERVICE_NAME`]) as its own durable job, an ingress call whose
+//! idempotency key is `{invocation}/{fan-out}/{index}` (the invocation's correlation
+//! id, the same across checkpoint resumes). Restate runs it on whichever worker it
+//! picks ([`Worker::fan_out`] registers the subgraph); when the parent's worker is
+//! lost, the resumed parent dispatches the unfinished instances again under the same
+//! keys and attaches to the jobs still running elsewhere instead of running them
+//! again. The fan-out node keeps its concurrency bound, error policy, instance
+//! middleware (a retry is a new attempt, so a new key), degrade, per-instance
+//! checkpoint progress and item-order fan-in. One job per instance: chunking many
+//! instances into one job (for 10^5+ items) is not implemented.
+//!
 //! [`RestateClient`] submits invocations, attaches to their results and delivers
 //! signals (by key, or by signal id through a [`RestateCoordinator`]);
 //! [`register_deployment`] registers a worker with the admin API.
