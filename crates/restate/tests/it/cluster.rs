@@ -14,6 +14,8 @@ pub struct Fleet {
     /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job) or
     /// `approval`.
     pub graph: &'static str,
+    /// The fan-out's concurrency bound.
+    pub concurrency: usize,
     pub ingress: String,
     pub pg_url: String,
     pub pg_schema: String,
@@ -132,6 +134,7 @@ async fn spawn(fleet: &Fleet, i: usize, port: u16) -> Child {
         .env("OA_PG_SCHEMA", &fleet.pg_schema)
         .env("OA_MOCK_URL", &fleet.mock_url)
         .env("OA_INGRESS_URL", &fleet.ingress)
+        .env("OA_CONCURRENCY", fleet.concurrency.to_string())
         .env("OA_PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

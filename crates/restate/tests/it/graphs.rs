@@ -12,8 +12,16 @@ use openarmature_llm::{CompletionRequest, Message, OpenAiProvider, Provider};
 use openarmature_pipeline::FanOutNode;
 use openarmature_restate::RestateDispatcher;
 
-/// Fan-out concurrency: at most this many items are in flight at once.
+/// Fan-out concurrency: at most this many items are in flight at once (a worker
+/// started with `OA_CONCURRENCY` uses that instead: the benchmark's).
 pub const CONCURRENCY: usize = 8;
+
+fn concurrency() -> usize {
+    std::env::var("OA_CONCURRENCY")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(CONCURRENCY)
+}
 
 state! {
     /// One item.
@@ -98,7 +106,7 @@ pub fn batch(
         "label",
         "labels",
     )
-    .concurrency(NonZeroUsize::new(CONCURRENCY));
+    .concurrency(NonZeroUsize::new(concurrency()));
     if let Some(dispatcher) = dispatcher {
         fan = fan.dispatcher(Arc::new(dispatcher));
     }

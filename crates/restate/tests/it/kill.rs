@@ -76,9 +76,10 @@ async fn scenario(servers: Servers, graph: &'static str) {
         .await
         .unwrap();
     let store: Arc<dyn Checkpointer> = Arc::new(backend.checkpointer());
-    let (mock, mock_url) = Mock::start().await;
+    let (mock, mock_url) = Mock::start(crate::mock::DELAY).await;
     let fleet = Fleet {
         graph,
+        concurrency: CONCURRENCY,
         ingress: servers.ingress.clone(),
         pg_url: servers.postgres.clone(),
         pg_schema: schema,

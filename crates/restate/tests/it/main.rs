@@ -7,6 +7,7 @@
 //! unless OPENARMATURE_REQUIRE_SERVICES=1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod bench;
 mod cluster;
 mod graphs;
 mod kill;
@@ -91,6 +92,7 @@ fn main() -> ExitCode {
             "a_suspended_run_resumes_on_another_worker",
             signal::resumes_elsewhere,
         ),
+        fleet_test("fleet_throughput", bench::fleet_throughput).with_ignored_flag(true),
     ];
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use openarmature_testkit::http::{MockServer, Reply, Script};
 use serde_json::json;
 
-/// How long each answer takes.
+/// How long each answer takes in the kill tests.
 pub const DELAY: Duration = Duration::from_millis(25);
 
 /// One request the mock received.
@@ -26,8 +26,8 @@ pub struct Mock {
 }
 
 impl Mock {
-    /// Starts serving; returns the base URL.
-    pub async fn start() -> (Arc<Mock>, String) {
+    /// Starts serving with `latency` per answer; returns the base URL.
+    pub async fn start(latency: Duration) -> (Arc<Mock>, String) {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&arrivals);
         let server = Script::handler(move |request| {
@@ -47,7 +47,7 @@ impl Mock {
                 }),
             )
         })
-        .latency(DELAY)
+        .latency(latency)
         .start()
         .await
         .unwrap();
