@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use openarmature_harness::SignalCoordinator;
+use openarmature_graph::{CompiledGraph, State};
+use openarmature_harness::{PausedStoreCoordinator, SignalCoordinator};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -133,8 +134,8 @@ impl RestateClient {
     }
 
     /// Delivers `payload` to whichever invocation awaits `signal_id`, as `coordinator`
-    /// resolves it (a [`crate::RestateCoordinator`] resolves to the invocation id the
-    /// workflow is keyed by).
+    /// resolves it ([`signal_coordinator`] resolves to the invocation id the workflow
+    /// is keyed by).
     ///
     /// # Errors
     /// [`RestateError::NoPausedInvocation`] / [`RestateError::Resolve`]
@@ -182,6 +183,17 @@ impl RestateClient {
     ) -> Result<Value, RestateError> {
         send(&self.http, operation, method, url, body, None).await
     }
+}
+
+/// The signal coordinator of a Restate deployment: a suspended run's subscription is
+/// its paused record (in the graph's Checkpointer, shared by every worker) plus the
+/// durable promise its workflow waits on, so `subscribe` has nothing to add; `resolve`
+/// maps a signal id to the *workflow key* of the invocation awaiting it (the paused
+/// record's correlation id), which [`RestateClient::signal`] delivers to. For the
+/// client side (what [`RestateClient::signal_id`] takes); a worker's harness keeps its
+/// default coordinator.
+pub fn signal_coordinator<S: State>(graph: CompiledGraph<S>) -> PausedStoreCoordinator<S> {
+    PausedStoreCoordinator::by_correlation(graph)
 }
 
 /// Registers (or re-registers, `force`) the worker deployment at `worker_url` with

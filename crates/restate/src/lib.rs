@@ -33,7 +33,8 @@
 //! instances into one job (for 10^5+ items) is not implemented.
 //!
 //! [`RestateClient`] submits invocations, attaches to their results and delivers
-//! signals (by key, or by signal id through a [`RestateCoordinator`]);
+//! signals (by key, or by signal id through the harness's [`SignalCoordinator`](openarmature_harness::SignalCoordinator):
+//! [`signal_coordinator`] resolves a signal id to the workflow key through the paused records);
 //! [`register_deployment`] registers a worker with the admin API.
 //!
 //! ## Retries: one lane per failure
@@ -97,7 +98,6 @@
 //! ```
 
 mod client;
-mod coordinator;
 mod dispatcher;
 mod error;
 mod instance;
@@ -106,8 +106,7 @@ mod step;
 mod worker;
 mod workflow;
 
-pub use client::{register_deployment, RestateClient, Submitted};
-pub use coordinator::RestateCoordinator;
+pub use client::{register_deployment, signal_coordinator, RestateClient, Submitted};
 pub use dispatcher::RestateDispatcher;
 pub use error::{
     RestateError, HARNESS_SIGNAL_CORRELATION_FAILED, RESTATE_FAN_OUT_UNKNOWN,

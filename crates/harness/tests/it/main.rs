@@ -2,4 +2,5 @@
 //! conformance fixtures in openarmature-conformance).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod coordinator;
 mod handle_with;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_postgres::{PgBackend, PgConfig};
-use openarmature_restate::{RestateClient, RestateCoordinator, RestateError, Step};
+use openarmature_restate::{signal_coordinator, RestateClient, RestateError, Step};
 use openarmature_testkit::services::unique_name;
 use serde_json::json;
 
@@ -60,7 +60,7 @@ pub async fn resumes_elsewhere(servers: Servers) {
     cluster.kill(Cluster::index(&drafted_by)).await;
 
     // An unknown signal id is a typed correlation failure.
-    let coordinator = RestateCoordinator::new(graph.graph().clone());
+    let coordinator = signal_coordinator(graph.graph().clone());
     let err = client
         .signal_id(&coordinator, "approve-nobody", &json!({"approved": true}))
         .await
