@@ -65,18 +65,7 @@ pub(crate) struct InstanceService {
     pub(crate) fan_outs: Arc<HashMap<String, InstanceRunner>>,
 }
 
-#[restate_sdk::service(
-    name = "OpenArmatureInstance",
-    inactivity_timeout = "1m",
-    abort_timeout = "30m",
-    invocation_retry_policy(
-        initial_interval = "100ms",
-        factor = 2.0,
-        max_interval = "2s",
-        max_attempts = 200,
-        on_max_attempts = "pause",
-    )
-)]
+#[restate_sdk::service(name = "OpenArmatureInstance")]
 impl InstanceService {
     /// Runs one fan-out instance to its final state (one journaled step; a lost worker
     /// is Restate's invocation retry, which runs the instance again from its entry).

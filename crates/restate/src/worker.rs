@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 
 use crate::error::RestateError;
 use crate::instance::{runner, InstanceRunner, InstanceService};
-use crate::workflow::GraphWorkflow;
+use crate::workflow::{default_options, GraphWorkflow};
 
 /// A harness served to Restate. Every replica of a deployment builds the same one
 /// over the same durable Checkpointer (and paused-record store), so any of them can
@@ -66,8 +66,9 @@ impl Worker {
         self
     }
 
-    /// Overrides the workflow's registered options (timeouts, retention, the
-    /// invocation retry policy; see the crate docs for the defaults and the retry rule).
+    /// Options applied on top of the workflow's registered defaults (what is set here
+    /// wins: timeouts, retention, the invocation retry policy; see the crate docs for
+    /// the defaults and the retry rule).
     #[must_use]
     pub fn options(mut self, options: ServiceOptions) -> Self {
         self.options = Some(options);
@@ -76,7 +77,10 @@ impl Worker {
 
     /// The Restate endpoint (to serve with another server, e.g. behind a gateway).
     pub fn endpoint(self) -> Endpoint {
-        let mut definition = self.workflow.into_service_definition();
+        let mut definition = self
+            .workflow
+            .into_service_definition()
+            .options(default_options());
         if let Some(options) = self.options {
             definition = definition.options(options);
         }
@@ -85,7 +89,11 @@ impl Worker {
         };
         Endpoint::builder()
             .bind(definition)
-            .bind(instances.into_service_definition())
+            .bind(
+                instances
+                    .into_service_definition()
+                    .options(default_options()),
+            )
             .build()
     }
 

@@ -54,6 +54,22 @@ pub(crate) struct GraphWorkflow {
     pub(crate) graph: Arc<dyn DurableGraph>,
 }
 
+/// The registered options both services start from (a worker's
+/// [`crate::Worker::options`] are applied on top, for the workflow): inactivity
+/// timeout 1 min, abort timeout 30 min (a turn running longer is aborted and
+/// retried), and the invocation retry policy after a lost worker — 100 ms doubling to
+/// 2 s, 200 attempts, then paused (resumable from the Restate CLI / UI).
+pub(crate) fn default_options() -> ServiceOptions {
+    ServiceOptions::new()
+        .inactivity_timeout(Duration::from_secs(60))
+        .abort_timeout(Duration::from_secs(30 * 60))
+        .retry_policy_initial_interval(Duration::from_millis(100))
+        .retry_policy_exponentiation_factor(2.0)
+        .retry_policy_max_interval(Duration::from_secs(2))
+        .retry_policy_max_attempts(200)
+        .retry_policy_pause_on_max_attempts()
+}
+
 fn store_retry() -> RunRetryPolicy {
     RunRetryPolicy::new()
         .initial_delay(Duration::from_millis(200))
@@ -62,18 +78,7 @@ fn store_retry() -> RunRetryPolicy {
         .max_attempts(STORE_ATTEMPTS)
 }
 
-#[restate_sdk::workflow(
-    name = "OpenArmatureGraph",
-    inactivity_timeout = "1m",
-    abort_timeout = "30m",
-    invocation_retry_policy(
-        initial_interval = "100ms",
-        factor = 2.0,
-        max_interval = "2s",
-        max_attempts = 200,
-        on_max_attempts = "pause",
-    )
-)]
+#[restate_sdk::workflow(name = "OpenArmatureGraph")]
 impl GraphWorkflow {
     /// Runs the graph for the invocation id the workflow is keyed by: fresh, or from
     /// its newest checkpoint; a suspension waits on a durable promise the `signal`

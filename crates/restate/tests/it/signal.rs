@@ -30,6 +30,18 @@ pub async fn resumes_elsewhere(servers: Servers) {
     };
     let mut cluster = Cluster::start(fleet, 2, &servers.haproxy, &servers.admin).await;
     let client = RestateClient::new(&servers.ingress);
+    // The registered retry rule reached the server, for both services.
+    for service in ["OpenArmatureGraph", "OpenArmatureInstance"] {
+        let url = format!("{}/services/{service}", servers.admin);
+        let registered: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+        assert_eq!(registered["abort_timeout"], "30m", "{registered}");
+        assert_eq!(registered["inactivity_timeout"], "1m", "{registered}");
+        let policy = &registered["retry_policy"];
+        assert_eq!(policy["initial_interval"], "100ms", "{registered}");
+        assert_eq!(policy["max_interval"], "2s", "{registered}");
+        assert_eq!(policy["max_attempts"], 200, "{registered}");
+        assert_eq!(policy["on_max_attempts"], "Pause", "{registered}");
+    }
     let key = unique_name("approval");
     let ticket = unique_name("t");
     client
