@@ -28,6 +28,9 @@ pub const SERVICE_NAME: &str = "OpenArmatureGraph";
 /// The workflow state key naming the signal a suspended run awaits.
 const AWAITING: &str = "awaiting";
 
+/// The category of a signal payload the suspended state cannot take.
+const RESUME_PAYLOAD_INVALID: &str = "suspension_resume_payload_invalid";
+
 /// How often a step that could not consult the Checkpointer is attempted.
 pub const STORE_ATTEMPTS: u32 = 5;
 
@@ -41,6 +44,11 @@ pub struct Awaiting {
     pub invocation_id: String,
     /// The awaited signal id.
     pub signal_id: String,
+    /// The error payload of the previous signal, when it was refused
+    /// (`suspension_resume_payload_invalid`: it does not fit the state) and the run
+    /// went on waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Value>,
 }
 
 impl Awaiting {
@@ -100,6 +108,7 @@ impl GraphWorkflow {
             .await?
             .into_inner();
         let mut round = 0u32;
+        let mut rejected = None;
         while let Step::SuspendedAcknowledgment {
             invocation_id,
             descriptor,
@@ -110,7 +119,9 @@ impl GraphWorkflow {
                 round,
                 invocation_id: invocation_id.clone(),
                 signal_id: descriptor.signal_id.clone(),
+                rejected: rejected.take(),
             };
+            let waiting = step.clone();
             ctx.set(AWAITING, Json(awaiting.clone()));
             let signal = ctx
                 .promise::<Json<Value>>(&Awaiting::promise(round))
@@ -128,6 +139,14 @@ impl GraphWorkflow {
                 .retry_policy(store_retry())
                 .await?
                 .into_inner();
+            // A payload that does not fit the state left the run suspended (nothing was
+            // claimed): wait for the next signal instead of ending the workflow.
+            if step.error_category() == Some(RESUME_PAYLOAD_INVALID) {
+                if let Step::ErrorResponse { error } = step {
+                    rejected = Some(error);
+                }
+                step = waiting;
+            }
         }
         ctx.clear(AWAITING);
         Ok(Json(step))

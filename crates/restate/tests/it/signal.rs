@@ -82,6 +82,34 @@ pub async fn resumes_elsewhere(servers: Servers) {
         "{err}"
     );
 
+    // A payload that does not fit the state is refused; the run keeps waiting.
+    let refused = client
+        .signal_id(
+            &coordinator,
+            &awaiting.signal_id,
+            &json!({"approved": "not a bool"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused, awaiting);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let awaiting = loop {
+        match client.status(&key).await.unwrap() {
+            Some(a) if a.round == 2 => break a,
+            _ => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run did not go back to waiting"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let rejected = awaiting.rejected.clone().expect("the refusal is reported");
+    assert_eq!(
+        rejected["category"], "suspension_resume_payload_invalid",
+        "{rejected}"
+    );
+
     let signalled = Instant::now();
     let delivered = client
         .signal_id(
@@ -92,6 +120,7 @@ pub async fn resumes_elsewhere(servers: Servers) {
         .await
         .unwrap();
     assert_eq!(delivered, awaiting);
+    assert_eq!(delivered.round, 2);
     let step = client.attach(&key).await.unwrap();
     let Step::CompletionResponse {
         state,
