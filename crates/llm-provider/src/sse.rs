@@ -8,7 +8,8 @@
 //! panics. Invalid UTF-8 in a line is `provider_invalid_response`; a line longer than
 //! the decoder's cap too (a hostile server cannot grow the buffer without bound).
 
-use openarmature_http::TransportError;
+use openarmature_http::{HttpClient, TransportError};
+use reqwest::header::HeaderMap;
 
 use crate::error::LlmError;
 use crate::stream::DeltaSink;
@@ -28,6 +29,26 @@ pub(crate) trait Assemble: Send {
     fn completed(&self) -> bool;
 }
 
+/// One streamed wire exchange: sends `request`, maps a non-2xx answer with the
+/// mapping's `on_error`, and [`read`]s a 2xx event stream into `assembler`.
+///
+/// # Errors
+/// The transport's errors, `on_error`'s, and [`read`]'s.
+pub(crate) async fn exchange(
+    http: &HttpClient,
+    request: reqwest::RequestBuilder,
+    on_error: fn(u16, &HeaderMap, &[u8]) -> LlmError,
+    assembler: &mut dyn Assemble,
+    sink: &dyn DeltaSink,
+) -> Result<(), LlmError> {
+    let response = http.start(request).await?;
+    if !response.status().is_success() {
+        let reply = http.read(response).await?;
+        return Err(on_error(reply.status, &reply.headers, &reply.body));
+    }
+    read(response, http.max_response_bytes(), assembler, sink).await
+}
+
 /// Reads a 2xx event-stream response to its end (or the assembler's end marker),
 /// feeding `assembler` and reporting deltas to `sink`.
 ///
@@ -35,7 +56,7 @@ pub(crate) trait Assemble: Send {
 /// `provider_unavailable` for a transport failure or a stream cut before it
 /// completed; `provider_invalid_response` for a malformed line or a stream over `cap`
 /// bytes; the assembler's errors.
-pub(crate) async fn read(
+async fn read(
     mut response: reqwest::Response,
     cap: usize,
     assembler: &mut dyn Assemble,

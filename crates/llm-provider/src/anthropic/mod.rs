@@ -212,19 +212,11 @@ impl AnthropicProvider {
         if let Some(key) = &self.api_key {
             builder = builder.header("x-api-key", key);
         }
-        let response = self.http.start(builder).await?;
-        if !response.status().is_success() {
-            let reply = self.http.read(response).await?;
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
         let mut assembler = stream::Assembler::default();
-        crate::sse::read(
-            response,
-            self.http.max_response_bytes(),
+        crate::sse::exchange(
+            &self.http,
+            builder,
+            errors::from_status,
             &mut assembler,
             sink,
         )

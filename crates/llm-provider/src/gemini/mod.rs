@@ -184,23 +184,8 @@ impl GeminiProvider {
         if let Some(key) = &self.api_key {
             post = post.header(API_KEY_HEADER, key);
         }
-        let response = self.http.start(post).await?;
-        if !response.status().is_success() {
-            let reply = self.http.read(response).await?;
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
         let mut assembler = stream::Assembler::default();
-        crate::sse::read(
-            response,
-            self.http.max_response_bytes(),
-            &mut assembler,
-            sink,
-        )
-        .await?;
+        crate::sse::exchange(&self.http, post, errors::from_status, &mut assembler, sink).await?;
         assembler.response(&prepared, request.response_schema)
     }
 

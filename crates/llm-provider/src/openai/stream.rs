@@ -300,24 +300,6 @@ fn mid_stream_error(chunk: &Map<String, Value>) -> LlmError {
     errors::from_status(status, &reqwest::header::HeaderMap::new(), &body)
 }
 
-/// Reads a 2xx streaming response to its end, reporting deltas to `sink`.
-///
-/// # Errors
-/// `provider_unavailable` for a transport failure or a stream cut before a finish
-/// reason or `[DONE]`; `provider_invalid_response` for a malformed chunk or a stream
-/// over `cap` bytes; a mid-stream error chunk's category.
-pub(crate) async fn consume(
-    response: reqwest::Response,
-    cap: usize,
-    prepared: &Prepared,
-    response_schema: Option<&Value>,
-    sink: &dyn DeltaSink,
-) -> Result<Response, LlmError> {
-    let mut assembler = Assembler::default();
-    crate::sse::read(response, cap, &mut assembler, sink).await?;
-    assembler.response(prepared, response_schema)
-}
-
 #[cfg(test)]
 #[path = "stream_tests.rs"]
 #[allow(clippy::unwrap_used, clippy::panic)]

@@ -11,5 +11,6 @@ mod hostile_server;
 mod resilience_retry_after;
 mod resilience_soak;
 mod secrets;
+mod stream_extension;
 mod streaming;
 mod typed_output;
