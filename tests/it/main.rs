@@ -2,4 +2,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod chat_browser;
+mod crash;
 mod suspend_across_processes;

@@ -1,0 +1,372 @@
+//! Crash tests (issue 20): the checkpointed pipeline of `pipeline.rs`, run by child
+//! processes (this test binary re-run as `crash::child`) that the test SIGKILLs twenty
+//! times — mid-node, mid-fan-out, mid-save — each time resuming in a fresh process from
+//! the latest record until one completes. Once with the SQLite checkpointer, once with
+//! the PostgreSQL one.
+//!
+//! After every process the test checks the database (SQLite `PRAGMA integrity_check`;
+//! every row decodes and agrees with its summary columns), and that the process sent no
+//! LLM request the database already recorded complete (the mock server lives here, in
+//! the parent, and counts requests per key and process). At the end: the final state
+//! equals an uninterrupted run's, and the fan-in holds every item exactly once, in
+//! order.
+//!
+//! Kill points come from a seeded RNG (`OPENARMATURE_CRASH_SEED` to replay; the seed is
+//! printed): the kind of kill for each process is drawn from what is still left to do,
+//! then the occurrence of the phase line that fires it and the delay after it.
+
+mod driver;
+mod inspect;
+mod mock;
+mod pipeline;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openarmature::graph::checkpoint::{CheckpointFilter, Checkpointer};
+use openarmature::graph::{InvokeOptions, State};
+use openarmature::llm::{OpenAiProvider, Transport};
+use openarmature::pipeline::SqliteCheckpointer;
+use openarmature_postgres::{PgBackend, PgConfig};
+use openarmature_testkit::services::{unique_name, url, Service};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+use driver::{run_child, Delay, Landed, SaveTimes, Trigger};
+use pipeline::{item_key, ITEMS};
+
+const KILLS: usize = 20;
+const BACKEND: &str = "OA_CRASH_BACKEND";
+const TARGET: &str = "OA_CRASH_TARGET";
+const SCHEMA: &str = "OA_CRASH_SCHEMA";
+const MOCK: &str = "OA_CRASH_MOCK";
+const CORRELATION: &str = "OA_CRASH_CORRELATION";
+
+/// The store a child opens: a SQLite file, or a PostgreSQL schema.
+#[derive(Clone)]
+enum Backend {
+    Sqlite(PathBuf),
+    Postgres { url: String, schema: String },
+}
+
+impl Backend {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Backend::Sqlite(path) => vec![
+                (BACKEND, "sqlite".into()),
+                (TARGET, path.display().to_string()),
+            ],
+            Backend::Postgres { url, schema } => vec![
+                (BACKEND, "postgres".into()),
+                (TARGET, url.clone()),
+                (SCHEMA, schema.clone()),
+            ],
+        }
+    }
+
+    async fn open(&self) -> Arc<dyn Checkpointer> {
+        match self {
+            Backend::Sqlite(path) => Arc::new(SqliteCheckpointer::open(path).expect("sqlite")),
+            Backend::Postgres { url, schema } => Arc::new(
+                PgBackend::connect(PgConfig::new(url).schema(schema))
+                    .await
+                    .expect("postgres")
+                    .checkpointer(),
+            ),
+        }
+    }
+
+    /// Checks the store and reads what its latest record marks done.
+    async fn inspect(&self, correlation: &str) -> inspect::Snapshot {
+        if let Backend::Sqlite(path) = self {
+            if path.exists() {
+                inspect::sqlite_integrity(path);
+            }
+        }
+        inspect::inspect(&*self.open().await, correlation).await
+    }
+}
+
+/// The child side: resume the job's latest record (or start it), print the final state.
+/// A no-op in the parent.
+#[test]
+fn child() {
+    let (Ok(backend), Ok(target), Ok(mock), Ok(correlation)) = (
+        std::env::var(BACKEND),
+        std::env::var(TARGET),
+        std::env::var(MOCK),
+        std::env::var(CORRELATION),
+    ) else {
+        return;
+    };
+    let backend = match backend.as_str() {
+        "sqlite" => Backend::Sqlite(target.into()),
+        _ => Backend::Postgres {
+            url: target,
+            schema: std::env::var(SCHEMA).expect("schema"),
+        },
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // libtest has printed `test crash::child ... ` without a newline: end that line.
+    println!();
+    rt.block_on(async {
+        let store = backend.open().await;
+        let provider = OpenAiProvider::builder(mock.as_str(), "crash-mock")
+            .transport(
+                Transport::default()
+                    .no_proxy()
+                    .timeout(Duration::from_secs(10)),
+            )
+            .build()
+            .expect("provider");
+        let graph = pipeline::build(
+            Arc::new(provider),
+            Arc::new(pipeline::Traced(Arc::clone(&store))),
+        )
+        .expect("graph");
+        let filter = CheckpointFilter::new().correlation_id(&correlation);
+        let latest = store
+            .list(Some(&filter))
+            .await
+            .expect("list")
+            .into_iter()
+            .max_by_key(|s| s.last_saved_at);
+        let options = match latest {
+            Some(s) => {
+                println!("CRASH resume {}", s.invocation_id);
+                InvokeOptions::default().resume_invocation(s.invocation_id)
+            }
+            None => {
+                println!("CRASH fresh");
+                InvokeOptions::default().correlation_id(&correlation)
+            }
+        };
+        let done = graph
+            .invoke_with(pipeline::input(), options)
+            .await
+            .expect("the run completes");
+        println!("CRASH final {}", State::to_json(&done.state));
+    });
+}
+
+/// What kill number `kill` (0-based) aims at: the first two at `outline` (the node or
+/// its save), the next fifteen inside the fan-out (while instances wait for their
+/// answers, or during one of its saves), the rest at `summarize`. A trigger whose line never comes (that part
+/// is done) falls through to the kill at `summarize` the driver always makes.
+fn aim(rng: &mut StdRng, kill: usize) -> Trigger {
+    let save = |rng: &mut StdRng, nth: std::ops::RangeInclusive<usize>| Trigger {
+        prefix: "PHASE save-begin",
+        nth: rng.random_range(nth),
+        delay: Delay::OfSave(rng.random_range(0.0..2.0)),
+    };
+    let node = |rng: &mut StdRng, prefix: &'static str| Trigger {
+        prefix,
+        nth: 1,
+        delay: Delay::Fixed(Duration::from_micros(rng.random_range(500..=2500))),
+    };
+    match kill {
+        0..2 if rng.random_bool(0.5) => node(rng, "PHASE enter outline"),
+        0..2 => save(rng, 1..=1),
+        2..17 if rng.random_range(0..3) == 0 => save(rng, 2..=8),
+        // While instances wait for their answers (the mock takes 3-20 ms).
+        2..17 => Trigger {
+            prefix: "PHASE enter extract_all/extract#",
+            nth: rng.random_range(2..=8),
+            delay: Delay::Fixed(Duration::from_micros(rng.random_range(0..=2000))),
+        },
+        _ => node(rng, "PHASE enter summarize"),
+    }
+}
+
+/// The figures of one backend's run.
+struct Figures {
+    kills: BTreeMap<Landed, usize>,
+    processes: u32,
+    requests: usize,
+    resent: usize,
+    saved: usize,
+    uninterrupted: usize,
+}
+
+fn seed() -> u64 {
+    std::env::var("OPENARMATURE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        })
+}
+
+/// The whole scenario on one backend; `fresh` makes an empty store of the same kind.
+fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
+    let seed = seed();
+    println!("{name}: seed {seed} (OPENARMATURE_CRASH_SEED={seed} replays the schedule)");
+    let started = Instant::now();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mock = rt.block_on(mock::LlmMock::start(seed));
+    let mut rng = StdRng::seed_from_u64(seed);
+    let env = |backend: &Backend, correlation: &str| {
+        let mut env = backend.env();
+        env.push((MOCK, mock.base_url()));
+        env.push((CORRELATION, correlation.to_owned()));
+        env
+    };
+
+    // The reference: one uninterrupted process on an empty store.
+    let reference = fresh("reference");
+    mock.set_generation(0);
+    let mut saves = SaveTimes::default();
+    let baseline = run_child(&env(&reference, "reference"), None, &mut saves);
+    let expected = baseline.final_state.expect("reference state");
+    let uninterrupted = mock.requests_of(0).len();
+    assert_eq!(
+        uninterrupted,
+        ITEMS + 2,
+        "one call per item, outline and summarize"
+    );
+
+    let backend = fresh("crash");
+    let mut figures = Figures {
+        kills: BTreeMap::new(),
+        processes: 0,
+        requests: 0,
+        resent: 0,
+        saved: 0,
+        uninterrupted,
+    };
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    let mut sent: BTreeSet<String> = BTreeSet::new();
+    let mut rows = 0;
+    let final_state = loop {
+        figures.processes += 1;
+        let generation = figures.processes;
+        assert!(generation <= 60, "the job never completed");
+        let killed_so_far: usize = figures.kills.values().sum();
+        let trigger = (killed_so_far < KILLS).then(|| aim(&mut rng, killed_so_far));
+        mock.set_generation(generation);
+        let exit = run_child(&env(&backend, "crash"), trigger.as_ref(), &mut saves);
+        assert_eq!(
+            exit.resumed,
+            rows > 0,
+            "process {generation} resumes iff a record exists:\n{}",
+            exit.output
+        );
+        // Nothing the store marked complete before this process was asked again.
+        let asked = mock.requests_of(generation);
+        let again: Vec<&String> = asked.iter().filter(|k| done.contains(*k)).collect();
+        assert!(
+            again.is_empty(),
+            "process {generation} re-sent calls recorded complete: {again:?}"
+        );
+        let distinct: BTreeSet<&String> = asked.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            asked.len(),
+            "one request per key per process"
+        );
+        figures.requests += asked.len();
+        figures.resent += asked.iter().filter(|k| sent.contains(*k)).count();
+        if generation > 1 {
+            figures.saved += done.len();
+        }
+        sent.extend(asked.iter().cloned());
+
+        let snapshot = rt.block_on(backend.inspect("crash"));
+        assert!(
+            snapshot.done.is_superset(&done),
+            "process {generation} lost completed work: {:?}",
+            done.difference(&snapshot.done).collect::<Vec<_>>()
+        );
+        println!(
+            "  process {generation}: trigger {trigger:?} -> {:?}; sent {} ({} distinct keys done before, {} after)",
+            exit.killed,
+            asked.len(),
+            done.len(),
+            snapshot.done.len()
+        );
+        done = snapshot.done;
+        rows = snapshot.rows;
+        match exit.killed {
+            Some(landed) => *figures.kills.entry(landed).or_default() += 1,
+            None => {
+                let latest = snapshot.latest.expect("a completed run left a record");
+                assert_eq!(latest.state, exit.final_state.clone().unwrap_or_default());
+                break exit.final_state.expect("final state");
+            }
+        }
+    };
+
+    assert_eq!(
+        final_state, expected,
+        "the final state differs from an uninterrupted run's"
+    );
+    let results = final_state["results"].as_array().expect("results");
+    let keys: Vec<&str> = results.iter().filter_map(|r| r["key"].as_str()).collect();
+    let want: Vec<String> = (0..ITEMS).map(item_key).collect();
+    assert_eq!(keys, want, "the fan-in holds every item once, in order");
+    assert_eq!(final_state["errors"], Value::Array(Vec::new()));
+    let kills: usize = figures.kills.values().sum();
+    assert_eq!(kills, KILLS, "{KILLS} kills before the run completed");
+    for kind in [Landed::MidNode, Landed::MidFanOut, Landed::MidSave] {
+        assert!(
+            figures.kills.contains_key(&kind),
+            "no kill landed {} (seed {seed}): {:?}",
+            kind.label(),
+            figures.kills
+        );
+    }
+    let landed: Vec<String> = figures
+        .kills
+        .iter()
+        .map(|(k, n)| format!("{} {n}", k.label()))
+        .collect();
+    println!(
+        "{name}: {kills} kills ({}), {} resumes, {} processes; LLM requests {} (uninterrupted run {}, \
+         {} re-sent after a kill caught them in flight); {} requests saved vs. restarting from \
+         scratch; mean save {} µs; {:.1} s",
+        landed.join(", "),
+        figures.processes - 1,
+        figures.processes,
+        figures.requests,
+        figures.uninterrupted,
+        figures.resent,
+        figures.saved,
+        saves.mean().as_micros(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn sqlite_pipeline_survives_twenty_kills() {
+    let dir = std::env::temp_dir().join(unique_name("oa_crash"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    survive_kills("sqlite", |tag| {
+        Backend::Sqlite(dir.join(format!("{tag}.db")))
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn postgres_pipeline_survives_twenty_kills() {
+    let Some(url) = url(Service::Postgres, "postgres_pipeline_survives_twenty_kills") else {
+        return;
+    };
+    let base = unique_name("oa_crash");
+    survive_kills("postgres", |tag| Backend::Postgres {
+        url: url.clone(),
+        schema: format!("{base}_{tag}"),
+    });
+}
