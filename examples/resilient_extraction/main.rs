@@ -29,11 +29,14 @@
 //!
 //! Options: `--short` (or `RESILIENT_EXTRACTION_SHORT=1`), `--otlp` (or
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set; the other `OTEL_EXPORTER_OTLP_*` variables
-//! apply), `--embedded` (ignore `OPENAI_*`).
+//! apply), `--embedded` (ignore `OPENAI_*`), `--soak SECONDS` (the soak of `soak.rs`:
+//! the pipeline at full rate against a fault-injecting server, memory and tasks
+//! checked; `cargo xtask soak` runs it).
 
 mod pipeline;
 mod report;
 mod server;
+mod soak;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,6 +56,7 @@ struct Args {
     short: bool,
     otlp: bool,
     embedded: bool,
+    soak: Option<f64>,
 }
 
 fn env_flag(name: &str) -> bool {
@@ -64,14 +68,25 @@ fn parse_args() -> Result<Args, BoxError> {
         short: env_flag("RESILIENT_EXTRACTION_SHORT"),
         otlp: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").is_ok_and(|v| !v.is_empty()),
         embedded: false,
+        soak: None,
     };
-    for arg in std::env::args().skip(1) {
+    let mut argv = std::env::args().skip(1);
+    while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--short" => args.short = true,
             "--otlp" => args.otlp = true,
             "--embedded" => args.embedded = true,
+            "--soak" => {
+                let seconds = argv.next().and_then(|v| v.parse::<f64>().ok());
+                match seconds {
+                    Some(s) if s > 0.0 => args.soak = Some(s),
+                    _ => return Err("--soak takes a positive number of seconds".into()),
+                }
+            }
             "-h" | "--help" => {
-                println!("usage: resilient_extraction [--short] [--otlp] [--embedded]");
+                println!(
+                    "usage: resilient_extraction [--short] [--otlp] [--embedded] [--soak SECONDS]"
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}` (try --help)").into()),
@@ -92,9 +107,25 @@ fn real_server() -> Result<Option<(String, OpenAiBuilder)>, BoxError> {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
+fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
+    if let Some(seconds) = args.soak {
+        let config = soak::SoakConfig::new(seconds);
+        let report = soak::run(config)?;
+        println!("{}", report.render(&config));
+        if let Some(why) = &report.first_failure {
+            println!("  first failure: {why}");
+        }
+        if !report.passed(&config) {
+            return Err("the soak failed (see the report above)".into());
+        }
+        println!("Checks: every invocation finished or degraded, memory flat, no task left.");
+        return Ok(());
+    }
+    tokio::runtime::Runtime::new()?.block_on(demo(args))
+}
+
+async fn demo(args: Args) -> Result<(), BoxError> {
     let real = if args.embedded { None } else { real_server()? };
     let embedded = real.is_none();
 

@@ -59,11 +59,47 @@ impl Backend {
                 (BACKEND, "sqlite".into()),
                 (TARGET, path.display().to_string()),
             ],
-            Backend::Postgres { url, schema } => vec![
-                (BACKEND, "postgres".into()),
-                (TARGET, url.clone()),
-                (SCHEMA, schema.clone()),
-            ],
+            Backend::Postgres { url, schema } => {
+                // Named, so the parent can tell when the server is done with a dead child.
+                let sep = if url.contains('?') { '&' } else { '?' };
+                vec![
+                    (BACKEND, "postgres".into()),
+                    (TARGET, format!("{url}{sep}application_name={schema}")),
+                    (SCHEMA, schema.clone()),
+                ]
+            }
+        }
+    }
+
+    /// Waits until the server has finished with every connection of the dead child: a
+    /// statement it sent before the SIGKILL still runs (and may commit) after the
+    /// client is gone. SQLite has no server: the kill stops every write at once.
+    /// Returns whether a session was still there.
+    async fn settle(&self) -> bool {
+        let Backend::Postgres { url, schema } = self else {
+            return false;
+        };
+        let backend = PgBackend::connect(PgConfig::new(url).schema(schema))
+            .await
+            .expect("postgres");
+        let client = backend.pool().get().await.expect("a connection");
+        let started = Instant::now();
+        loop {
+            let row = client
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                    &[schema],
+                )
+                .await
+                .expect("pg_stat_activity");
+            if row.get::<_, i64>(0) == 0 {
+                return started.elapsed() > Duration::from_millis(1);
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the dead child's sessions never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -80,13 +116,17 @@ impl Backend {
     }
 
     /// Checks the store and reads what its latest record marks done.
-    async fn inspect(&self, correlation: &str) -> inspect::Snapshot {
+    async fn inspect(&self, correlation: &str) -> (inspect::Snapshot, bool) {
+        let lingered = self.settle().await;
         if let Backend::Sqlite(path) = self {
             if path.exists() {
                 inspect::sqlite_integrity(path);
             }
         }
-        inspect::inspect(&*self.open().await, correlation).await
+        (
+            inspect::inspect(&*self.open().await, correlation).await,
+            lingered,
+        )
     }
 }
 
@@ -175,10 +215,16 @@ fn aim(rng: &mut StdRng, kill: usize) -> Trigger {
         0..2 if rng.random_bool(0.5) => node(rng, "PHASE enter outline"),
         0..2 => save(rng, 1..=1),
         2..17 if rng.random_range(0..3) == 0 => save(rng, 2..=8),
-        // While instances wait for their answers (the mock takes 3-20 ms).
+        // While instances wait for their answers (the mock takes 3-20 ms): the first
+        // four start together, before any save; later ones overlap other instances'
+        // saves.
         2..17 => Trigger {
             prefix: "PHASE enter extract_all/extract#",
-            nth: rng.random_range(2..=8),
+            nth: if rng.random_bool(0.5) {
+                rng.random_range(1..=4)
+            } else {
+                rng.random_range(5..=8)
+            },
             delay: Delay::Fixed(Duration::from_micros(rng.random_range(0..=2000))),
         },
         _ => node(rng, "PHASE enter summarize"),
@@ -193,6 +239,8 @@ struct Figures {
     resent: usize,
     saved: usize,
     uninterrupted: usize,
+    /// Kills after which the server still ran the dead client's statement.
+    lingered: usize,
 }
 
 fn seed() -> u64 {
@@ -246,6 +294,7 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         resent: 0,
         saved: 0,
         uninterrupted,
+        lingered: 0,
     };
     let mut done: BTreeSet<String> = BTreeSet::new();
     let mut sent: BTreeSet<String> = BTreeSet::new();
@@ -284,7 +333,8 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         }
         sent.extend(asked.iter().cloned());
 
-        let snapshot = rt.block_on(backend.inspect("crash"));
+        let (snapshot, lingered) = rt.block_on(backend.inspect("crash"));
+        figures.lingered += usize::from(lingered);
         assert!(
             snapshot.done.is_superset(&done),
             "process {generation} lost completed work: {:?}",
@@ -336,7 +386,8 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
     println!(
         "{name}: {kills} kills ({}), {} resumes, {} processes; LLM requests {} (uninterrupted run {}, \
          {} re-sent after a kill caught them in flight); {} requests saved vs. restarting from \
-         scratch; mean save {} µs; {:.1} s",
+         scratch; mean save {} µs; {} kills left a server session finishing the dead client's \
+         statement; {:.1} s",
         landed.join(", "),
         figures.processes - 1,
         figures.processes,
@@ -345,6 +396,7 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         figures.resent,
         figures.saved,
         saves.mean().as_micros(),
+        figures.lingered,
         started.elapsed().as_secs_f64()
     );
 }
