@@ -1,7 +1,7 @@
 //! The mock LLM server, in the parent process (so it outlives every kill): the
 //! workspace's scripted server with a handler that answers each structured-output
 //! request from its prompt (deterministically: equal prompts, equal answers) after a
-//! seeded 3–20 ms delay, and logs which process generation asked for which key.
+//! seeded delay, and logs which process generation asked for which key.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -58,8 +58,15 @@ impl LlmMock {
                 "words": text.split_whitespace().count(),
             })
             .to_string();
-            let jitter = fnv(&format!("{seed}/{generation}/{key}")) % 18;
-            Reply::json(200, completion(&content)).after(Duration::from_millis(3 + jitter))
+            // Items 3-20 ms; the two single calls 20-40 ms (a kill aimed 0.5-2.5 ms
+            // after their node starts lands inside the call, whatever the load).
+            let jitter = fnv(&format!("{seed}/{generation}/{key}"));
+            let ms = if key.starts_with("item-") {
+                3 + jitter % 18
+            } else {
+                20 + jitter % 21
+            };
+            Reply::json(200, completion(&content)).after(Duration::from_millis(ms))
         })
         .start()
         .await

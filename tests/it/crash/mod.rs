@@ -74,7 +74,7 @@ impl Backend {
     /// Waits until the server has finished with every connection of the dead child: a
     /// statement it sent before the SIGKILL still runs (and may commit) after the
     /// client is gone. SQLite has no server: the kill stops every write at once.
-    /// Returns whether a session was still there.
+    /// Returns whether a statement was still running.
     async fn settle(&self) -> bool {
         let Backend::Postgres { url, schema } = self else {
             return false;
@@ -83,6 +83,13 @@ impl Backend {
             .await
             .expect("postgres");
         let client = backend.pool().get().await.expect("a connection");
+        let running = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'",
+                &[schema],
+            )
+            .await
+            .expect("pg_stat_activity");
         let started = Instant::now();
         loop {
             let row = client
@@ -93,7 +100,7 @@ impl Backend {
                 .await
                 .expect("pg_stat_activity");
             if row.get::<_, i64>(0) == 0 {
-                return started.elapsed() > Duration::from_millis(1);
+                return running.get::<_, i64>(0) > 0;
             }
             assert!(
                 started.elapsed() < Duration::from_secs(10),
@@ -198,9 +205,19 @@ fn child() {
 
 /// What kill number `kill` (0-based) aims at: the first two at `outline` (the node or
 /// its save), the next fifteen inside the fan-out (while instances wait for their
-/// answers, or during one of its saves), the rest at `summarize`. A trigger whose line never comes (that part
-/// is done) falls through to the kill at `summarize` the driver always makes.
-fn aim(rng: &mut StdRng, kill: usize) -> Trigger {
+/// answers, or during one of its saves), the rest at `summarize` — or at the first of
+/// these parts the store does not mark `done` yet, when that is a later one. A trigger
+/// whose line never comes falls through to the kill at `summarize` the driver always
+/// makes. Until a kill has landed mid-fan-out (outside a save), fan-out kills aim at
+/// the first instances, which start together before any save (`early`).
+fn aim(rng: &mut StdRng, kill: usize, done: &BTreeSet<String>, early: bool) -> Trigger {
+    let left = if !done.contains("outline") {
+        0
+    } else if (0..ITEMS).any(|i| !done.contains(&item_key(i))) {
+        2
+    } else {
+        17
+    };
     let save = |rng: &mut StdRng, nth: std::ops::RangeInclusive<usize>| Trigger {
         prefix: "PHASE save-begin",
         nth: rng.random_range(nth),
@@ -211,16 +228,16 @@ fn aim(rng: &mut StdRng, kill: usize) -> Trigger {
         nth: 1,
         delay: Delay::Fixed(Duration::from_micros(rng.random_range(500..=2500))),
     };
-    match kill {
+    match kill.max(left) {
         0..2 if rng.random_bool(0.5) => node(rng, "PHASE enter outline"),
         0..2 => save(rng, 1..=1),
-        2..17 if rng.random_range(0..3) == 0 => save(rng, 2..=8),
+        2..17 if !early && rng.random_range(0..3) == 0 => save(rng, 2..=8),
         // While instances wait for their answers (the mock takes 3-20 ms): the first
         // four start together, before any save; later ones overlap other instances'
         // saves.
         2..17 => Trigger {
             prefix: "PHASE enter extract_all/extract#",
-            nth: if rng.random_bool(0.5) {
+            nth: if early || rng.random_bool(0.5) {
                 rng.random_range(1..=4)
             } else {
                 rng.random_range(5..=8)
@@ -304,7 +321,14 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         let generation = figures.processes;
         assert!(generation <= 60, "the job never completed");
         let killed_so_far: usize = figures.kills.values().sum();
-        let trigger = (killed_so_far < KILLS).then(|| aim(&mut rng, killed_so_far));
+        let trigger = (killed_so_far < KILLS).then(|| {
+            aim(
+                &mut rng,
+                killed_so_far,
+                &done,
+                !figures.kills.contains_key(&Landed::MidFanOut),
+            )
+        });
         mock.set_generation(generation);
         let exit = run_child(&env(&backend, "crash"), trigger.as_ref(), &mut saves);
         assert_eq!(
@@ -386,7 +410,7 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
     println!(
         "{name}: {kills} kills ({}), {} resumes, {} processes; LLM requests {} (uninterrupted run {}, \
          {} re-sent after a kill caught them in flight); {} requests saved vs. restarting from \
-         scratch; mean save {} µs; {} kills left a server session finishing the dead client's \
+         scratch; mean save {} µs; {} kills left the server running the dead client's \
          statement; {:.1} s",
         landed.join(", "),
         figures.processes - 1,
