@@ -3,4 +3,5 @@
 
 mod chat_browser;
 mod crash;
+mod soak;
 mod suspend_across_processes;
