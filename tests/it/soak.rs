@@ -5,8 +5,6 @@
 //! be left, and the RSS slope must stay under the short run's (gross-leak) bound. The
 //! minute-long run with the tight bound is `cargo xtask soak` (CI).
 
-use std::process::Command;
-
 #[path = "../../examples/resilient_extraction/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;
@@ -40,9 +38,7 @@ fn child() {
 
 #[test]
 fn a_short_soak_finishes_every_invocation_and_leaves_nothing_behind() {
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(exe)
-        .args(["--exact", "soak::child", "--nocapture", "--test-threads=1"])
+    let out = crate::rerun("soak::child")
         .env(ROLE, "1")
         .output()
         .expect("spawn the soak");

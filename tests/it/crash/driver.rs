@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Where a kill landed, from the phase lines the child printed before it died.
@@ -132,9 +132,7 @@ impl SaveTimes {
 
 /// Runs one child with `env`; kills it per `trigger` (none: let it finish).
 pub fn run_child(env: &[(&str, String)], trigger: Option<&Trigger>, saves: &mut SaveTimes) -> Exit {
-    let exe = std::env::current_exe().expect("test binary");
-    let mut child = Command::new(exe)
-        .args(["--exact", "crash::child", "--nocapture", "--test-threads=1"])
+    let mut child = crate::rerun("crash::child")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

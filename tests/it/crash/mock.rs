@@ -1,9 +1,10 @@
 //! The mock LLM server, in the parent process (so it outlives every kill): the
 //! workspace's scripted server with a handler that answers each structured-output
 //! request from its prompt (deterministically: equal prompts, equal answers) after a
-//! seeded delay, and logs which process generation asked for which key.
+//! seeded delay, and logs which process asked for which key. Each child sends its
+//! generation number as its API key: a request a child sent just before it was
+//! killed may be read after the next child started, and must still count as its own.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -20,7 +21,6 @@ pub fn fnv(text: &str) -> u64 {
 /// The running mock.
 pub struct LlmMock {
     server: MockServer,
-    generation: Arc<AtomicU32>,
     log: Arc<Mutex<Vec<(u32, String)>>>,
 }
 
@@ -41,14 +41,17 @@ fn completion(content: &str) -> Value {
 impl LlmMock {
     /// Starts serving on the current runtime; `seed` varies the latencies.
     pub async fn start(seed: u64) -> LlmMock {
-        let generation = Arc::new(AtomicU32::new(0));
         let log: Arc<Mutex<Vec<(u32, String)>>> = Arc::default();
-        let (gen, sink) = (Arc::clone(&generation), Arc::clone(&log));
+        let sink = Arc::clone(&log);
         let server = Script::handler(move |request: &Request| {
             let body = request.json().unwrap_or(Value::Null);
             let prompt = body["messages"][0]["content"].as_str().unwrap_or("");
             let (key, text) = prompt.split_once('\n').unwrap_or((prompt, ""));
-            let generation = gen.load(Ordering::SeqCst);
+            let generation = request
+                .header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer gen-"))
+                .and_then(|g| g.parse::<u32>().ok())
+                .unwrap_or(u32::MAX);
             sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((generation, key.to_owned()));
@@ -71,21 +74,12 @@ impl LlmMock {
         .start()
         .await
         .expect("mock LLM server");
-        LlmMock {
-            server,
-            generation,
-            log,
-        }
+        LlmMock { server, log }
     }
 
     /// `http://127.0.0.1:<port>/v1`.
     pub fn base_url(&self) -> String {
         self.server.base_url()
-    }
-
-    /// Attributes the requests that arrive from now on to process `generation`.
-    pub fn set_generation(&self, generation: u32) {
-        self.generation.store(generation, Ordering::SeqCst);
     }
 
     /// The keys process `generation` asked for, in arrival order.

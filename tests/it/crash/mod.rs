@@ -44,6 +44,7 @@ const TARGET: &str = "OA_CRASH_TARGET";
 const SCHEMA: &str = "OA_CRASH_SCHEMA";
 const MOCK: &str = "OA_CRASH_MOCK";
 const CORRELATION: &str = "OA_CRASH_CORRELATION";
+const GENERATION: &str = "OA_CRASH_GENERATION";
 
 /// The store a child opens: a SQLite file, or a PostgreSQL schema.
 #[derive(Clone)]
@@ -165,7 +166,10 @@ fn child() {
     println!();
     rt.block_on(async {
         let store = backend.open().await;
+        // The process's number, as its API key: the mock counts requests by it.
+        let generation = std::env::var(GENERATION).unwrap_or_default();
         let provider = OpenAiProvider::builder(mock.as_str(), "crash-mock")
+            .api_key(format!("gen-{generation}"))
             .transport(
                 Transport::default()
                     .no_proxy()
@@ -283,18 +287,18 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         .expect("runtime");
     let mock = rt.block_on(mock::LlmMock::start(seed));
     let mut rng = StdRng::seed_from_u64(seed);
-    let env = |backend: &Backend, correlation: &str| {
+    let env = |backend: &Backend, correlation: &str, generation: u32| {
         let mut env = backend.env();
         env.push((MOCK, mock.base_url()));
         env.push((CORRELATION, correlation.to_owned()));
+        env.push((GENERATION, generation.to_string()));
         env
     };
 
     // The reference: one uninterrupted process on an empty store.
     let reference = fresh("reference");
-    mock.set_generation(0);
     let mut saves = SaveTimes::default();
-    let baseline = run_child(&env(&reference, "reference"), None, &mut saves);
+    let baseline = run_child(&env(&reference, "reference", 0), None, &mut saves);
     let expected = baseline.final_state.expect("reference state");
     let uninterrupted = mock.requests_of(0).len();
     assert_eq!(
@@ -314,7 +318,8 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         lingered: 0,
     };
     let mut done: BTreeSet<String> = BTreeSet::new();
-    let mut sent: BTreeSet<String> = BTreeSet::new();
+    // What the store marked complete before each process started (index: generation).
+    let mut done_before: Vec<BTreeSet<String>> = vec![BTreeSet::new()];
     let mut rows = 0;
     let final_state = loop {
         figures.processes += 1;
@@ -329,34 +334,18 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
                 !figures.kills.contains_key(&Landed::MidFanOut),
             )
         });
-        mock.set_generation(generation);
-        let exit = run_child(&env(&backend, "crash"), trigger.as_ref(), &mut saves);
+        let exit = run_child(
+            &env(&backend, "crash", generation),
+            trigger.as_ref(),
+            &mut saves,
+        );
         assert_eq!(
             exit.resumed,
             rows > 0,
             "process {generation} resumes iff a record exists:\n{}",
             exit.output
         );
-        // Nothing the store marked complete before this process was asked again.
-        let asked = mock.requests_of(generation);
-        let again: Vec<&String> = asked.iter().filter(|k| done.contains(*k)).collect();
-        assert!(
-            again.is_empty(),
-            "process {generation} re-sent calls recorded complete: {again:?}"
-        );
-        let distinct: BTreeSet<&String> = asked.iter().collect();
-        assert_eq!(
-            distinct.len(),
-            asked.len(),
-            "one request per key per process"
-        );
-        figures.requests += asked.len();
-        figures.resent += asked.iter().filter(|k| sent.contains(*k)).count();
-        if generation > 1 {
-            figures.saved += done.len();
-        }
-        sent.extend(asked.iter().cloned());
-
+        done_before.push(done.clone());
         let (snapshot, lingered) = rt.block_on(backend.inspect("crash"));
         figures.lingered += usize::from(lingered);
         assert!(
@@ -367,7 +356,7 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
         println!(
             "  process {generation}: trigger {trigger:?} -> {:?}; sent {} ({} distinct keys done before, {} after)",
             exit.killed,
-            asked.len(),
+            mock.requests_of(generation).len(),
             done.len(),
             snapshot.done.len()
         );
@@ -382,6 +371,36 @@ fn survive_kills(name: &str, fresh: impl Fn(&str) -> Backend) {
             }
         }
     };
+
+    // Every child is gone, so every request it sent has been logged (one sent just
+    // before a kill may have been read while the next child ran).
+    let mut sent: BTreeSet<String> = BTreeSet::new();
+    for (generation, done) in done_before.iter().enumerate().skip(1) {
+        let generation = u32::try_from(generation).expect("few processes");
+        let asked = mock.requests_of(generation);
+        let again: Vec<&String> = asked.iter().filter(|k| done.contains(*k)).collect();
+        assert!(
+            again.is_empty(),
+            "process {generation} re-sent calls the store had recorded complete: {again:?}"
+        );
+        let distinct: BTreeSet<&String> = asked.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            asked.len(),
+            "process {generation} sent a key twice: {asked:?}"
+        );
+        figures.requests += asked.len();
+        figures.resent += asked.iter().filter(|k| sent.contains(*k)).count();
+        if generation > 1 {
+            figures.saved += done.len();
+        }
+        sent.extend(asked);
+    }
+    assert!(
+        mock.requests_of(u32::MAX).is_empty(),
+        "requests without a process number"
+    );
+    assert_eq!(sent.len(), ITEMS + 2, "every call was made");
 
     assert_eq!(
         final_state, expected,
