@@ -55,6 +55,15 @@ pub fn run(options: &Options) -> ExitCode {
     command
         .current_dir(workspace_root())
         .args(["run", "--example", "resilient_extraction"]);
+    // `cargo xtask` runs this program with the package variables of xtask set; build
+    // scripts that watch them (ring's) would rebuild for the inner cargo, then again
+    // for a plain `cargo run`. The inner cargo gets the environment a shell gives it.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if inherited_from_cargo_run(&name) {
+            command.env_remove(name.as_ref());
+        }
+    }
     if options.release {
         command.arg("--release");
     }
@@ -72,9 +81,32 @@ pub fn run(options: &Options) -> ExitCode {
     }
 }
 
+/// The variables `cargo run` sets for the program it runs (not for a shell).
+fn inherited_from_cargo_run(name: &str) -> bool {
+    ["CARGO_PKG_", "CARGO_MANIFEST_", "CARGO_BIN_EXE_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || [
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ]
+        .contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Options;
+    use super::{inherited_from_cargo_run, Options};
+
+    #[test]
+    fn only_cargo_runs_package_variables_are_dropped() {
+        assert!(inherited_from_cargo_run("CARGO_PKG_NAME"));
+        assert!(inherited_from_cargo_run("CARGO_MANIFEST_DIR"));
+        assert!(inherited_from_cargo_run("CARGO_CRATE_NAME"));
+        assert!(!inherited_from_cargo_run("CARGO"));
+        assert!(!inherited_from_cargo_run("CARGO_HOME"));
+        assert!(!inherited_from_cargo_run("CARGO_TARGET_DIR"));
+    }
 
     fn parse(args: &[&str]) -> Result<Options, String> {
         Options::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
