@@ -33,6 +33,7 @@
 //! the pipeline at full rate against a fault-injecting server, memory and tasks
 //! checked; `cargo xtask soak` runs it).
 
+mod http;
 mod pipeline;
 mod report;
 mod server;

@@ -1,6 +1,6 @@
 //! The embedded OpenAI-compatible server: `GET /v1/models` and
-//! `POST /v1/chat/completions` on 127.0.0.1 (ephemeral port), over plain tokio +
-//! `httparse`. It plays a small, deterministic "model" and injects faults by chunk:
+//! `POST /v1/chat/completions` on 127.0.0.1 (ephemeral port), over the minimal
+//! HTTP/1.1 of `http.rs`. It plays a small, deterministic "model" and injects faults by chunk:
 //!
 //! | chunk (fan-out index) | what the server does |
 //! |---|---|
@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use super::http::{read_request, write_reply, Body, Reply};
 
 /// The model id the embedded server serves.
 pub const MODEL: &str = "fault-injecting-extractor";
@@ -111,83 +112,6 @@ pub async fn start_with(faults: Faults) -> std::io::Result<Embedded> {
     })
 }
 
-/// One HTTP/1.1 request: method, path and body.
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-}
-
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut parsed = httparse::Request::new(&mut headers);
-        let status = parsed
-            .parse(&buf)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let httparse::Status::Complete(head_len) = status else {
-            continue;
-        };
-        let length = parsed
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-            .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-            .unwrap_or(0usize);
-        let method = parsed.method.unwrap_or_default().to_owned();
-        let path = parsed.path.unwrap_or_default().to_owned();
-        let mut body = buf.split_off(head_len);
-        while body.len() < length {
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                break;
-            }
-            body.extend_from_slice(&chunk[..n]);
-        }
-        return Ok(Some(Request { method, path, body }));
-    }
-}
-
-/// A reply: status, extra headers, body, and how long to wait before sending it.
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Body,
-    delay: Duration,
-}
-
-/// What a reply's body is.
-enum Body {
-    Json(Value),
-    /// Bytes sent as they are, with this content type (a malformed answer).
-    Raw(&'static str, &'static str),
-    /// No answer at all: the connection is closed.
-    HangUp,
-}
-
-impl Reply {
-    fn json(status: u16, body: Value) -> Reply {
-        Reply {
-            status,
-            headers: Vec::new(),
-            body: Body::Json(body),
-            delay: Duration::ZERO,
-        }
-    }
-
-    fn after(mut self, delay: Duration) -> Reply {
-        self.delay = delay;
-        self
-    }
-}
-
 async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let Some(request) = read_request(&mut stream).await? else {
         return Ok(());
@@ -219,30 +143,7 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             json!({"error": {"message": "no such route", "type": "not_found"}}),
         ),
     };
-    if !reply.delay.is_zero() {
-        tokio::time::sleep(reply.delay).await;
-    }
-    let (content_type, body) = match reply.body {
-        Body::Json(value) => (
-            "application/json",
-            serde_json::to_vec(&value).unwrap_or_default(),
-        ),
-        Body::Raw(content_type, text) => (content_type, text.as_bytes().to_vec()),
-        Body::HangUp => return stream.shutdown().await,
-    };
-    let mut head = format!(
-        "HTTP/1.1 {} X\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
-        reply.status,
-        body.len()
-    );
-    for (name, value) in reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(&body).await?;
-    stream.flush().await?;
-    stream.shutdown().await
+    write_reply(&mut stream, reply).await
 }
 
 fn text_of(message: &Value) -> &str {

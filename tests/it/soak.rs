@@ -5,6 +5,8 @@
 //! be left, and the RSS slope must stay under the short run's (gross-leak) bound. The
 //! minute-long run with the tight bound is `cargo xtask soak` (CI).
 
+#[path = "../../examples/resilient_extraction/http.rs"]
+mod http;
 #[path = "../../examples/resilient_extraction/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;

@@ -15,26 +15,25 @@
 //! printed): the kind of kill for each process is drawn from what is still left to do,
 //! then the occurrence of the phase line that fires it and the delay after it.
 
+mod backend;
 mod driver;
 mod inspect;
 mod mock;
 mod pipeline;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use openarmature::graph::checkpoint::{CheckpointFilter, Checkpointer};
 use openarmature::graph::{InvokeOptions, State};
 use openarmature::llm::{OpenAiProvider, Transport};
-use openarmature::pipeline::SqliteCheckpointer;
-use openarmature_postgres::{PgBackend, PgConfig};
 use openarmature_testkit::services::{unique_name, url, Service};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
+use backend::Backend;
 use driver::{run_child, Delay, Landed, SaveTimes, Trigger};
 use pipeline::{item_key, ITEMS};
 
@@ -45,98 +44,6 @@ const SCHEMA: &str = "OA_CRASH_SCHEMA";
 const MOCK: &str = "OA_CRASH_MOCK";
 const CORRELATION: &str = "OA_CRASH_CORRELATION";
 const GENERATION: &str = "OA_CRASH_GENERATION";
-
-/// The store a child opens: a SQLite file, or a PostgreSQL schema.
-#[derive(Clone)]
-enum Backend {
-    Sqlite(PathBuf),
-    Postgres { url: String, schema: String },
-}
-
-impl Backend {
-    fn env(&self) -> Vec<(&'static str, String)> {
-        match self {
-            Backend::Sqlite(path) => vec![
-                (BACKEND, "sqlite".into()),
-                (TARGET, path.display().to_string()),
-            ],
-            Backend::Postgres { url, schema } => {
-                // Named, so the parent can tell when the server is done with a dead child.
-                let sep = if url.contains('?') { '&' } else { '?' };
-                vec![
-                    (BACKEND, "postgres".into()),
-                    (TARGET, format!("{url}{sep}application_name={schema}")),
-                    (SCHEMA, schema.clone()),
-                ]
-            }
-        }
-    }
-
-    /// Waits until the server has finished with every connection of the dead child: a
-    /// statement it sent before the SIGKILL still runs (and may commit) after the
-    /// client is gone. SQLite has no server: the kill stops every write at once.
-    /// Returns whether a statement was still running.
-    async fn settle(&self) -> bool {
-        let Backend::Postgres { url, schema } = self else {
-            return false;
-        };
-        let backend = PgBackend::connect(PgConfig::new(url).schema(schema))
-            .await
-            .expect("postgres");
-        let client = backend.pool().get().await.expect("a connection");
-        let running = client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'",
-                &[schema],
-            )
-            .await
-            .expect("pg_stat_activity");
-        let started = Instant::now();
-        loop {
-            let row = client
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                    &[schema],
-                )
-                .await
-                .expect("pg_stat_activity");
-            if row.get::<_, i64>(0) == 0 {
-                return running.get::<_, i64>(0) > 0;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "the dead child's sessions never ended"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
-    async fn open(&self) -> Arc<dyn Checkpointer> {
-        match self {
-            Backend::Sqlite(path) => Arc::new(SqliteCheckpointer::open(path).expect("sqlite")),
-            Backend::Postgres { url, schema } => Arc::new(
-                PgBackend::connect(PgConfig::new(url).schema(schema))
-                    .await
-                    .expect("postgres")
-                    .checkpointer(),
-            ),
-        }
-    }
-
-    /// Checks the store and reads what its latest record marks done.
-    async fn inspect(&self, correlation: &str) -> (inspect::Snapshot, bool) {
-        let lingered = self.settle().await;
-        if let Backend::Sqlite(path) = self {
-            if path.exists() {
-                inspect::sqlite_integrity(path);
-            }
-        }
-        (
-            inspect::inspect(&*self.open().await, correlation).await,
-            lingered,
-        )
-    }
-}
 
 /// The child side: resume the job's latest record (or start it), print the final state.
 /// A no-op in the parent.
