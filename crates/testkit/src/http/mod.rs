@@ -13,7 +13,8 @@
 //! (`Connection: close`) unless the script keeps connections alive; a
 //! [`Reply::Drop`] (read the request, close without answering) therefore never
 //! disturbs a pooled connection. Besides well-formed answers a reply can be
-//! hostile on purpose: raw bytes, a truncated or endless body, a stalled one.
+//! hostile on purpose: raw bytes, a truncated or endless body, a stalled one; and
+//! any reply can come late ([`Reply::after`]).
 
 mod serve;
 
