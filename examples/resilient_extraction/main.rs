@@ -36,11 +36,15 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set; the other `OTEL_EXPORTER_OTLP_*` variables
 //! apply), `--embedded` (ignore `OPENAI_*`), `--report PATH` (write the run as one
 //! self-contained HTML waterfall, `RunReport`: node attempts, LLM wire attempts with
-//! their retry reasons, backoff and Retry-After waits, degraded chunks, tokens).
+//! their retry reasons, backoff and Retry-After waits, degraded chunks, tokens),
+//! `--soak SECONDS` (the soak of `soak.rs`: the pipeline at full rate against a
+//! fault-injecting server, memory and tasks checked; `cargo xtask soak` runs it).
 
+mod http;
 mod pipeline;
 mod report;
 mod server;
+mod soak;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -65,6 +69,7 @@ struct Args {
     otlp: bool,
     embedded: bool,
     report: Option<PathBuf>,
+    soak: Option<f64>,
 }
 
 fn env_flag(name: &str) -> bool {
@@ -77,6 +82,7 @@ fn parse_args() -> Result<Args, BoxError> {
         otlp: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").is_ok_and(|v| !v.is_empty()),
         embedded: false,
         report: None,
+        soak: None,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
@@ -88,9 +94,16 @@ fn parse_args() -> Result<Args, BoxError> {
                 Some(path) if !path.starts_with("--") => args.report = Some(path.into()),
                 _ => return Err("--report needs a file path, e.g. --report run.html".into()),
             },
+            "--soak" => {
+                let seconds = argv.next().and_then(|v| v.parse::<f64>().ok());
+                match seconds {
+                    Some(s) if s > 0.0 => args.soak = Some(s),
+                    _ => return Err("--soak takes a positive number of seconds".into()),
+                }
+            }
             "-h" | "--help" => {
                 println!(
-                    "usage: resilient_extraction [--short] [--otlp] [--embedded] [--report PATH]"
+                    "usage: resilient_extraction [--short] [--otlp] [--embedded] [--report PATH] [--soak SECONDS]"
                 );
                 std::process::exit(0);
             }
@@ -115,9 +128,25 @@ fn real_server() -> Result<Option<(String, OpenAiBuilder)>, BoxError> {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
+fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
+    if let Some(seconds) = args.soak {
+        let config = soak::SoakConfig::new(seconds);
+        let report = soak::run(config)?;
+        println!("{}", report.render(&config));
+        if let Some(why) = &report.first_failure {
+            println!("  first failure: {why}");
+        }
+        if !report.passed(&config) {
+            return Err("the soak failed (see the report above)".into());
+        }
+        println!("Checks: every invocation finished or degraded, memory flat, no task left.");
+        return Ok(());
+    }
+    tokio::runtime::Runtime::new()?.block_on(demo(args))
+}
+
+async fn demo(args: Args) -> Result<(), BoxError> {
     let real = if args.embedded { None } else { real_server()? };
     let embedded = real.is_none();
 

@@ -10,6 +10,8 @@
 //! - `msrv`: each member's declared `rust-version` against the locked packages it builds.
 //! - `package`: packaging metadata and `cargo package --list` for every
 //!   publishable crate.
+//! - `soak [--seconds N] [--release]`: the main example's soak (memory, tasks,
+//!   outcomes under injected faults at full rate).
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -20,6 +22,7 @@ mod bench;
 mod conformance;
 mod msrv;
 mod package;
+mod soak;
 mod spec_diff;
 mod spec_status;
 
@@ -81,6 +84,14 @@ Commands:
         categories, rust-version, [package.metadata.docs.rs]) and run `cargo
         package --list`, failing when README.md or LICENSE is not in the package.
 
+  soak [--seconds N] [--release]
+        Run the resilient_extraction example's soak for N seconds (default 60):
+        the pipeline at full rate against its embedded server injecting 5xx, 429
+        with Retry-After, truncated and HTML bodies, schema violations, slow and
+        too-late answers and hang-ups. Prints the rate, the faults, the RSS
+        samples and their slope after warm-up; fails when an invocation neither
+        finished nor degraded, the slope exceeds its bound, or a task is left.
+
   help  Print this help.
 ";
 
@@ -98,6 +109,10 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "msrv" => msrv::run(rest),
         "package" => package::run(rest),
+        "soak" => match soak::Options::parse(rest) {
+            Ok(options) => soak::run(&options),
+            Err(message) => usage_error(&message),
+        },
         "conformance" => match conformance::Options::parse(rest) {
             Ok(options) => conformance::run(&options),
             Err(message) => usage_error(&message),

@@ -101,6 +101,38 @@ async fn a_handler_answers_from_the_request_and_keep_alive_reuses_the_connection
 }
 
 #[tokio::test]
+async fn a_delayed_reply_is_recorded_at_once_and_answered_after_its_delay() {
+    let server = MockServer::scripted([
+        Reply::json(200, serde_json::json!({"late": true})).after(Duration::from_millis(150))
+    ])
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let probe = tokio::spawn({
+        let addr = server.addr();
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"POST /v1/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    });
+    // The exchange is logged when the request is read, before the answer leaves.
+    assert_eq!(server.wait_for(1, Duration::from_secs(5)).await.len(), 1);
+    assert_eq!(server.exchanges()[0].status, Some(200));
+    let out = probe.await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert!(
+        out.starts_with("HTTP/1.1 200 ") && out.ends_with(r#"{"late":true}"#),
+        "{out}"
+    );
+}
+
+#[tokio::test]
 async fn an_sse_reply_is_a_chunked_event_stream() {
     let events = vec![r#"{"a":1}"#.to_owned(), "[DONE]".to_owned()];
     let server = MockServer::scripted([Reply::Sse {
