@@ -80,6 +80,7 @@ mod observer;
 mod queue;
 pub mod reducers;
 pub mod session;
+mod spans;
 mod state;
 mod subgraph;
 pub mod suspension;

@@ -120,6 +120,8 @@ pub mod resilience;
 mod response;
 mod retry;
 pub mod schema;
+#[cfg(feature = "tracing-spans")]
+mod spans;
 mod stream;
 mod tool;
 mod tool_scope;

@@ -66,6 +66,8 @@ mod branches;
 mod fan_out;
 mod isolation;
 pub mod retry;
+#[cfg(feature = "tracing-spans")]
+mod spans;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]

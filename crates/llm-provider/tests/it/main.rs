@@ -12,4 +12,6 @@ mod resilience_retry_after;
 mod resilience_soak;
 mod secrets;
 mod streaming;
+#[cfg(feature = "tracing-spans")]
+mod tracing_spans;
 mod typed_output;
