@@ -25,8 +25,10 @@
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
 //! - [`payload`]: the §5.5.1 canonical JSON and §5.5.5 truncation of payload
 //!   attributes.
-//! - [`export`]: private OTLP tracer / logger / meter providers (HTTP/protobuf or
-//!   gRPC, batch or periodic export, `OTEL_EXPORTER_OTLP_*` configuration).
+//! - `export` (features `otlp-http`, on by default, and `otlp-grpc`): private OTLP
+//!   tracer / logger / meter providers (HTTP/protobuf or gRPC, batch or periodic
+//!   export, `OTEL_EXPORTER_OTLP_*` configuration); OTLP/HTTP goes through the
+//!   workspace's one reqwest, or the caller's client (`OtlpExport::http_client`).
 //!
 //! **TracerProvider isolation (§6).** Nothing in this crate reads or sets the global
 //! OpenTelemetry providers (tracer, logger or meter): the observer emits through the
@@ -36,6 +38,7 @@
 //! Implementation status per fixture lives in the workspace `conformance.toml`.
 
 pub mod attributes;
+#[cfg(any(feature = "otlp-http", feature = "otlp-grpc"))]
 pub mod export;
 pub mod langfuse;
 pub mod metadata;
@@ -64,6 +67,6 @@ mod tests {
 
 /// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
 /// rot. Exists only while collecting doc tests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "otlp-http"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
