@@ -93,10 +93,10 @@
 //! # }
 //! ```
 
-pub use openarmature_core as core;
-pub use openarmature_graph as graph;
 #[cfg(feature = "agent")]
 pub use openarmature_agent as agent;
+pub use openarmature_core as core;
+pub use openarmature_graph as graph;
 #[cfg(feature = "harness")]
 pub use openarmature_harness as harness;
 #[cfg(feature = "harness-chat")]

@@ -18,8 +18,8 @@ use super::errors::ErrorBody;
 use crate::error::LlmError;
 
 /// The error type every recognised context-window error carries
-/// ([`LlmError::error_type`]).
-pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+/// ([`LlmError::error_type`], [`LlmError::is_context_window_exceeded`]).
+pub use crate::error::CONTEXT_LENGTH_EXCEEDED;
 
 /// Whether the error body says the request does not fit the model's context.
 pub(crate) fn is_context_window_error(e: &ErrorBody) -> bool {
@@ -32,15 +32,6 @@ pub(crate) fn is_context_window_error(e: &ErrorBody) -> bool {
         || message.contains("context size has been exceeded")
         || message.contains("exceeds the available context size")
         || message.contains("context_length_exceeded")
-}
-
-impl LlmError {
-    /// Whether this is a recognised context-window error of an OpenAI-compatible
-    /// server (error type [`CONTEXT_LENGTH_EXCEEDED`]): shorten the prompt or lower
-    /// `max_tokens`; retrying as is cannot succeed.
-    pub fn is_context_window_exceeded(&self) -> bool {
-        self.error_type() == Some(CONTEXT_LENGTH_EXCEEDED)
-    }
 }
 
 #[cfg(test)]

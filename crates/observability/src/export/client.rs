@@ -67,7 +67,9 @@ impl ReqwestBlockingClient {
             .take(MAX_RESPONSE_BYTES + 1)
             .read_to_end(&mut body)?;
         if body.len() as u64 > MAX_RESPONSE_BYTES {
-            return Err(format!("the OTLP response body exceeds {MAX_RESPONSE_BYTES} bytes").into());
+            return Err(
+                format!("the OTLP response body exceeds {MAX_RESPONSE_BYTES} bytes").into(),
+            );
         }
         let mut out = Response::builder().status(status).body(Bytes::from(body))?;
         *out.headers_mut() = headers;

@@ -121,7 +121,10 @@ async fn a_caller_supplied_http_client_sends_the_batch() {
     let host = api.origin();
     // The caller's client carries its own default header; the observer keeps it.
     let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert("x-tenant", reqwest::header::HeaderValue::from_static("acme"));
+    headers.insert(
+        "x-tenant",
+        reqwest::header::HeaderValue::from_static("acme"),
+    );
     let http = reqwest::Client::builder()
         .default_headers(headers)
         .no_proxy()
@@ -130,9 +133,7 @@ async fn a_caller_supplied_http_client_sends_the_batch() {
     let client =
         IngestionClient::with_http_client(LangfuseCredentials::new(host, "pk", "sk"), http)
             .unwrap();
-    let observer = LangfuseObserver::builder()
-        .client(Arc::new(client))
-        .build();
+    let observer = LangfuseObserver::builder().client(Arc::new(client)).build();
     observer
         .invoke(&graph(), Count::default(), InvokeOptions::default())
         .await
@@ -140,7 +141,10 @@ async fn a_caller_supplied_http_client_sends_the_batch() {
     observer.flush().await.unwrap();
     let (path, auth, _) = rx.recv().await.unwrap();
     assert_eq!(path, "/api/public/ingestion");
-    assert_eq!(auth, "Basic cGs6c2s=", "basic auth is still set per request");
+    assert_eq!(
+        auth, "Basic cGs6c2s=",
+        "basic auth is still set per request"
+    );
     let heads = api.requests();
     assert!(
         heads.iter().any(|r| r.header("x-tenant") == Some("acme")),

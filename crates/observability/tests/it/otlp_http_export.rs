@@ -458,5 +458,8 @@ async fn a_caller_supplied_http_client_carries_the_export() {
         .expect("collector alive");
     assert_eq!(path, "/v1/traces");
     assert!(!req.resource_spans.is_empty());
-    assert!(sent.load(Ordering::SeqCst) >= 1, "the export went through the caller's client");
+    assert!(
+        sent.load(Ordering::SeqCst) >= 1,
+        "the export went through the caller's client"
+    );
 }
