@@ -15,10 +15,9 @@
 //! type [`CONTEXT_LENGTH_EXCEEDED`], whatever its status; the vendor message is kept.
 
 use super::errors::ErrorBody;
-use crate::error::LlmError;
 
 /// The error type every recognised context-window error carries
-/// ([`LlmError::error_type`], [`LlmError::is_context_window_exceeded`]).
+/// ([`crate::LlmError::error_type`], [`crate::LlmError::is_context_window_exceeded`]).
 pub use crate::error::CONTEXT_LENGTH_EXCEEDED;
 
 /// Whether the error body says the request does not fit the model's context.
@@ -40,7 +39,7 @@ mod tests {
 
     use super::super::errors::from_status;
     use super::*;
-    use crate::error::ErrorCategory;
+    use crate::error::{ErrorCategory, LlmError};
 
     fn classify(status: u16, body: &str) -> LlmError {
         from_status(status, &HeaderMap::new(), body.as_bytes())
