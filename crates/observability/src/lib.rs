@@ -35,6 +35,11 @@
 //! providers it is given, so auto-instrumentation that writes to the global provider
 //! never duplicates its spans.
 //!
+//! **`tracing` instead.** The feature `tracing-spans` of the engine, pipeline and LLM
+//! crates opens the same spans inline as `tracing` spans with these attribute keys
+//! (and `otel.name` for `tracing-opentelemetry`). Use those or this observer for the
+//! same spans, not both: each would export its own copy (see the crate README).
+//!
 //! Implementation status per fixture lives in the workspace `conformance.toml`.
 
 pub mod attributes;
