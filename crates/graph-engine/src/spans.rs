@@ -95,7 +95,6 @@ where
 {
     let span = tracing::info_span!(
         "openarmature.invocation",
-        "otel.name" = "openarmature.invocation",
         "otel.status_code" = Empty,
         "openarmature.invocation_id" = id,
         "openarmature.graph.entry_node" = entry,

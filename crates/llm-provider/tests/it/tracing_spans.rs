@@ -141,6 +141,16 @@ fn down() -> Step {
     )
 }
 
+/// Runs `graph` once with a capturing subscriber as this thread's default (the
+/// current-thread test runtime polls every span's future here).
+async fn traced(graph: &openarmature_graph::CompiledGraph<T>) -> (T, Recorder) {
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let out = graph.invoke(T::default()).await.unwrap();
+    (out, recorder)
+}
+
 #[tokio::test]
 async fn a_run_shows_its_node_llm_tool_and_degradation_spans() {
     // Node attempt 0: wire attempts 0 and 1 both 503 (the call fails, the node is
@@ -190,12 +200,7 @@ async fn a_run_shows_its_node_llm_tool_and_degradation_spans() {
         .compile()
         .unwrap();
 
-    let recorder = Recorder::default();
-    let subscriber = tracing_subscriber::registry().with(recorder.clone());
-    let out = {
-        let _default = tracing::subscriber::set_default(subscriber);
-        graph.invoke(T::default()).await.unwrap()
-    };
+    let (out, recorder) = traced(&graph).await;
     assert_eq!(out.answer, "hi");
     assert_eq!(out.note, "degraded");
     assert_eq!(server.request_count(), 3);
@@ -340,9 +345,8 @@ async fn a_run_shows_its_node_llm_tool_and_degradation_spans() {
     assert_eq!(degraded.field("openarmature.node.fan_out_index"), None);
 }
 
-#[tokio::test]
-async fn a_failed_tool_call_marks_its_span() {
-    let graph = GraphBuilder::new(T::default())
+fn tool_graph() -> openarmature_graph::CompiledGraph<T> {
+    GraphBuilder::new(T::default())
         .add_node("act", |_s: Arc<T>, ctx: NodeCtx| async move {
             let call = ToolExecution::new("lookup");
             let outcome = ctx
@@ -355,13 +359,12 @@ async fn a_failed_tool_call_marks_its_span() {
         .add_edge("act", END)
         .entry("act")
         .compile()
-        .unwrap();
-    let recorder = Recorder::default();
-    let subscriber = tracing_subscriber::registry().with(recorder.clone());
-    let out = {
-        let _default = tracing::subscriber::set_default(subscriber);
-        graph.invoke(T::default()).await.unwrap()
-    };
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_failed_tool_call_marks_its_span() {
+    let (out, recorder) = traced(&tool_graph()).await;
     assert_eq!(out.weather, "true");
     let spans = recorder.0.spans.lock().unwrap();
     let tool = spans
@@ -372,4 +375,46 @@ async fn a_failed_tool_call_marks_its_span() {
     assert_eq!(tool.field("error.type"), Some("Error"));
     assert_eq!(tool.field("exception.message"), Some("no such city"));
     assert_eq!(tool.field("gen_ai.tool.call.id"), None);
+}
+
+/// A `Write` into a shared buffer (the fmt layer's writer).
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_fmt_layer_shows_the_run_with_span_timings() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::registry().with(
+        tracing_subscriber::fmt::layer()
+            .with_writer(move || writer.clone())
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE),
+    );
+    {
+        let _default = tracing::subscriber::set_default(subscriber);
+        tool_graph().invoke(T::default()).await.unwrap();
+    }
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let closes: Vec<&str> = text.lines().filter(|l| l.contains("close")).collect();
+    // Innermost first: the tool, its node attempt, the invocation; each with timings.
+    assert_eq!(closes.len(), 3, "{text}");
+    assert!(closes[0].contains("openarmature.tool.call{"), "{text}");
+    assert!(closes[1].contains("openarmature.node{"), "{text}");
+    assert!(closes[2].contains("openarmature.invocation{"), "{text}");
+    assert!(closes.iter().all(|l| l.contains("time.busy")), "{text}");
+    assert!(
+        closes[0].contains("openarmature.invocation{")
+            && closes[0].contains("gen_ai.tool.name=lookup"),
+        "the tool span's line shows its parents and fields: {text}"
+    );
 }
