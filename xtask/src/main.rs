@@ -7,7 +7,7 @@
 //!   deferrals (the README table with `--markdown`).
 //! - `spec-diff <old> <new>`: fixtures added / removed / changed between two
 //!   fixture trees, the crates affected, and which changed fixtures fail today.
-//! - `msrv`: the declared `rust-version` against the locked dependencies' own.
+//! - `msrv`: each member's declared `rust-version` against the locked packages it builds.
 //! - `package`: packaging metadata and `cargo package --list` for every
 //!   publishable crate.
 //!
@@ -69,10 +69,11 @@ Commands:
         benchmark, per element where a throughput is set. FILTER is passed to
         criterion (a benchmark-id substring). Full runs: `cargo bench`.
 
-  msrv  Check that the declared `rust-version` is true: reads `cargo metadata
-        --locked` and fails when a locked dependency package declares a higher
-        `rust-version` than the lowest one a workspace member declares (listing
-        them). Needs no other toolchain.
+  msrv  Check that every declared `rust-version` is true, per workspace member:
+        reads `cargo metadata --locked` and fails when a package the member builds
+        (its dependencies, transitively, and its own dev-dependencies) declares a
+        higher `rust-version` than the member does (listing them). Needs no other
+        toolchain.
 
   package
         For every publishable workspace crate (`publish = false` ones skipped):

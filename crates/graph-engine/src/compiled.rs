@@ -236,6 +236,12 @@ impl<S: State> CompiledGraph<S> {
         &self.inner.defaults
     }
 
+    /// The Checkpointer registered with [`crate::GraphBuilder::checkpointer`], if any
+    /// (what a durable runtime consults to find where an invocation stopped).
+    pub fn checkpointer(&self) -> Option<&Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.inner.checkpoint.as_ref().map(|c| &c.checkpointer)
+    }
+
     /// The entry node's name.
     pub fn entry(&self) -> &str {
         &self.inner.nodes[self.inner.entry].name

@@ -445,6 +445,7 @@ fn failure_of(error: &LlmError) -> LlmFailure {
         error.error_type().map(str::to_owned),
         error.to_string(),
     )
+    .with_retry_after(error.retry_after())
 }
 
 /// A message in the typed-event form: the §3 JSON shape with inline image bytes

@@ -128,6 +128,8 @@ mod retry;
 pub mod schema;
 #[cfg(feature = "tracing-spans")]
 mod spans;
+#[cfg(feature = "providers")]
+mod sse;
 mod stream;
 mod tool;
 mod tool_scope;

@@ -25,6 +25,12 @@
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
 //! - [`payload`]: the §5.5.1 canonical JSON and §5.5.5 truncation of payload
 //!   attributes.
+//! - [`progress`]: [`progress::ProgressCounter`], fan-out items done / degraded / in
+//!   flight counted from the events, and (feature `progress`)
+//!   `progress::ProgressObserver`, the same counts as terminal progress bars.
+//! - [`report`]: [`report::RunReport`], a run's events as a waterfall of node
+//!   attempts, LLM wire attempts, waits and degradations, rendered as one
+//!   self-contained HTML page.
 //! - `export` (features `otlp-http`, on by default, and `otlp-grpc`): private OTLP
 //!   tracer / logger / meter providers (HTTP/protobuf or gRPC, batch or periodic
 //!   export, `OTEL_EXPORTER_OTLP_*` configuration); OTLP/HTTP goes through the
@@ -47,8 +53,11 @@ pub mod attributes;
 pub mod export;
 pub mod langfuse;
 pub mod metadata;
+mod node_path;
 mod otel;
 pub mod payload;
+pub mod progress;
+pub mod report;
 
 pub use otel::{
     InvokeError, OtelObserver, OtelObserverBuilder, PayloadCapTooSmall, INSTRUMENTATION_SCOPE,

@@ -49,7 +49,6 @@ pub mod context_window;
 pub(crate) mod errors;
 mod request;
 mod response;
-mod sse;
 mod stream;
 
 use futures::future::BoxFuture;
@@ -187,26 +186,16 @@ impl OpenAiProvider {
             .post(&self.chat_url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        let response = self
-            .http
-            .start(self.with_auth(builder, "text/event-stream"))
-            .await?;
-        if !response.status().is_success() {
-            let reply = self.http.read(response).await?;
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
-        stream::consume(
-            response,
-            self.http.max_response_bytes(),
-            &prepared,
-            request.response_schema,
+        let mut assembler = stream::Assembler::default();
+        crate::sse::exchange(
+            &self.http,
+            self.with_auth(builder, "text/event-stream"),
+            errors::from_status,
+            &mut assembler,
             sink,
         )
-        .await
+        .await?;
+        assembler.response(&prepared, request.response_schema)
     }
 
     /// Adds the `Accept` and `Authorization` headers.

@@ -18,13 +18,12 @@ use serde_json::{Map, Value};
 
 use super::errors;
 use super::response::parse_value;
-use super::sse::{SseDecoder, SseEvent};
 use crate::error::LlmError;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
+use crate::sse::{Assemble, SseEvent};
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate::Prepared;
-use openarmature_http::TransportError;
 
 fn invalid(message: impl Into<String>) -> LlmError {
     LlmError::invalid_response(message)
@@ -63,10 +62,15 @@ fn text_field<'v>(delta: &'v Map<String, Value>, key: &str) -> Result<Option<&'v
     }
 }
 
-impl Assembler {
+impl Assemble for Assembler {
     /// Whether `[DONE]` was seen.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the stream reached a terminal state (`[DONE]`, a finish reason, usage).
+    fn completed(&self) -> bool {
+        self.done || self.finish_reason.is_some() || self.usage.is_some()
     }
 
     /// Handles one event.
@@ -74,7 +78,7 @@ impl Assembler {
     /// # Errors
     /// `provider_invalid_response` for a malformed chunk; the chunk's category for a
     /// mid-stream `error` chunk.
-    pub(crate) fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
+    fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.done = true;
@@ -87,7 +91,9 @@ impl Assembler {
             .map_err(|e| invalid(format!("stream chunk is not valid JSON: {e}")).with_source(e))?;
         self.chunk(chunk, event.event.as_deref() == Some("error"), sink)
     }
+}
 
+impl Assembler {
     fn chunk(
         &mut self,
         chunk: Value,
@@ -211,11 +217,6 @@ impl Assembler {
         Ok(())
     }
 
-    /// Whether the stream reached a terminal state (`[DONE]`, a finish reason, usage).
-    pub(crate) fn completed(&self) -> bool {
-        self.done || self.finish_reason.is_some() || self.usage.is_some()
-    }
-
     /// The assembled `chat.completion` body.
     pub(crate) fn assembled(&self) -> Value {
         let mut message = Map::new();
@@ -297,59 +298,6 @@ fn mid_stream_error(chunk: &Map<String, Value>) -> LlmError {
         .unwrap_or(500);
     let body = serde_json::to_vec(chunk).unwrap_or_default();
     errors::from_status(status, &reqwest::header::HeaderMap::new(), &body)
-}
-
-/// Reads a 2xx streaming response to its end, reporting deltas to `sink`.
-///
-/// # Errors
-/// `provider_unavailable` for a transport failure or a stream cut before it
-/// completed; `provider_invalid_response` for a malformed chunk or a stream over
-/// `cap` bytes; a mid-stream error chunk's category.
-pub(crate) async fn consume(
-    mut response: reqwest::Response,
-    cap: usize,
-    prepared: &Prepared,
-    response_schema: Option<&Value>,
-    sink: &dyn DeltaSink,
-) -> Result<Response, LlmError> {
-    let mut decoder = SseDecoder::new(cap);
-    let mut assembler = Assembler::default();
-    let mut events = Vec::new();
-    let mut total = 0usize;
-    while !assembler.is_done() {
-        let piece = response
-            .chunk()
-            .await
-            .map_err(|e| LlmError::from(TransportError::from(e)))?;
-        let Some(piece) = piece else {
-            decoder.finish(&mut events)?;
-            drain(&mut assembler, &mut events, sink)?;
-            break;
-        };
-        total = total.saturating_add(piece.len());
-        if total > cap {
-            return Err(TransportError::too_large(cap).into());
-        }
-        decoder.push(&piece, &mut events)?;
-        drain(&mut assembler, &mut events, sink)?;
-    }
-    if !assembler.completed() {
-        return Err(LlmError::unavailable(
-            "the stream ended before a finish reason or its [DONE] sentinel",
-        ));
-    }
-    assembler.response(prepared, response_schema)
-}
-
-fn drain(
-    assembler: &mut Assembler,
-    events: &mut Vec<SseEvent>,
-    sink: &dyn DeltaSink,
-) -> Result<(), LlmError> {
-    for event in events.drain(..) {
-        assembler.event(&event, sink)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

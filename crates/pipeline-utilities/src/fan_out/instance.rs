@@ -8,6 +8,7 @@ use openarmature_graph::{is_carrier, Boundary, NodeCtx, NodeError, State, StateR
 use serde_json::Value;
 
 use super::{ErrorPolicy, FanOutNode};
+use crate::dispatch::{run_default, DispatchSite, InstanceRequest};
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// One instance's initial subgraph state.
@@ -39,6 +40,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
         &self,
         parent: &Arc<P>,
         ctx: &NodeCtx,
+        site: Option<&DispatchSite>,
         index: usize,
         item: Option<Value>,
     ) -> Result<C::Update, NodeError> {
@@ -58,7 +60,13 @@ impl<P: State, C: State> FanOutNode<P, C> {
         let target =
             move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, NodeError>> {
                 Box::pin(async move {
-                    let done = graph.run_within((*state).clone(), &ictx).await?;
+                    let done = match (&self.dispatcher, site) {
+                        (Some(dispatcher), Some(site)) => {
+                            let request = InstanceRequest::new(site, index, state, graph, &ictx);
+                            dispatcher.dispatch(request).await?
+                        }
+                        _ => run_default(graph, state, &ictx).await?,
+                    };
                     self.project(&done)
                 })
             };

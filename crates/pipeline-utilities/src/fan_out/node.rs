@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::fan_in::Done;
 use super::{fail, FanOutNode, OnEmpty};
+use crate::dispatch::DispatchSite;
 use crate::isolation::FailureIsolationMiddleware;
 
 impl<P: State, C: State> FanOutNode<P, C> {
@@ -71,11 +72,17 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
             let tracker = FanOutTracker::for_node(&ctx, &*state, count)?;
             let tracker = tracker.as_ref();
             let limit = bound.unwrap_or(count).max(1);
-            let (parent, node_ctx) = (&state, &ctx);
+            // Built only for a dispatcher: the default path allocates no key.
+            let site = self
+                .dispatcher
+                .as_ref()
+                .map(|_| DispatchSite::new(&ctx, count));
+            let (parent, node_ctx, site) = (&state, &ctx, site.as_ref());
             let launch = move |next: (usize, Option<Value>)| async move {
                 (
                     next.0,
-                    self.run_tracked(parent, node_ctx, tracker, next).await,
+                    self.run_tracked(parent, node_ctx, tracker, site, next)
+                        .await,
                 )
             };
             let mut results = Vec::with_capacity(count);

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::fan_in::Done;
 use super::instance::carrier;
 use super::{ErrorPolicy, FanOutNode};
+use crate::dispatch::DispatchSite;
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// A rolled-forward contribution (§10.11.2: `result_is_error` routes it), in the
@@ -36,12 +37,13 @@ impl<P: State, C: State> FanOutNode<P, C> {
         parent: &Arc<P>,
         ctx: &NodeCtx,
         tracker: Option<&FanOutTracker>,
+        site: Option<&DispatchSite>,
         (index, item): (usize, Option<Value>),
     ) -> Result<Done, NodeError> {
         if let Some(t) = tracker {
             t.start(index);
         }
-        match self.run_instance(parent, ctx, index, item).await {
+        match self.run_instance(parent, ctx, site, index, item).await {
             Ok(update) => {
                 let fields = match C::update_json(&update) {
                     Value::Object(fields) => fields,

@@ -178,6 +178,7 @@ pub struct Script {
     routes: Vec<(String, Reply)>,
     handler: Option<Arc<Handler>>,
     keep_alive: bool,
+    latency: Duration,
 }
 
 impl Script {
@@ -212,6 +213,13 @@ impl Script {
     /// one connection carries many requests.
     pub fn keep_alive(mut self) -> Script {
         self.keep_alive = true;
+        self
+    }
+
+    /// Writes each reply `latency` after its request arrived (a latency-bound
+    /// upstream: several requests are then in flight at once).
+    pub fn latency(mut self, latency: Duration) -> Script {
+        self.latency = latency;
         self
     }
 

@@ -38,6 +38,10 @@ pub(super) async fn connection(mut stream: TcpStream, shared: Arc<Shared>, keep_
                 Ok(Read::Closed) | Err(_) => return,
             };
             let reply = shared.answer(request);
+            let latency = shared.lock().script.latency;
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
             let again = keep_alive && matches!(reply, Reply::Respond { .. });
             if write_reply(&mut stream, reply, again).await.is_err() || !again {
                 break;

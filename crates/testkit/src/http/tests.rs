@@ -128,3 +128,32 @@ async fn a_malformed_request_is_a_400() {
     assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
     assert_eq!(server.request_count(), 0);
 }
+
+#[tokio::test]
+async fn a_latency_delays_each_reply_but_not_the_record_of_its_request() {
+    let server = Script::always(Reply::json(200, serde_json::json!({})))
+        .latency(Duration::from_millis(150))
+        .start()
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    let reply = tokio::spawn({
+        let addr = server.addr();
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    });
+    // Recorded on arrival, answered later.
+    let seen = server.wait_for(1, Duration::from_secs(5)).await;
+    assert_eq!(seen.len(), 1);
+    let out = reply.await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 "), "{out}");
+    assert!(start.elapsed() >= Duration::from_millis(150));
+}

@@ -1,13 +1,109 @@
-//! Spec: llm-provider §8.1.6 *Wire* — an incremental Server-Sent Events decoder (the
-//! WHATWG event-stream format: `field: value` lines, `\n` or `\r\n` line ends, a
-//! blank line dispatches the event, `:` lines are comments, several `data` lines join
-//! with `\n`).
+//! Spec: llm-provider §8.1.6 *Wire* (and extension 0006 for the Anthropic and Gemini
+//! streams) — an incremental Server-Sent Events decoder (the WHATWG event-stream
+//! format: `field: value` lines, `\n` or `\r\n` line ends, a blank line dispatches the
+//! event, `:` lines are comments, several `data` lines join with `\n`), and the read
+//! loop every streaming mapping shares ([`read`]).
 //!
 //! Bytes arrive in arbitrary pieces; the decoder buffers a partial line and never
 //! panics. Invalid UTF-8 in a line is `provider_invalid_response`; a line longer than
 //! the decoder's cap too (a hostile server cannot grow the buffer without bound).
 
+use openarmature_http::{HttpClient, TransportError};
+use reqwest::header::HeaderMap;
+
 use crate::error::LlmError;
+use crate::stream::DeltaSink;
+
+/// A mapping's stream state: fed one event at a time by [`read`].
+pub(crate) trait Assemble: Send {
+    /// Handles one event, reporting its text deltas to `sink`.
+    ///
+    /// # Errors
+    /// The mapping's error for a malformed or error event.
+    fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError>;
+
+    /// Whether the stream's end marker was seen (reading stops there).
+    fn is_done(&self) -> bool;
+
+    /// Whether what was received forms a whole response (else a cut stream).
+    fn completed(&self) -> bool;
+}
+
+/// One streamed wire exchange: sends `request`, maps a non-2xx answer with the
+/// mapping's `on_error`, and [`read`]s a 2xx event stream into `assembler`.
+///
+/// # Errors
+/// The transport's errors, `on_error`'s, and [`read`]'s.
+pub(crate) async fn exchange(
+    http: &HttpClient,
+    request: reqwest::RequestBuilder,
+    on_error: fn(u16, &HeaderMap, &[u8]) -> LlmError,
+    assembler: &mut dyn Assemble,
+    sink: &dyn DeltaSink,
+) -> Result<(), LlmError> {
+    let response = http.start(request).await?;
+    if !response.status().is_success() {
+        let reply = http.read(response).await?;
+        return Err(on_error(reply.status, &reply.headers, &reply.body));
+    }
+    read(response, http.max_response_bytes(), assembler, sink).await
+}
+
+/// Reads a 2xx event-stream response to its end (or the assembler's end marker),
+/// feeding `assembler` and reporting deltas to `sink`.
+///
+/// # Errors
+/// `provider_unavailable` for a transport failure or a stream cut before it
+/// completed; `provider_invalid_response` for a malformed line or a stream over `cap`
+/// bytes; the assembler's errors.
+async fn read(
+    mut response: reqwest::Response,
+    cap: usize,
+    assembler: &mut dyn Assemble,
+    sink: &dyn DeltaSink,
+) -> Result<(), LlmError> {
+    let mut decoder = SseDecoder::new(cap);
+    let mut events = Vec::new();
+    let mut total = 0usize;
+    while !assembler.is_done() {
+        let piece = response
+            .chunk()
+            .await
+            .map_err(|e| LlmError::from(TransportError::from(e)))?;
+        let Some(piece) = piece else {
+            decoder.finish(&mut events)?;
+            drain(assembler, &mut events, sink)?;
+            break;
+        };
+        total = total.saturating_add(piece.len());
+        if total > cap {
+            return Err(TransportError::too_large(cap).into());
+        }
+        decoder.push(&piece, &mut events)?;
+        drain(assembler, &mut events, sink)?;
+    }
+    if !assembler.completed() {
+        return Err(LlmError::unavailable(
+            "the stream ended before the response was complete",
+        ));
+    }
+    Ok(())
+}
+
+fn drain(
+    assembler: &mut dyn Assemble,
+    events: &mut Vec<SseEvent>,
+    sink: &dyn DeltaSink,
+) -> Result<(), LlmError> {
+    for event in events.drain(..) {
+        // Events after the end marker are ignored.
+        if assembler.is_done() {
+            break;
+        }
+        assembler.event(&event, sink)?;
+    }
+    Ok(())
+}
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
