@@ -29,9 +29,9 @@
 //! The runnable tour is `cargo run --example resilient_extraction`: a fan-out of
 //! LLM calls against an embedded, fault-injecting OpenAI-compatible server, with a
 //! report built from the run's events (`-- --report run.html` also writes it as an
-//! HTML waterfall, [`observability::report::RunReport`]; on a terminal the fan-out's
-//! progress is drawn live, `observability::progress::ProgressObserver`, feature
-//! `progress`).
+//! HTML waterfall, `observability::report::RunReport`, feature `observability`; on a
+//! terminal the fan-out's progress is drawn live,
+//! `observability::progress::ProgressObserver`, feature `progress`).
 //!
 //! # Resilience in two lanes, and the three-piece pattern
 //!
