@@ -15,6 +15,9 @@ use openarmature::graph::{observer_fn, InvokeOptions, ObserverEvent, Phase, Regi
 use openarmature::llm::{OpenAiProvider, Transport};
 use openarmature::observability::report::RunReport;
 
+#[path = "../../examples/resilient_extraction/http.rs"]
+#[allow(dead_code)]
+mod http;
 #[path = "../../examples/resilient_extraction/pipeline.rs"]
 #[allow(dead_code)]
 mod pipeline;

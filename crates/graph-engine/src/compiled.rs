@@ -385,7 +385,8 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
             // §3.4 per-attempt scoping: a failed attempt's metadata writes are discarded.
             let before = ctx.scope.metadata.snapshot();
             crate::metadata::set_in_body(true);
-            let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
+            let attempt = self.node.run(Arc::clone(&state), ctx.clone());
+            let result = crate::spans::node_attempt(&ctx, attempt).await;
             crate::metadata::set_in_body(false);
             if result.is_err() {
                 ctx.scope.metadata.restore(before);
@@ -432,7 +433,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
 }
 
 /// The category a node failure carries: a nested subgraph keeps its own.
-fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
+pub(crate) fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
     if let Some(node_error) = err.downcast_ref::<NodeError>() {
         return node_failure_category(node_error.inner());
     }

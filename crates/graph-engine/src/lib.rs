@@ -23,6 +23,10 @@
 //!
 //! - Per-node state of other crates: [`NodeCtx::extensions`]; values bound for the
 //!   duration of a future: [`ambient`].
+//! - Trace through `tracing` (feature `tracing-spans`, off by default): an
+//!   `openarmature.invocation` span per run and an `openarmature.node` span per node
+//!   attempt, opened inline with the OpenTelemetry observer's attribute keys. Use them
+//!   or `openarmature-observability`'s `OtelObserver` for the same spans, not both.
 //!
 //! The engine does no network I/O and depends on one workspace crate,
 //! `openarmature-core` (the seams, and each capability's event vocabulary, which
@@ -80,6 +84,7 @@ mod observer;
 mod queue;
 pub mod reducers;
 pub mod session;
+mod spans;
 mod state;
 mod subgraph;
 pub mod suspension;

@@ -67,6 +67,8 @@ pub mod dispatch;
 mod fan_out;
 mod isolation;
 pub mod retry;
+#[cfg(feature = "tracing-spans")]
+mod spans;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]

@@ -13,4 +13,6 @@ mod resilience_soak;
 mod secrets;
 mod stream_extension;
 mod streaming;
+#[cfg(feature = "tracing-spans")]
+mod tracing_spans;
 mod typed_output;
