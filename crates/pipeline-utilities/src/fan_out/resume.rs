@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
 use openarmature_graph::{category_of, NodeCtx, NodeError, State};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::fan_in::Done;
 use super::instance::carrier;
@@ -20,13 +20,22 @@ impl<P: State, C: State> FanOutNode<P, C> {
         if saved.result_is_error {
             return Done::Collected(saved.result.clone());
         }
-        let mut fields = Map::new();
-        fields.insert(self.collect_field.clone(), saved.result.clone());
-        for (par, sub) in &self.extra_outputs {
-            let value = saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null);
-            fields.insert(sub.clone(), value);
+        let mut values = Vec::with_capacity(1 + self.extra_outputs.len());
+        values.push(saved.result.clone());
+        for (par, _) in &self.extra_outputs {
+            values.push(saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null));
         }
-        Done::Ok(fields)
+        Done::Ok(values)
+    }
+
+    /// An instance's contribution: its update's `collect_field`, then each
+    /// `extra_outputs` subgraph field.
+    fn contribution(&self, update: &C::Update) -> Vec<Value> {
+        let read = |f: &str| C::update_field_json(update, f).unwrap_or(Value::Null);
+        let mut values = Vec::with_capacity(1 + self.extra_outputs.len());
+        values.push(read(&self.collect_field));
+        values.extend(self.extra_outputs.iter().map(|(_, sub)| read(sub)));
+        values
     }
 
     /// Runs instance `index` and records its outcome with `tracker`: a success, or
@@ -45,21 +54,20 @@ impl<P: State, C: State> FanOutNode<P, C> {
         }
         match self.run_instance(parent, ctx, site, index, item).await {
             Ok(update) => {
-                let fields = match C::update_json(&update) {
-                    Value::Object(fields) => fields,
-                    _ => Map::new(),
-                };
+                let values = self.contribution(&update);
+                drop(update);
                 if let Some(t) = tracker {
-                    let read = |f: &str| fields.get(f).cloned().unwrap_or(Value::Null);
+                    let mut values = values.iter().cloned();
+                    let result = values.next().unwrap_or(Value::Null);
                     let extras = self
                         .extra_outputs
                         .iter()
-                        .map(|(par, sub)| (par.clone(), read(sub)))
+                        .zip(values)
+                        .map(|((par, _), value)| (par.clone(), value))
                         .collect();
-                    t.record_success(index, read(&self.collect_field), extras)
-                        .await?;
+                    t.record_success(index, result, extras).await?;
                 }
-                Ok(Done::Ok(fields))
+                Ok(Done::Ok(values))
             }
             Err(error) if self.error_policy == ErrorPolicy::FailFast => Err(carrier(error)),
             Err(error) => {
