@@ -211,6 +211,7 @@ impl<S: State> CompiledGraph<S> {
             inherited_attempt: ctx.attempt_index,
             metadata: Arc::clone(&outer.metadata),
             suspension_forbidden: outer.suspension_forbidden.clone(),
+            namespaces: outer.namespaces.clone(),
         });
         match self.inner.run_level(Arc::new(initial), scope).await {
             Ok(done) => Ok(unwrap_arc(done)),
@@ -551,12 +552,19 @@ impl<S: State> Inner<S> {
             let namespace: Arc<[String]> = if scope.namespace_prefix.is_empty() {
                 Arc::clone(&node.namespace)
             } else {
-                scope
-                    .namespace_prefix
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(node.name.to_string()))
-                    .collect()
+                let build = || {
+                    scope
+                        .namespace_prefix
+                        .iter()
+                        .cloned()
+                        .chain(std::iter::once(node.name.to_string()))
+                        .collect()
+                };
+                match &scope.namespaces {
+                    // Instances of one fan-out share their nodes' namespaces.
+                    Some(cache) => cache.get(self as *const Self as usize, current, build),
+                    None => build(),
+                }
             };
             let site = Site {
                 node_name: &node.name,

@@ -21,11 +21,11 @@ impl<P: State, C: State> FanOutNode<P, C> {
         let mut errors = Vec::new();
         for result in results {
             match result {
-                Done::Ok(values) => {
-                    let mut values = values.into_iter();
-                    collected.push(values.next().unwrap_or(Value::Null));
+                Done::Ok(Contribution { collect, extras }) => {
+                    collected.push(collect);
+                    let mut extras = extras.into_iter();
                     for slot in &mut extra {
-                        slot.push(values.next().unwrap_or(Value::Null));
+                        slot.push(extras.next().unwrap_or(Value::Null));
                     }
                 }
                 Done::Collected(record) => errors.push(record),
@@ -50,9 +50,17 @@ impl<P: State, C: State> FanOutNode<P, C> {
 
 /// One instance's contribution to the fan-in, in subgraph space.
 pub(super) enum Done {
-    /// The values of `collect_field`, then of each `extra_outputs` subgraph field
-    /// (`null` where the contribution lacks one).
-    Ok(Vec<Value>),
+    /// A success's values.
+    Ok(Contribution),
     /// A collected failure's error record (`errors_field` entry).
     Collected(Value),
+}
+
+/// A successful instance's values (`null` where its contribution lacks a field).
+pub(super) struct Contribution {
+    /// `collect_field`'s value.
+    pub(super) collect: Value,
+    /// Each `extra_outputs` subgraph field's value, in `extra_outputs` order (empty,
+    /// so unallocated, without extra outputs).
+    pub(super) extras: Vec<Value>,
 }

@@ -10,6 +10,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use openarmature_graph::checkpoint::FanOutTracker;
 use openarmature_graph::{
     CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, State,
+    StateRef,
 };
 use serde_json::Value;
 
@@ -21,20 +22,30 @@ use crate::isolation::FailureIsolationMiddleware;
 /// The instances not yet taken by a worker, in index order.
 type Queue = Mutex<std::iter::Enumerate<std::vec::IntoIter<Option<Value>>>>;
 
+/// Each instance's outcome, by index (`None` until it finished).
+type Slots = Mutex<Vec<Option<Done>>>;
+
+fn fill(slots: &Slots, index: usize, done: Done) {
+    let mut slots = slots.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(slot) = slots.get_mut(index) {
+        *slot = Some(done);
+    }
+}
+
 impl<P: State, C: State> FanOutNode<P, C> {
     /// The next instance to run: the queue's next one the resumed record does not mark
-    /// completed (those are rolled forward into `done` on the way).
+    /// completed (those are rolled forward into `slots` on the way).
     fn next_pending(
         &self,
         queue: &Queue,
         tracker: Option<&FanOutTracker>,
-        done: &mut Vec<(usize, Done)>,
+        slots: &Slots,
     ) -> Option<(usize, Option<Value>)> {
         let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             let next = queue.next()?;
             match tracker.and_then(|t| t.completed(next.0)) {
-                Some(saved) => done.push((next.0, self.rolled_forward(saved))),
+                Some(saved) => fill(slots, next.0, self.rolled_forward(saved)),
                 None => return Some(next),
             }
         }
@@ -101,39 +112,34 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
                 .dispatcher
                 .as_ref()
                 .map(|_| DispatchSite::new(&ctx, count));
-            let (parent, node_ctx, site) = (&state, &ctx, site.as_ref());
+            // What every instance context shares, built once.
+            let entry = ctx.instance_entry(Arc::clone(&state) as StateRef);
+            let (parent, entry, site) = (&*state, &entry, site.as_ref());
             let queue = Mutex::new(items.into_iter().enumerate());
-            let queue = &queue;
+            let mut slots = Vec::with_capacity(count);
+            slots.resize_with(count, || None);
+            let slots = Mutex::new(slots);
+            let (queue, shared) = (&queue, &slots);
             let worker = move || async move {
-                let mut done = Vec::new();
                 // A resumed run skips the instances the record marks completed: their
                 // contributions roll forward unchanged.
-                while let Some(next) = self.next_pending(queue, tracker, &mut done) {
+                while let Some(next) = self.next_pending(queue, tracker, shared) {
                     let index = next.0;
-                    let result = self.run_tracked(parent, node_ctx, tracker, site, next);
-                    done.push((index, result.await?));
+                    let done = self.run_tracked(parent, entry, tracker, site, next).await?;
+                    fill(shared, index, done);
                 }
-                Ok::<_, NodeError>(done)
+                Ok::<_, NodeError>(())
             };
             let mut workers: FuturesUnordered<_> = (0..limit).map(|_| worker()).collect();
-            let mut slots: Vec<Option<Done>> = Vec::with_capacity(count);
-            slots.resize_with(count, || None);
             while let Some(finished) = workers.next().await {
-                match finished {
-                    Ok(done) => {
-                        for (index, result) in done {
-                            if let Some(slot) = slots.get_mut(index) {
-                                *slot = Some(result);
-                            }
-                        }
-                    }
-                    // Dropping the workers cancels every sibling still running.
-                    Err(error) => {
-                        drop(workers);
-                        return Err(error);
-                    }
+                // Dropping the workers cancels every sibling still running.
+                if let Err(error) = finished {
+                    drop(workers);
+                    return Err(error);
                 }
             }
+            drop(workers);
+            let slots = slots.into_inner().unwrap_or_else(PoisonError::into_inner);
             self.fan_in(&state, count, slots.into_iter().flatten())
         })
     }

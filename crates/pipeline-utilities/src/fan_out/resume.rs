@@ -2,13 +2,11 @@
 //! progress: each instance's outcome is recorded with the fan-out tracker, and a
 //! resumed run rolls completed instances' saved contributions forward.
 
-use std::sync::Arc;
-
 use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
-use openarmature_graph::{category_of, NodeCtx, NodeError, State};
+use openarmature_graph::{category_of, InstanceEntry, NodeError, State};
 use serde_json::{json, Value};
 
-use super::fan_in::Done;
+use super::fan_in::{Contribution, Done};
 use super::instance::carrier;
 use super::{ErrorPolicy, FanOutNode};
 use crate::dispatch::DispatchSite;
@@ -20,22 +18,15 @@ impl<P: State, C: State> FanOutNode<P, C> {
         if saved.result_is_error {
             return Done::Collected(saved.result.clone());
         }
-        let mut values = Vec::with_capacity(1 + self.extra_outputs.len());
-        values.push(saved.result.clone());
-        for (par, _) in &self.extra_outputs {
-            values.push(saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null));
-        }
-        Done::Ok(values)
-    }
-
-    /// An instance's contribution: its update's `collect_field`, then each
-    /// `extra_outputs` subgraph field.
-    fn contribution(&self, update: &C::Update) -> Vec<Value> {
-        let read = |f: &str| C::update_field_json(update, f).unwrap_or(Value::Null);
-        let mut values = Vec::with_capacity(1 + self.extra_outputs.len());
-        values.push(read(&self.collect_field));
-        values.extend(self.extra_outputs.iter().map(|(_, sub)| read(sub)));
-        values
+        let extras = self
+            .extra_outputs
+            .iter()
+            .map(|(par, _)| saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null))
+            .collect();
+        Done::Ok(Contribution {
+            collect: saved.result.clone(),
+            extras,
+        })
     }
 
     /// Runs instance `index` and records its outcome with `tracker`: a success, or
@@ -43,8 +34,8 @@ impl<P: State, C: State> FanOutNode<P, C> {
     /// returned as `Err`.
     pub(super) async fn run_tracked(
         &self,
-        parent: &Arc<P>,
-        ctx: &NodeCtx,
+        parent: &P,
+        entry: &InstanceEntry,
         tracker: Option<&FanOutTracker>,
         site: Option<&DispatchSite>,
         (index, item): (usize, Option<Value>),
@@ -52,20 +43,17 @@ impl<P: State, C: State> FanOutNode<P, C> {
         if let Some(t) = tracker {
             t.start(index);
         }
-        match self.run_instance(parent, ctx, site, index, item).await {
-            Ok(update) => {
-                let values = self.contribution(&update);
-                drop(update);
+        match self.run_instance(parent, entry, site, index, item).await {
+            Ok(values) => {
                 if let Some(t) = tracker {
-                    let mut values = values.iter().cloned();
-                    let result = values.next().unwrap_or(Value::Null);
                     let extras = self
                         .extra_outputs
                         .iter()
-                        .zip(values)
-                        .map(|((par, _), value)| (par.clone(), value))
+                        .zip(&values.extras)
+                        .map(|((par, _), value)| (par.clone(), value.clone()))
                         .collect();
-                    t.record_success(index, result, extras).await?;
+                    t.record_success(index, values.collect.clone(), extras)
+                        .await?;
                 }
                 Ok(Done::Ok(values))
             }
