@@ -752,7 +752,8 @@ async fn instance_entry_contexts_carry_their_index_and_each_graph_its_namespaces
     }
     let (first, second) = (Arc::new(chain(["a", "b"])), Arc::new(chain(["b", "a"])));
     let (f, s) = (Arc::clone(&first), Arc::clone(&second));
-    let seen: Arc<Mutex<Vec<(String, Option<usize>)>>> = Arc::default();
+    type Seen = Mutex<Vec<(String, Option<usize>)>>;
+    let seen: Arc<Seen> = Arc::default();
     let log = Arc::clone(&seen);
     let graph = GraphBuilder::new(Parent::default())
         .add_node("fan", move |state: Arc<Parent>, ctx: NodeCtx| {
