@@ -189,10 +189,19 @@ impl<S: State> CompiledGraph<S> {
     /// inner node, its namespace and the inner state at failure).
     pub async fn run_within(&self, initial: S, ctx: &NodeCtx) -> Result<S, BoxError> {
         let outer = &ctx.scope;
-        let mut attached = outer.attached.clone();
-        attached.extend(self.inner.observers_at(outer.inv.started_seq));
+        let own = self.inner.observers_at(outer.inv.started_seq);
+        // A graph attaching no observer of its own reaches its parent's recipients
+        // (the common case for fan-out instances: nothing to rebuild per run).
+        let (attached, recipients) = if own.is_empty() {
+            (outer.attached.clone(), Arc::clone(&outer.recipients))
+        } else {
+            let mut attached = outer.attached.clone();
+            attached.extend(own);
+            let recipients = Scope::recipients_for(&attached, &outer.inv);
+            (attached, recipients)
+        };
         let scope = Arc::new(Scope {
-            recipients: Scope::recipients_for(&attached, &outer.inv),
+            recipients,
             attached,
             inv: Arc::clone(&outer.inv),
             namespace_prefix: Arc::clone(&outer.namespace_prefix),
@@ -202,6 +211,7 @@ impl<S: State> CompiledGraph<S> {
             inherited_attempt: ctx.attempt_index,
             metadata: Arc::clone(&outer.metadata),
             suspension_forbidden: outer.suspension_forbidden.clone(),
+            namespaces: outer.namespaces.clone(),
         });
         match self.inner.run_level(Arc::new(initial), scope).await {
             Ok(done) => Ok(unwrap_arc(done)),
@@ -549,12 +559,19 @@ impl<S: State> Inner<S> {
             let namespace: Arc<[String]> = if scope.namespace_prefix.is_empty() {
                 Arc::clone(&node.namespace)
             } else {
-                scope
-                    .namespace_prefix
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(node.name.to_string()))
-                    .collect()
+                let build = || {
+                    scope
+                        .namespace_prefix
+                        .iter()
+                        .cloned()
+                        .chain(std::iter::once(node.name.to_string()))
+                        .collect()
+                };
+                match &scope.namespaces {
+                    // Instances of one fan-out share their nodes' namespaces.
+                    Some(cache) => cache.get(self as *const Self as usize, current, build),
+                    None => build(),
+                }
             };
             let site = Site {
                 node_name: &node.name,

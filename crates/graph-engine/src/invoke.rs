@@ -170,6 +170,7 @@ impl<S: State> CompiledGraph<S> {
             branch_chain: Arc::from([]),
             inherited_attempt: 0,
             suspension_forbidden: None,
+            namespaces: None,
         });
         // Lifecycle events are opt-in: dispatch them only when someone asked.
         let listening = scope.recipients.iter().any(|r| r.invocation_events);

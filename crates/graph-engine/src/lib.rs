@@ -73,6 +73,7 @@ mod cause;
 pub mod checkpoint;
 mod compiled;
 mod dynamic;
+mod entry;
 mod error;
 mod extension_event;
 mod ids;
@@ -96,6 +97,7 @@ pub use cause::{
 };
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
+pub use entry::InstanceEntry;
 pub use error::{
     category, category_of, erase, find_in, is_transient_link, BoxError, Categorized,
     CategorizedError, Category, CompileError, CompileWarning, GraphError, MergeError, NodeError,

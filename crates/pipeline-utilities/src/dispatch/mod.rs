@@ -96,6 +96,7 @@ impl<C: State> FanOutDispatcher<C> for InProcessDispatcher {
 /// survive a resume (a re-sent invocation finding the instances its first run
 /// finished remotely) keys them by [`InstanceKey::run_key`] instead.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "KeyWire", into = "KeyWire")]
 pub struct InstanceKey {
     invocation_id: Arc<str>,
     correlation_id: Option<Arc<str>>,
@@ -144,6 +145,37 @@ impl InstanceKey {
     pub fn run_key(&self) -> String {
         let run = self.correlation_id.as_ref().unwrap_or(&self.invocation_id);
         format!("{run}/{}/{}", self.fan_out, self.index)
+    }
+}
+
+/// The serialized form of an [`InstanceKey`] (its fields as strings).
+#[derive(Serialize, Deserialize)]
+struct KeyWire {
+    invocation_id: String,
+    correlation_id: Option<String>,
+    fan_out: String,
+    index: usize,
+}
+
+impl From<KeyWire> for InstanceKey {
+    fn from(wire: KeyWire) -> Self {
+        InstanceKey::new(
+            wire.invocation_id,
+            wire.correlation_id.map(Arc::from),
+            wire.fan_out,
+            wire.index,
+        )
+    }
+}
+
+impl From<InstanceKey> for KeyWire {
+    fn from(key: InstanceKey) -> Self {
+        KeyWire {
+            invocation_id: key.invocation_id.to_string(),
+            correlation_id: key.correlation_id.as_deref().map(str::to_owned),
+            fan_out: key.fan_out.to_string(),
+            index: key.index,
+        }
     }
 }
 

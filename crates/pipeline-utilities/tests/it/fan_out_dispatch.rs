@@ -16,7 +16,7 @@ use openarmature_graph::{
     NodeError, RuntimeCategory, State, END,
 };
 use openarmature_pipeline::dispatch::{
-    decode_state, run_job, InstanceFailure, InstanceJob, InstanceRequest,
+    decode_state, run_job, InstanceFailure, InstanceJob, InstanceKey, InstanceRequest,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -445,6 +445,22 @@ fn the_wire_helpers_reject_bad_input_with_a_category_and_keep_transience() {
             y: 5,
             base: 0
         }
+    );
+
+    let key = InstanceKey::new("inv", Some("corr".into()), "outer[1]/inner", 7);
+    let wire = serde_json::to_value(&key).unwrap();
+    assert_eq!(
+        wire,
+        json!({"invocation_id": "inv", "correlation_id": "corr", "fan_out": "outer[1]/inner", "index": 7})
+    );
+    let back: InstanceKey = serde_json::from_value(wire).unwrap();
+    assert_eq!(back, key);
+    assert_eq!(
+        (key.to_string(), key.run_key()),
+        (
+            "inv/outer[1]/inner/7".to_owned(),
+            "corr/outer[1]/inner/7".to_owned()
+        )
     );
 
     let failure = InstanceFailure::new(Category::PROVIDER_RATE_LIMIT, "slow down");
