@@ -4,6 +4,7 @@
 mod browser;
 mod chat_browser;
 mod crash;
+mod extraction;
 mod report_browser;
 mod soak;
 mod suspend_across_processes;

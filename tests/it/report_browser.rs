@@ -15,15 +15,7 @@ use openarmature::graph::{observer_fn, InvokeOptions, ObserverEvent, Phase, Regi
 use openarmature::llm::{OpenAiProvider, Transport};
 use openarmature::observability::report::RunReport;
 
-#[path = "../../examples/resilient_extraction/http.rs"]
-#[allow(dead_code)]
-mod http;
-#[path = "../../examples/resilient_extraction/pipeline.rs"]
-#[allow(dead_code)]
-mod pipeline;
-#[path = "../../examples/resilient_extraction/server.rs"]
-#[allow(dead_code)]
-mod server;
+use crate::extraction::{pipeline, server};
 
 /// What the run's events say, counted independently of the report.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -5,16 +5,7 @@
 //! be left, and the RSS slope must stay under the short run's (gross-leak) bound. The
 //! minute-long run with the tight bound is `cargo xtask soak` (CI).
 
-#[path = "../../examples/resilient_extraction/http.rs"]
-mod http;
-#[path = "../../examples/resilient_extraction/pipeline.rs"]
-#[allow(dead_code)]
-mod pipeline;
-#[path = "../../examples/resilient_extraction/soak.rs"]
-mod run;
-#[path = "../../examples/resilient_extraction/server.rs"]
-#[allow(dead_code)]
-mod server;
+use crate::extraction::soak as run;
 
 const ROLE: &str = "OA_SOAK_CHILD";
 
