@@ -232,7 +232,9 @@ mod tests {
 
     #[test]
     fn an_inherited_version_is_caught() {
-        assert!(inherits_version("[package]\nname = \"a\"\nversion.workspace = true\n"));
+        assert!(inherits_version(
+            "[package]\nname = \"a\"\nversion.workspace = true\n"
+        ));
         assert!(inherits_version("version = { workspace = true }"));
         assert!(!inherits_version("[package]\nversion = \"0.1.0\"\n"));
     }
