@@ -3,22 +3,35 @@
 //! OpenArmature for Rust: a workflow engine for LLM pipelines and tool-calling
 //! agents, implementing the OpenArmature specification (pinned release v0.109.0).
 //!
-//! This facade re-exports the workspace crates; depend on the individual crates
-//! to keep builds lean.
+//! This facade re-exports the workspace crates, one cargo feature per capability
+//! crate (`core` and `graph` are always in); depend on the individual crates, or
+//! pick features, to keep builds lean. The defaults are `pipeline` and `llm`; `full`
+//! turns everything on.
 //!
-//! | module | crate | capability |
-//! |---|---|---|
-//! | [`graph`] | `openarmature-graph` | graph-engine |
-//! | [`pipeline`] | `openarmature-pipeline` | pipeline-utilities |
-//! | [`llm`] | `openarmature-llm` | llm-provider |
-//! | [`observability`] | `openarmature-observability` | observability |
-//! | [`prompt`] | `openarmature-prompt` | prompt-management |
-//! | [`retrieval`] | `openarmature-retrieval` | retrieval-provider |
+//! | module | crate | capability | feature |
+//! |---|---|---|---|
+//! | `graph` | `openarmature-graph` | graph-engine | (always) |
+//! | `pipeline` | `openarmature-pipeline` | pipeline-utilities | `pipeline` (default); `sqlite` adds the SQLite checkpointer / session store |
+//! | `llm` | `openarmature-llm` | llm-provider | `llm` (default) |
+//! | `observability` | `openarmature-observability` | observability | `observability` (OTLP/HTTP, Langfuse); `otlp-grpc` adds gRPC |
+//! | `prompt` | `openarmature-prompt` | prompt-management | `prompt` |
+//! | `retrieval` | `openarmature-retrieval` | retrieval-provider | `retrieval` |
+//! | `agent` | `openarmature-agent` | (tool-calling agent) | `agent` |
+//! | `harness`, `harness_chat`, `harness_http` | `openarmature-harness*` | harness, harness-chat | `harness`, `harness-chat`, `harness-http` |
+//!
+//! Feature `tracing-spans` makes a run visible through `tracing`: spans for the
+//! invocation, each node attempt, each LLM wire attempt and each tool call, and a
+//! WARN event for each degraded node (see `openarmature_graph`'s and
+//! `openarmature_llm`'s crate docs). Use it or the OpenTelemetry observer for the
+//! same spans, not both.
 //!
 //! Start with [`graph`]: its crate docs show a typed state, nodes, edges and a run.
 //! The runnable tour is `cargo run --example resilient_extraction`: a fan-out of
 //! LLM calls against an embedded, fault-injecting OpenAI-compatible server, with a
-//! report built from the run's events.
+//! report built from the run's events (`-- --report run.html` also writes it as an
+//! HTML waterfall, `observability::report::RunReport`, feature `observability`; on a
+//! terminal the fan-out's progress is drawn live,
+//! `observability::progress::ProgressObserver`, feature `progress`).
 //!
 //! # Resilience in two lanes, and the three-piece pattern
 //!
@@ -83,12 +96,25 @@
 //! # }
 //! ```
 
+#[cfg(feature = "agent")]
+pub use openarmature_agent as agent;
 pub use openarmature_core as core;
 pub use openarmature_graph as graph;
+#[cfg(feature = "harness")]
+pub use openarmature_harness as harness;
+#[cfg(feature = "harness-chat")]
+pub use openarmature_harness_chat as harness_chat;
+#[cfg(feature = "harness-http")]
+pub use openarmature_harness_http as harness_http;
+#[cfg(feature = "llm")]
 pub use openarmature_llm as llm;
+#[cfg(feature = "observability")]
 pub use openarmature_observability as observability;
+#[cfg(feature = "pipeline")]
 pub use openarmature_pipeline as pipeline;
+#[cfg(feature = "prompt")]
 pub use openarmature_prompt as prompt;
+#[cfg(feature = "retrieval")]
 pub use openarmature_retrieval as retrieval;
 
 /// The OpenArmature specification release the workspace targets.

@@ -4,6 +4,7 @@
 //! cargo run --example resilient_extraction              # embedded fault-injecting server
 //! cargo run --example resilient_extraction -- --short   # fewer chunks, shorter backoffs (CI)
 //! cargo run --example resilient_extraction -- --otlp    # also export the spans over OTLP
+//! cargo run --example resilient_extraction -- --short --report run.html  # + an HTML waterfall
 //! ```
 //!
 //! The document is split into chunks; a fan-out runs one `extract` node per chunk;
@@ -27,14 +28,26 @@
 //! The report is built from the events an observer collected during the run (node
 //! events, typed LLM events, failure-isolation events): nothing in it is canned.
 //!
+//! On a terminal, the fan-out's progress (chunks done / degraded / in flight) is drawn
+//! live from the same events (`ProgressObserver`); with standard output redirected
+//! (a CI log) nothing is drawn and the output is the report alone.
+//!
 //! Options: `--short` (or `RESILIENT_EXTRACTION_SHORT=1`), `--otlp` (or
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set; the other `OTEL_EXPORTER_OTLP_*` variables
-//! apply), `--embedded` (ignore `OPENAI_*`).
+//! apply), `--embedded` (ignore `OPENAI_*`), `--report PATH` (write the run as one
+//! self-contained HTML waterfall, `RunReport`: node attempts, LLM wire attempts with
+//! their retry reasons, backoff and Retry-After waits, degraded chunks, tokens),
+//! `--soak SECONDS` (the soak of `soak.rs`: the pipeline at full rate against a
+//! fault-injecting server, memory and tasks checked; `cargo xtask soak` runs it).
 
+mod http;
 mod pipeline;
 mod report;
 mod server;
+mod soak;
 
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +55,8 @@ use openarmature::graph::{InvokeOptions, Registration};
 use openarmature::llm::resilience::UsageAggregator;
 use openarmature::llm::{OpenAiBuilder, OpenAiProvider, Provider, Transport};
 use openarmature::observability::export::OtlpExport;
+use openarmature::observability::progress::ProgressObserver;
+use openarmature::observability::report::RunReport;
 use openarmature::observability::OtelObserver;
 
 use crate::pipeline::{Doc, Tuning, Waits};
@@ -53,6 +68,8 @@ struct Args {
     short: bool,
     otlp: bool,
     embedded: bool,
+    report: Option<PathBuf>,
+    soak: Option<f64>,
 }
 
 fn env_flag(name: &str) -> bool {
@@ -64,17 +81,36 @@ fn parse_args() -> Result<Args, BoxError> {
         short: env_flag("RESILIENT_EXTRACTION_SHORT"),
         otlp: std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").is_ok_and(|v| !v.is_empty()),
         embedded: false,
+        report: None,
+        soak: None,
     };
-    for arg in std::env::args().skip(1) {
+    let mut argv = std::env::args().skip(1);
+    while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--short" => args.short = true,
             "--otlp" => args.otlp = true,
             "--embedded" => args.embedded = true,
+            "--report" => match argv.next() {
+                Some(path) if !path.starts_with("--") => args.report = Some(path.into()),
+                _ => return Err("--report needs a file path, e.g. --report run.html".into()),
+            },
+            "--soak" => {
+                let seconds = argv.next().and_then(|v| v.parse::<f64>().ok());
+                match seconds {
+                    Some(s) if s > 0.0 => args.soak = Some(s),
+                    _ => return Err("--soak takes a positive number of seconds".into()),
+                }
+            }
             "-h" | "--help" => {
-                println!("usage: resilient_extraction [--short] [--otlp] [--embedded]");
+                println!(
+                    "usage: resilient_extraction [--short] [--otlp] [--embedded] [--report PATH] [--soak SECONDS]"
+                );
                 std::process::exit(0);
             }
-            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
+            other => match other.strip_prefix("--report=") {
+                Some(path) if !path.is_empty() => args.report = Some(path.into()),
+                _ => return Err(format!("unknown argument `{other}` (try --help)").into()),
+            },
         }
     }
     Ok(args)
@@ -92,9 +128,25 @@ fn real_server() -> Result<Option<(String, OpenAiBuilder)>, BoxError> {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), BoxError> {
+fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
+    if let Some(seconds) = args.soak {
+        let config = soak::SoakConfig::new(seconds);
+        let report = soak::run(config)?;
+        println!("{}", report.render(&config));
+        if let Some(why) = &report.first_failure {
+            println!("  first failure: {why}");
+        }
+        if !report.passed(&config) {
+            return Err("the soak failed (see the report above)".into());
+        }
+        println!("Checks: every invocation finished or degraded, memory flat, no task left.");
+        return Ok(());
+    }
+    tokio::runtime::Runtime::new()?.block_on(demo(args))
+}
+
+async fn demo(args: Args) -> Result<(), BoxError> {
     let real = if args.embedded { None } else { real_server()? };
     let embedded = real.is_none();
 
@@ -146,9 +198,20 @@ async fn main() -> Result<(), BoxError> {
 
     let collector = Collector::default();
     let usage = UsageAggregator::new();
-    let options = InvokeOptions::default()
+    let mut options = InvokeOptions::default()
         .observer(collector.registration())
         .observer(Registration::new("usage", usage.clone()));
+    // Live progress on a terminal only: a redirected run's output stays the report.
+    let progress = std::io::stdout()
+        .is_terminal()
+        .then(|| ProgressObserver::stdout().item_node("extract"));
+    if let Some(progress) = &progress {
+        options = options.observer(progress.registration());
+    }
+    let run_report = args.report.as_ref().map(|_| RunReport::new());
+    if let Some(run_report) = &run_report {
+        options = options.observer(run_report.registration());
+    }
     let input = Doc {
         text,
         ..Doc::default()
@@ -176,6 +239,9 @@ async fn main() -> Result<(), BoxError> {
     let elapsed = started.elapsed();
     // Observers run off the hot path: drain before reading what they collected.
     graph.drain(Some(Duration::from_secs(5))).await;
+    if let Some(progress) = &progress {
+        progress.finish();
+    }
 
     let (text, tally) = report::render(&collector, &waits, &usage.report());
     println!("\n{text}");
@@ -183,6 +249,18 @@ async fn main() -> Result<(), BoxError> {
     print!("{}", report::results(&done.results));
     println!("\nSummary: {}", done.summary);
     println!("Run time: {:.2} s", elapsed.as_secs_f64());
+    if let (Some(path), Some(run_report)) = (&args.report, &run_report) {
+        run_report.write_html(path, "resilient_extraction: a run")?;
+        let s = run_report.waterfall().summary;
+        println!(
+            "Report: wrote {} ({} node attempts, {} LLM wire attempts of which {} retried, {} degraded)",
+            path.display(),
+            s.node_attempts,
+            s.llm_attempts,
+            s.llm_retries,
+            s.degraded
+        );
+    }
 
     if embedded {
         let checks = [

@@ -1,6 +1,6 @@
 //! The embedded OpenAI-compatible server: `GET /v1/models` and
-//! `POST /v1/chat/completions` on 127.0.0.1 (ephemeral port), over plain tokio +
-//! `httparse`. It plays a small, deterministic "model" and injects faults by chunk:
+//! `POST /v1/chat/completions` on 127.0.0.1 (ephemeral port), over the minimal
+//! HTTP/1.1 of `http.rs`. It plays a small, deterministic "model" and injects faults by chunk:
 //!
 //! | chunk (fan-out index) | what the server does |
 //! |---|---|
@@ -13,14 +13,24 @@
 //! The chunk is read from the request's first user message (`Chunk N:`); the fault
 //! state is a per-conversation request counter. Usage is a deterministic estimate
 //! (4 characters per token) of what the request sent and the answer returned.
+//!
+//! The soak (`--soak`, `soak.rs`) starts it with [`Faults::Soak`] instead: every
+//! request draws its fault from a seeded sequence, whatever its chunk — `503`, `429`
+//! with `Retry-After: 1`, a truncated JSON body, an HTML page, a schema violation
+//! (until re-asked), a slow answer, an answer later than the client's timeout, a
+//! connection closed without an answer — and the server keeps no per-request state,
+//! so its memory stays flat however long it runs.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use super::http::{read_request, write_reply, Body, Reply};
 
 /// The model id the embedded server serves.
 pub const MODEL: &str = "fault-injecting-extractor";
@@ -29,91 +39,80 @@ pub const MODEL: &str = "fault-injecting-extractor";
 pub struct Embedded {
     /// `http://127.0.0.1:<port>/v1`.
     pub base_url: String,
+    /// What it answered so far.
+    pub tally: Arc<Tally>,
 }
 
-type Counters = Arc<Mutex<HashMap<String, u32>>>;
+/// Which faults the server injects.
+#[derive(Debug, Clone, Copy)]
+pub enum Faults {
+    /// The demo's table above, by chunk.
+    Demo,
+    /// The soak's mix, drawn per request from a sequence seeded with `seed`.
+    Soak {
+        /// The sequence's seed.
+        seed: u64,
+    },
+}
 
-/// Binds 127.0.0.1:0 and serves in the background.
+/// The soak's faults, in the order [`Tally::injected`] counts them.
+pub const SOAK_FAULTS: [&str; 8] = [
+    "503",
+    "429 Retry-After",
+    "truncated JSON",
+    "HTML page",
+    "schema violation",
+    "slow answer",
+    "answer after the timeout",
+    "hang-up",
+];
+
+/// Requests served and faults injected (soak mode), counted as they happen.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Chat completions requested.
+    pub requests: AtomicU64,
+    /// Per [`SOAK_FAULTS`] entry (soak mode only).
+    pub injected: [AtomicU64; SOAK_FAULTS.len()],
+}
+
+struct Shared {
+    faults: Faults,
+    counters: Mutex<HashMap<String, u32>>,
+    tally: Arc<Tally>,
+}
+
+/// Binds 127.0.0.1:0 and serves the demo's faults in the background.
 pub async fn start() -> std::io::Result<Embedded> {
+    start_with(Faults::Demo).await
+}
+
+/// Binds 127.0.0.1:0 and serves `faults` in the background (on the current runtime).
+pub async fn start_with(faults: Faults) -> std::io::Result<Embedded> {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;
-    let counters: Counters = Arc::default();
+    let tally = Arc::new(Tally::default());
+    let shared = Arc::new(Shared {
+        faults,
+        counters: Mutex::default(),
+        tally: Arc::clone(&tally),
+    });
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let counters = Arc::clone(&counters);
+            let shared = Arc::clone(&shared);
             tokio::spawn(async move {
                 // A connection error only ends that connection.
-                let _ = serve(stream, counters).await;
+                let _ = serve(stream, &shared).await;
             });
         }
     });
     Ok(Embedded {
         base_url: format!("http://{addr}/v1"),
+        tally,
     })
 }
 
-/// One HTTP/1.1 request: method, path and body.
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-}
-
-async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Request>> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut parsed = httparse::Request::new(&mut headers);
-        let status = parsed
-            .parse(&buf)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        let httparse::Status::Complete(head_len) = status else {
-            continue;
-        };
-        let length = parsed
-            .headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-            .and_then(|h| std::str::from_utf8(h.value).ok()?.trim().parse().ok())
-            .unwrap_or(0usize);
-        let method = parsed.method.unwrap_or_default().to_owned();
-        let path = parsed.path.unwrap_or_default().to_owned();
-        let mut body = buf.split_off(head_len);
-        while body.len() < length {
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 {
-                break;
-            }
-            body.extend_from_slice(&chunk[..n]);
-        }
-        return Ok(Some(Request { method, path, body }));
-    }
-}
-
-/// A reply: status, extra headers, JSON body.
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Value,
-}
-
-impl Reply {
-    fn json(status: u16, body: Value) -> Reply {
-        Reply {
-            status,
-            headers: Vec::new(),
-            body,
-        }
-    }
-}
-
-async fn serve(mut stream: TcpStream, counters: Counters) -> std::io::Result<()> {
+async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     let Some(request) = read_request(&mut stream).await? else {
         return Ok(());
     };
@@ -124,7 +123,15 @@ async fn serve(mut stream: TcpStream, counters: Counters) -> std::io::Result<()>
         ),
         ("POST", p) if p.ends_with("/chat/completions") => {
             match serde_json::from_slice::<Value>(&request.body) {
-                Ok(body) => chat(&body, &counters),
+                Ok(body) => {
+                    let n = shared.tally.requests.fetch_add(1, Ordering::Relaxed);
+                    match shared.faults {
+                        Faults::Demo => chat(&body, &shared.counters),
+                        Faults::Soak { seed } => {
+                            soak_chat(&body, seed ^ splitmix(n), &shared.tally)
+                        }
+                    }
+                }
                 Err(e) => Reply::json(
                     400,
                     json!({"error": {"message": format!("bad JSON: {e}"), "type": "invalid_request_error"}}),
@@ -136,29 +143,22 @@ async fn serve(mut stream: TcpStream, counters: Counters) -> std::io::Result<()>
             json!({"error": {"message": "no such route", "type": "not_found"}}),
         ),
     };
-    let body = serde_json::to_vec(&reply.body).unwrap_or_default();
-    let mut head = format!(
-        "HTTP/1.1 {} X\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        reply.status,
-        body.len()
-    );
-    for (name, value) in reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(&body).await?;
-    stream.flush().await?;
-    stream.shutdown().await
+    write_reply(&mut stream, reply).await
 }
 
 fn text_of(message: &Value) -> &str {
     message.get("content").and_then(Value::as_str).unwrap_or("")
 }
 
-/// The chat endpoint: finds the chunk, counts the conversation's requests, and
-/// answers per the fault table.
-fn chat(body: &Value, counters: &Counters) -> Reply {
+/// What the server reads off a chat request: the first user message, whether the
+/// transcript carries a reask (an assistant turn), and how many characters it sent.
+struct Conversation<'a> {
+    first_user: &'a str,
+    reasked: bool,
+    prompt_chars: usize,
+}
+
+fn conversation(body: &Value) -> Conversation<'_> {
     let messages: &[Value] = body
         .get("messages")
         .and_then(Value::as_array)
@@ -170,6 +170,89 @@ fn chat(body: &Value, counters: &Counters) -> Reply {
     let reasked = messages
         .iter()
         .any(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    let prompt_chars = messages.iter().map(|m| text_of(m).len()).sum();
+    Conversation {
+        first_user,
+        reasked,
+        prompt_chars,
+    }
+}
+
+/// One step of SplitMix64: the soak's fault sequence.
+fn splitmix(state: u64) -> u64 {
+    let mut z = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The soak's chat endpoint: `draw` (the run's seed mixed with the request's number)
+/// picks the fault; about one request in three misbehaves.
+fn soak_chat(body: &Value, draw: u64, tally: &Tally) -> Reply {
+    let draw = splitmix(draw);
+    let conv = conversation(body);
+    let (_, text) = parse_prompt(conv.first_user);
+    let fault = match draw % 100 {
+        0..8 => Some(0),
+        8..10 => Some(1),
+        10..14 => Some(2),
+        14..16 => Some(3),
+        16..21 if !conv.reasked => Some(4),
+        21..26 => Some(5),
+        26..28 => Some(6),
+        28..30 => Some(7),
+        _ => None,
+    };
+    if let Some(i) = fault {
+        tally.injected[i].fetch_add(1, Ordering::Relaxed);
+    }
+    let ok = || completion(&extract(text).to_string(), conv.prompt_chars);
+    let raw = |content_type, text| Reply {
+        body: Body::Raw(content_type, text),
+        ..Reply::json(200, Value::Null)
+    };
+    match fault {
+        Some(0) => Reply::json(
+            503,
+            json!({"error": {"message": "upstream overloaded (injected fault)", "type": "server_error"}}),
+        ),
+        Some(1) => Reply {
+            headers: vec![("Retry-After", "1".to_owned())],
+            ..Reply::json(
+                429,
+                json!({"error": {"message": "rate limit reached (injected fault)", "type": "rate_limit_error"}}),
+            )
+        },
+        Some(2) => raw(
+            "application/json",
+            r#"{"id":"chatcmpl-embedded","choices":[{"index":0,"message":{"role":"assi"#,
+        ),
+        Some(3) => raw(
+            "text/html",
+            "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        ),
+        Some(4) => {
+            let content = json!({"topic": topic_of(text), "severity": "critical"}).to_string();
+            completion(&content, conv.prompt_chars)
+        }
+        Some(5) => ok().after(Duration::from_millis(20 + (draw >> 8) % 80)),
+        Some(6) => ok().after(Duration::from_secs(3)),
+        Some(_) => Reply {
+            body: Body::HangUp,
+            ..Reply::json(200, Value::Null)
+        },
+        None => ok(),
+    }
+}
+
+/// The chat endpoint: finds the chunk, counts the conversation's requests, and
+/// answers per the fault table.
+fn chat(body: &Value, counters: &Mutex<HashMap<String, u32>>) -> Reply {
+    let Conversation {
+        first_user,
+        reasked,
+        prompt_chars,
+    } = conversation(body);
     let (chunk_no, text) = parse_prompt(first_user);
     let seen = {
         let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
@@ -177,7 +260,6 @@ fn chat(body: &Value, counters: &Counters) -> Reply {
         *count += 1;
         *count - 1
     };
-    let prompt_chars: usize = messages.iter().map(|m| text_of(m).len()).sum();
 
     match (chunk_no, seen) {
         (Some(1), 0 | 1) | (Some(4), _) => Reply::json(
@@ -185,9 +267,11 @@ fn chat(body: &Value, counters: &Counters) -> Reply {
             json!({"error": {"message": "upstream overloaded (injected fault)", "type": "server_error"}}),
         ),
         (Some(2), 0) => Reply {
-            status: 429,
             headers: vec![("Retry-After", "1".to_owned())],
-            body: json!({"error": {"message": "rate limit reached for requests (injected fault)", "type": "rate_limit_error"}}),
+            ..Reply::json(
+                429,
+                json!({"error": {"message": "rate limit reached for requests (injected fault)", "type": "rate_limit_error"}}),
+            )
         },
         (Some(3), _) if !reasked => {
             // Parses, but breaks the schema: no `entities`, an unknown severity.

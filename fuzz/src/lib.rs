@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod llm;
+pub mod stream;
 
 /// Splits `data` at its first NUL byte: `(before, after)` (`after` empty without
 /// one). The targets whose input has several parts use it, so a seed is the parts

@@ -3,8 +3,6 @@
 //! child processes (each runs the `review_queue` example's pipeline with its own
 //! embedded LLM server, counting the requests it receives).
 
-use std::process::Command;
-
 #[path = "../../examples/review_queue/mock.rs"]
 #[allow(dead_code)]
 mod mock;
@@ -32,13 +30,7 @@ async fn review_child() {
 }
 
 fn child(command: &str, db: &std::path::Path) -> (String, usize) {
-    let exe = std::env::current_exe().expect("test binary");
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "suspend_across_processes::review_child",
-            "--nocapture",
-        ])
+    let out = crate::rerun("suspend_across_processes::review_child")
         .env(ROLE, command)
         .env(DB, db)
         .output()

@@ -7,11 +7,13 @@
 //!   deferrals (the README table with `--markdown`).
 //! - `spec-diff <old> <new>`: fixtures added / removed / changed between two
 //!   fixture trees, the crates affected, and which changed fixtures fail today.
-//! - `msrv`: the declared `rust-version` against the locked dependencies' own.
+//! - `msrv`: each member's declared `rust-version` against the locked packages it builds.
 //! - `package`: packaging metadata and `cargo package --list` for every
 //!   publishable crate.
 //! - `fuzz`: builds the libFuzzer targets of `fuzz/` and runs each for a fixed
 //!   time on its seed corpus.
+//! - `soak [--seconds N] [--release]`: the main example's soak (memory, tasks,
+//!   outcomes under injected faults at full rate).
 //!
 //! The argument parsing is hand-rolled to keep this crate free of dependencies
 //! beyond the conformance adapter.
@@ -23,6 +25,7 @@ mod conformance;
 mod fuzz;
 mod msrv;
 mod package;
+mod soak;
 mod spec_diff;
 mod spec_status;
 
@@ -72,10 +75,11 @@ Commands:
         benchmark, per element where a throughput is set. FILTER is passed to
         criterion (a benchmark-id substring). Full runs: `cargo bench`.
 
-  msrv  Check that the declared `rust-version` is true: reads `cargo metadata
-        --locked` and fails when a locked dependency package declares a higher
-        `rust-version` than the lowest one a workspace member declares (listing
-        them). Needs no other toolchain.
+  msrv  Check that every declared `rust-version` is true, per workspace member:
+        reads `cargo metadata --locked` and fails when a package the member builds
+        (its dependencies, transitively, and its own dev-dependencies) declares a
+        higher `rust-version` than the member does (listing them). Needs no other
+        toolchain.
 
   package
         For every publishable workspace crate (`publish = false` ones skipped):
@@ -92,6 +96,13 @@ Commands:
         fuzz/artifacts/<target>/. Uses `cargo +nightly fuzz` when rustup has a
         nightly toolchain, else the active one with RUSTC_BOOTSTRAP=1. Needs
         cargo-fuzz (`cargo install cargo-fuzz --locked`).
+  soak [--seconds N] [--release]
+        Run the resilient_extraction example's soak for N seconds (default 60):
+        the pipeline at full rate against its embedded server injecting 5xx, 429
+        with Retry-After, truncated and HTML bodies, schema violations, slow and
+        too-late answers and hang-ups. Prints the rate, the faults, the RSS
+        samples and their slope after warm-up; fails when an invocation neither
+        finished nor degraded, the slope exceeds its bound, or a task is left.
 
   help  Print this help.
 ";
@@ -112,6 +123,10 @@ fn main() -> ExitCode {
         "package" => package::run(rest),
         "fuzz" => match fuzz::Options::parse(rest) {
             Ok(options) => fuzz::run(&options),
+            Err(message) => usage_error(&message),
+        },
+        "soak" => match soak::Options::parse(rest) {
+            Ok(options) => soak::run(&options),
             Err(message) => usage_error(&message),
         },
         "conformance" => match conformance::Options::parse(rest) {

@@ -67,12 +67,32 @@ pub fn publishable(metadata: &Value) -> Result<Vec<Publishable>, String> {
         if package.pointer("/metadata/docs/rs").is_none() {
             problems.push("no `[package.metadata.docs.rs]`".to_owned());
         }
+        let manifest = package
+            .get("manifest_path")
+            .and_then(Value::as_str)
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default();
+        if inherits_version(&manifest) {
+            problems.push(
+                "`version.workspace = true`: a publishable crate declares its own version"
+                    .to_owned(),
+            );
+        }
         out.push(Publishable {
             name: name.to_owned(),
             manifest_problems: problems,
         });
     }
     Ok(out)
+}
+
+/// Whether a manifest takes its version from the workspace. Publishable crates version
+/// independently (each tracks its spec capability's releases), so they must not.
+pub fn inherits_version(manifest: &str) -> bool {
+    manifest.lines().any(|line| {
+        let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        line.starts_with("version.workspace=true") || line.starts_with("version={workspace=true")
+    })
 }
 
 /// The required files missing from a `cargo package --list` output.
@@ -208,6 +228,15 @@ mod tests {
             ]
         );
         Ok(())
+    }
+
+    #[test]
+    fn an_inherited_version_is_caught() {
+        assert!(inherits_version(
+            "[package]\nname = \"a\"\nversion.workspace = true\n"
+        ));
+        assert!(inherits_version("version = { workspace = true }"));
+        assert!(!inherits_version("[package]\nversion = \"0.1.0\"\n"));
     }
 
     #[test]

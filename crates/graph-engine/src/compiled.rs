@@ -189,10 +189,19 @@ impl<S: State> CompiledGraph<S> {
     /// inner node, its namespace and the inner state at failure).
     pub async fn run_within(&self, initial: S, ctx: &NodeCtx) -> Result<S, BoxError> {
         let outer = &ctx.scope;
-        let mut attached = outer.attached.clone();
-        attached.extend(self.inner.observers_at(outer.inv.started_seq));
+        let own = self.inner.observers_at(outer.inv.started_seq);
+        // A graph attaching no observer of its own reaches its parent's recipients
+        // (the common case for fan-out instances: nothing to rebuild per run).
+        let (attached, recipients) = if own.is_empty() {
+            (outer.attached.clone(), Arc::clone(&outer.recipients))
+        } else {
+            let mut attached = outer.attached.clone();
+            attached.extend(own);
+            let recipients = Scope::recipients_for(&attached, &outer.inv);
+            (attached, recipients)
+        };
         let scope = Arc::new(Scope {
-            recipients: Scope::recipients_for(&attached, &outer.inv),
+            recipients,
             attached,
             inv: Arc::clone(&outer.inv),
             namespace_prefix: Arc::clone(&outer.namespace_prefix),
@@ -202,6 +211,7 @@ impl<S: State> CompiledGraph<S> {
             inherited_attempt: ctx.attempt_index,
             metadata: Arc::clone(&outer.metadata),
             suspension_forbidden: outer.suspension_forbidden.clone(),
+            namespaces: outer.namespaces.clone(),
         });
         match self.inner.run_level(Arc::new(initial), scope).await {
             Ok(done) => Ok(unwrap_arc(done)),
@@ -234,6 +244,12 @@ impl<S: State> CompiledGraph<S> {
     /// The schema defaults the graph was built with.
     pub fn defaults(&self) -> &S {
         &self.inner.defaults
+    }
+
+    /// The Checkpointer registered with [`crate::GraphBuilder::checkpointer`], if any
+    /// (what a durable runtime consults to find where an invocation stopped).
+    pub fn checkpointer(&self) -> Option<&Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.inner.checkpoint.as_ref().map(|c| &c.checkpointer)
     }
 
     /// The entry node's name.
@@ -379,7 +395,8 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
             // §3.4 per-attempt scoping: a failed attempt's metadata writes are discarded.
             let before = ctx.scope.metadata.snapshot();
             crate::metadata::set_in_body(true);
-            let result = self.node.run(Arc::clone(&state), ctx.clone()).await;
+            let attempt = self.node.run(Arc::clone(&state), ctx.clone());
+            let result = crate::spans::node_attempt(&ctx, attempt).await;
             crate::metadata::set_in_body(false);
             if result.is_err() {
                 ctx.scope.metadata.restore(before);
@@ -426,7 +443,7 @@ impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
 }
 
 /// The category a node failure carries: a nested subgraph keeps its own.
-fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
+pub(crate) fn node_failure_category(err: &(dyn std::error::Error + 'static)) -> RuntimeCategory {
     if let Some(node_error) = err.downcast_ref::<NodeError>() {
         return node_failure_category(node_error.inner());
     }
@@ -542,12 +559,19 @@ impl<S: State> Inner<S> {
             let namespace: Arc<[String]> = if scope.namespace_prefix.is_empty() {
                 Arc::clone(&node.namespace)
             } else {
-                scope
-                    .namespace_prefix
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(node.name.to_string()))
-                    .collect()
+                let build = || {
+                    scope
+                        .namespace_prefix
+                        .iter()
+                        .cloned()
+                        .chain(std::iter::once(node.name.to_string()))
+                        .collect()
+                };
+                match &scope.namespaces {
+                    // Instances of one fan-out share their nodes' namespaces.
+                    Some(cache) => cache.get(self as *const Self as usize, current, build),
+                    None => build(),
+                }
             };
             let site = Site {
                 node_name: &node.name,

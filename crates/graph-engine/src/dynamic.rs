@@ -351,6 +351,16 @@ impl State for DynState {
         Value::Object(update.fields.iter().cloned().collect())
     }
 
+    fn update_field_json(update: &DynUpdate, field: &str) -> Option<Value> {
+        // The last write of a repeated field, as `update_json`'s map keeps it.
+        update
+            .fields
+            .iter()
+            .rev()
+            .find(|(name, _)| name == field)
+            .map(|(_, value)| value.clone())
+    }
+
     fn to_json(&self) -> Value {
         let mut map = Map::with_capacity(self.values.len());
         for (name, value) in self.schema.fields.keys().zip(&self.values) {

@@ -170,6 +170,7 @@ impl<S: State> CompiledGraph<S> {
             branch_chain: Arc::from([]),
             inherited_attempt: 0,
             suspension_forbidden: None,
+            namespaces: None,
         });
         // Lifecycle events are opt-in: dispatch them only when someone asked.
         let listening = scope.recipients.iter().any(|r| r.invocation_events);
@@ -213,9 +214,17 @@ impl<S: State> CompiledGraph<S> {
                 source: Box::new(err),
             }),
             Ok(()) => {
-                self.inner
-                    .run_level(Arc::new(initial), Arc::clone(&scope))
-                    .await
+                let run = self.inner.run_level(Arc::new(initial), Arc::clone(&scope));
+                let entry = &self.inner.nodes[self.inner.entry].name;
+                let correlation = scope.inv.correlation_id.as_deref().unwrap_or_default();
+                crate::spans::invocation(
+                    &id,
+                    entry,
+                    correlation,
+                    GraphError::<S>::category_name,
+                    run,
+                )
+                .await
             }
         };
         // A suspension is persisted before anyone hears of it: a failed persist makes

@@ -23,6 +23,10 @@
 //!
 //! - Per-node state of other crates: [`NodeCtx::extensions`]; values bound for the
 //!   duration of a future: [`ambient`].
+//! - Trace through `tracing` (feature `tracing-spans`, off by default): an
+//!   `openarmature.invocation` span per run and an `openarmature.node` span per node
+//!   attempt, opened inline with the OpenTelemetry observer's attribute keys. Use them
+//!   or `openarmature-observability`'s `OtelObserver` for the same spans, not both.
 //!
 //! The engine does no network I/O and depends on one workspace crate,
 //! `openarmature-core` (the seams, and each capability's event vocabulary, which
@@ -69,6 +73,7 @@ mod cause;
 pub mod checkpoint;
 mod compiled;
 mod dynamic;
+mod entry;
 mod error;
 mod extension_event;
 mod ids;
@@ -80,6 +85,7 @@ mod observer;
 mod queue;
 pub mod reducers;
 pub mod session;
+mod spans;
 mod state;
 mod subgraph;
 pub mod suspension;
@@ -91,6 +97,7 @@ pub use cause::{
 };
 pub use compiled::{run_unit, CompiledGraph, Completed};
 pub use dynamic::{DynSchema, DynSchemaBuilder, DynState, DynUpdate, FieldSpec, FieldType};
+pub use entry::InstanceEntry;
 pub use error::{
     category, category_of, erase, find_in, is_transient_link, BoxError, Categorized,
     CategorizedError, Category, CompileError, CompileWarning, GraphError, MergeError, NodeError,

@@ -203,6 +203,9 @@ pub(crate) struct Scope {
     /// Why `suspend()` is refused in this level (a collecting fan-out instance or
     /// branch, suspension §8.2 / §8.3), inherited by nested levels.
     pub(crate) suspension_forbidden: Option<Arc<str>>,
+    /// The nested graph's node namespaces, shared by the instances of one
+    /// [`crate::InstanceEntry`] (none elsewhere: built per node execution).
+    pub(crate) namespaces: Option<Arc<crate::entry::NamespaceCache>>,
 }
 
 impl Scope {
@@ -361,27 +364,48 @@ impl NodeCtx {
         } else {
             outer.metadata.fork()
         };
-        let scope = Scope {
-            inv: Arc::clone(&outer.inv),
-            namespace_prefix: Arc::clone(&self.namespace),
-            parent_states: outer
+        self.nested(
+            outer
                 .parent_states
                 .iter()
                 .cloned()
                 .chain([parent])
                 .collect(),
-            attached: outer.attached.clone(),
-            recipients: Arc::clone(&outer.recipients),
-            fan_out_chain: outer
+            outer
                 .fan_out_chain
                 .iter()
                 .cloned()
                 .chain([fan_out])
                 .collect(),
-            branch_chain: outer.branch_chain.iter().cloned().chain([branch]).collect(),
+            outer.branch_chain.iter().cloned().chain([branch]).collect(),
+            metadata,
+            None,
+        )
+    }
+
+    /// The nested context [`NodeCtx::enter`] and
+    /// [`InstanceEntry::enter`](crate::InstanceEntry::enter) return.
+    pub(crate) fn nested(
+        &self,
+        parent_states: Arc<[StateRef]>,
+        fan_out_chain: Arc<[Option<usize>]>,
+        branch_chain: Arc<[Option<String>]>,
+        metadata: Arc<MetadataCell>,
+        namespaces: Option<Arc<crate::entry::NamespaceCache>>,
+    ) -> NodeCtx {
+        let outer = &self.scope;
+        let scope = Scope {
+            inv: Arc::clone(&outer.inv),
+            namespace_prefix: Arc::clone(&self.namespace),
+            parent_states,
+            attached: outer.attached.clone(),
+            recipients: Arc::clone(&outer.recipients),
+            fan_out_chain,
+            branch_chain,
             inherited_attempt: self.attempt_index,
             metadata,
             suspension_forbidden: outer.suspension_forbidden.clone(),
+            namespaces,
         };
         NodeCtx {
             attempt_scoped: false,

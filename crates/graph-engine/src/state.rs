@@ -35,6 +35,16 @@ pub trait State: Clone + Debug + Send + Sync + 'static {
     /// (used by framework events such as failure isolation's `post_state`).
     fn update_json(update: &Self::Update) -> Value;
 
+    /// One field of a partial update as JSON (what [`State::update_json`] maps
+    /// `field` to): `None` when the update does not write it. Composite nodes read an
+    /// instance's contribution with it, one field at a time.
+    fn update_field_json(update: &Self::Update, field: &str) -> Option<Value> {
+        match Self::update_json(update) {
+            Value::Object(mut fields) => fields.remove(field),
+            _ => None,
+        }
+    }
+
     /// Validates the state against its schema (called at graph entry, after every
     /// merge, and at exit).
     ///

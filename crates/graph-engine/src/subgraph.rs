@@ -30,7 +30,14 @@ pub struct SubgraphFailure {
 }
 
 impl SubgraphFailure {
-    pub(crate) fn new(
+    /// A failure inside a subgraph run: `category` at the subgraph's boundary, the
+    /// inner `node` at which it surfaced, that node's full `namespace` (outermost
+    /// first), the subgraph's state at the failure when known, and the original cause.
+    /// The engine builds these for subgraphs it runs; a composite node that runs its
+    /// subgraph elsewhere (a fan-out dispatcher sending an instance to a remote
+    /// worker) builds one from the remote report, so the failure keeps the same shape
+    /// and the fan-out node's level does not record it as its own.
+    pub fn new(
         category: RuntimeCategory,
         node: String,
         namespace: Vec<String>,

@@ -137,6 +137,22 @@ macro_rules! __oa_state_impl {
                 $crate::__private::serde_json::Value::Object(map)
             }
 
+            #[allow(unused_variables)]
+            fn update_field_json(
+                update: &$update,
+                field: &str,
+            ) -> ::core::option::Option<$crate::__private::serde_json::Value> {
+                match field {
+                    $(
+                        stringify!($field) => update.$field.as_ref().map(|value| {
+                            $crate::__private::serde_json::to_value(value)
+                                .unwrap_or($crate::__private::serde_json::Value::Null)
+                        }),
+                    )*
+                    _ => ::core::option::Option::None,
+                }
+            }
+
             fn to_json(&self) -> $crate::__private::serde_json::Value {
                 $crate::__private::serde_json::to_value(self).unwrap_or($crate::__private::serde_json::Value::Null)
             }

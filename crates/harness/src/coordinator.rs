@@ -87,12 +87,27 @@ impl SignalCoordinator for InMemoryCoordinator {
 /// one resolves the same signals — nothing is kept in memory).
 pub struct PausedStoreCoordinator<S: State> {
     graph: CompiledGraph<S>,
+    by_correlation: bool,
 }
 
 impl<S: State> PausedStoreCoordinator<S> {
     /// Resolves signals against `graph`'s paused records.
     pub fn new(graph: CompiledGraph<S>) -> Self {
-        PausedStoreCoordinator { graph }
+        PausedStoreCoordinator {
+            graph,
+            by_correlation: false,
+        }
+    }
+
+    /// Like [`PausedStoreCoordinator::new`], but `resolve` answers the paused record's
+    /// *correlation id* instead of its invocation id: the key a durable runtime files
+    /// the whole invocation under (openarmature-restate's workflow key), which stays
+    /// the same across checkpoint resumes while the engine's invocation id does not.
+    pub fn by_correlation(graph: CompiledGraph<S>) -> Self {
+        PausedStoreCoordinator {
+            graph,
+            by_correlation: true,
+        }
     }
 }
 
@@ -112,7 +127,13 @@ impl<S: State> SignalCoordinator for PausedStoreCoordinator<S> {
     ) -> BoxFuture<'a, Result<Option<String>, BoxError>> {
         Box::pin(async move {
             let records = self.graph.paused_records(Some(signal_id)).await?;
-            Ok(records.into_iter().next().map(|r| r.invocation_id))
+            Ok(records.into_iter().next().map(|r| {
+                if self.by_correlation {
+                    r.correlation_id
+                } else {
+                    r.invocation_id
+                }
+            }))
         })
     }
 

@@ -290,6 +290,16 @@ impl<S: State> Harness<S> {
     /// handle the outcome (§5). Never blocks on a suspension: a suspended turn
     /// registers its subscription and returns.
     pub async fn handle(&self, t: Transmission) -> Turn<S> {
+        self.handle_with(t, InvokeOptions::default()).await
+    }
+
+    /// Like [`Harness::handle`], starting from `options` instead of the defaults: what a
+    /// runtime fixes per turn (the invocation id and correlation id a durable runtime
+    /// keys its job by, a [`InvokeOptions::resume_invocation`] of a checkpointed run)
+    /// before the [`Harness::invoke_options`] hook adds what every turn carries. The
+    /// harness's own rules still apply: a stateless turn carries no session id, a
+    /// signal resume stays bound to the paused invocation.
+    pub async fn handle_with(&self, t: Transmission, options: InvokeOptions) -> Turn<S> {
         let Some(path) = t.classify(self.mode) else {
             let e = HarnessError::new(
                 Category::HARNESS_PATH_CLASSIFICATION_AMBIGUOUS,
@@ -298,8 +308,8 @@ impl<S: State> Harness<S> {
             return Self::failed(None, None, e);
         };
         let base = match &self.options {
-            Some(hook) => hook(InvokeOptions::default()),
-            None => InvokeOptions::default(),
+            Some(hook) => hook(options),
+            None => options,
         };
         let mut args = InvokeArgs::default();
         let mut resolved = None;

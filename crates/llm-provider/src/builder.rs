@@ -48,6 +48,8 @@ pub struct ProviderBuilder<P> {
     pub(crate) fallback_directive: String,
     /// Anthropic's `anthropic-version` header; `None` for the other mappings.
     pub(crate) anthropic_version: Option<String>,
+    /// Extension 0006: streaming on the Anthropic and Gemini mappings.
+    pub(crate) stream_extension: bool,
     provider: PhantomData<fn() -> P>,
 }
 
@@ -68,6 +70,7 @@ impl<P> ProviderBuilder<P> {
             provider_name: provider_name.to_owned(),
             fallback_directive: DEFAULT_FALLBACK_DIRECTIVE.into(),
             anthropic_version: None,
+            stream_extension: false,
             provider: PhantomData,
         }
     }
@@ -83,6 +86,17 @@ impl<P> ProviderBuilder<P> {
     /// (OpenAI-compatible), `x-api-key` (Anthropic), `x-goog-api-key` (Gemini).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Extension 0006 (`spec/extensions/0006-anthropic-gemini-streaming.md`): lets the
+    /// Anthropic and Gemini mappings stream (`stream` calls, [`Provider::stream`](crate::Provider::stream)),
+    /// with the same token events and assembly rules as the OpenAI-compatible mapping.
+    /// Off by default, so those mappings reject a `stream` call pre-send as the pinned
+    /// specification says (llm-provider §5). The OpenAI-compatible mapping always
+    /// streams and ignores this.
+    pub fn stream_extension(mut self, enabled: bool) -> Self {
+        self.stream_extension = enabled;
         self
     }
 

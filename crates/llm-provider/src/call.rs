@@ -230,11 +230,20 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
         let started = Instant::now();
         let mut wire = WireRequest::of(request, messages, &config);
         wire.stream = self.stream;
-        let result = if self.stream {
-            self.provider.send_stream(wire, &self.sink).await
+        let attempt = if self.stream {
+            self.provider.send_stream(wire, &self.sink)
         } else {
-            self.provider.send(wire).await
+            self.provider.send(wire)
         };
+        #[cfg(feature = "tracing-spans")]
+        let attempt = crate::spans::wire_attempt(
+            self.provider.provider_name(),
+            self.provider.model(),
+            index,
+            self.reason,
+            attempt,
+        );
+        let result = attempt.await;
         self.latency = started.elapsed();
         crate::resilience::hooks::deposit(request, self.node_ctx, index, &result).await;
 
@@ -436,6 +445,7 @@ fn failure_of(error: &LlmError) -> LlmFailure {
         error.error_type().map(str::to_owned),
         error.to_string(),
     )
+    .with_retry_after(error.retry_after())
 }
 
 /// A message in the typed-event form: the §3 JSON shape with inline image bytes

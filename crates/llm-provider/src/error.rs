@@ -30,10 +30,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use openarmature_graph::{Categorized, CategorizedError, Category};
+#[cfg(feature = "providers")]
 use openarmature_http::TransportError;
 use serde_json::Value;
 
 use crate::response::{FinishReason, Usage};
+
+/// The error type every recognised context-window error carries (extension 0005;
+/// see `openai::CONTEXT_LENGTH_EXCEEDED`).
+pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
 
 /// A shared underlying cause (a transport error, a JSON error, ...).
 pub type Cause = Arc<dyn StdError + Send + Sync + 'static>;
@@ -452,6 +457,15 @@ impl ErrorCategory {
     }
 }
 
+impl LlmError {
+    /// Whether this is a recognised context-window error of an OpenAI-compatible
+    /// server (error type `context_length_exceeded`): shorten the prompt or lower
+    /// `max_tokens`; retrying as is cannot succeed.
+    pub fn is_context_window_exceeded(&self) -> bool {
+        self.error_type() == Some(CONTEXT_LENGTH_EXCEEDED)
+    }
+}
+
 impl ErrorCategory {
     /// The category of this crate named by a shared [`Category`], if it is one of them.
     pub fn from_category(category: Category) -> Option<ErrorCategory> {
@@ -464,6 +478,7 @@ impl ErrorCategory {
     /// The §7 category of an HTTP error status before a mapping's refinement
     /// ([`openarmature_http::status_category`], the table shared with
     /// `openarmature-retrieval`).
+    #[cfg(feature = "providers")]
     pub(crate) fn of_status(status: u16) -> ErrorCategory {
         ErrorCategory::from_category(openarmature_http::status_category(status))
             .unwrap_or(ErrorCategory::ProviderUnavailable)
@@ -472,6 +487,7 @@ impl ErrorCategory {
 
 /// A transport failure keeps its category, message and cause (`source()` is the
 /// reqwest or URL error itself).
+#[cfg(feature = "providers")]
 impl From<TransportError> for LlmError {
     fn from(error: TransportError) -> Self {
         let (category, message, source) = error.into_parts();

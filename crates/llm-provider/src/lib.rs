@@ -106,38 +106,55 @@
 //! # }
 //! ```
 
+#[cfg(feature = "providers")]
 pub mod anthropic;
+#[cfg(feature = "providers")]
 mod builder;
 mod call;
 mod config;
+#[cfg(feature = "providers")]
 mod env;
 mod error;
+#[cfg(feature = "providers")]
 pub mod gemini;
 mod message;
+#[cfg(feature = "providers")]
 pub mod openai;
 mod provider;
 pub mod resilience;
 mod response;
 mod retry;
+#[cfg_attr(not(feature = "providers"), allow(dead_code))]
 pub mod schema;
+#[cfg(feature = "tracing-spans")]
+mod spans;
+#[cfg(feature = "providers")]
+mod sse;
 mod stream;
 mod tool;
 mod tool_scope;
 pub mod typed;
+// The pre-send checks and schema compilation the wire mappings run.
+#[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod validate;
 
+#[cfg(feature = "providers")]
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
+#[cfg(feature = "providers")]
 pub use builder::ProviderBuilder;
 pub use call::{AttemptObserver, AttemptRecord};
 pub use config::{RuntimeConfig, DECLARED_FIELDS};
+#[cfg(feature = "providers")]
 pub use env::OPENAI_DEFAULT_BASE_URL;
 pub use error::{Cause, ErrorCategory, LlmError, ProviderFailure, StructuredOutputInvalid};
+#[cfg(feature = "providers")]
 pub use gemini::{GeminiBuilder, GeminiProvider};
 pub use message::{
     AssistantMessage, Content, ContentBlock, ImageBlock, ImageDetail, ImageSource, Message,
     RedactedThinkingBlock, SystemMessage, TextBlock, ThinkingBlock, ToolCall, ToolMessage,
     UserMessage,
 };
+#[cfg(feature = "providers")]
 pub use openai::{OpenAiBuilder, OpenAiProvider};
 /// The typed LLM events this crate dispatches (graph-engine §6), from
 /// `openarmature_core::vocab::llm`.
@@ -150,6 +167,7 @@ pub use openarmature_core::vocab::llm::{
 pub use openarmature_core::vocab::tool::{
     ToolCallEvent, ToolCallFailedEvent, ToolCallRecord, ToolExecution,
 };
+#[cfg(feature = "providers")]
 pub use openarmature_http::{EnvError, Transport};
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
 pub use resilience::HonorRetryAfter;

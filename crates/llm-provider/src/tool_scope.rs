@@ -66,6 +66,9 @@ pub struct ToolScope {
     ctx: NodeCtx,
     record: ToolCallRecord,
     started: Instant,
+    /// The `openarmature.tool.call` span (feature `tracing-spans`).
+    #[cfg(feature = "tracing-spans")]
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for ToolScope {
@@ -81,9 +84,12 @@ impl ToolScope {
     /// describes: captures its identity now and mints the execution's `call_id`.
     pub fn start(ctx: &NodeCtx, execution: ToolExecution) -> ToolScope {
         let call_id = Arc::from(uuid::Uuid::new_v4().to_string());
+        let record = ToolCallRecord::new(ctx.call_site(), call_id, execution);
         ToolScope {
             ctx: ctx.clone(),
-            record: ToolCallRecord::new(ctx.call_site(), call_id, execution),
+            #[cfg(feature = "tracing-spans")]
+            span: crate::spans::tool_call(&record),
+            record,
             started: Instant::now(),
         }
     }
@@ -98,6 +104,8 @@ impl ToolScope {
     pub fn complete<T: Serialize + ?Sized>(self, result: &T) {
         let result = serde_json::to_value(result)
             .unwrap_or_else(|e| Value::String(format!("<result not representable as JSON: {e}>")));
+        #[cfg(feature = "tracing-spans")]
+        crate::spans::tool_outcome(&self.span, None);
         let call = self.finish();
         self.ctx
             .dispatch_event(ObserverEvent::ToolCall(ToolCallEvent::new(call, result)));
@@ -105,12 +113,15 @@ impl ToolScope {
 
     /// Reports a failure: dispatches the [`ToolCallFailedEvent`].
     pub fn fail(self, error_type: Option<&str>, error_message: impl Into<String>) {
+        let error_message = error_message.into();
+        #[cfg(feature = "tracing-spans")]
+        crate::spans::tool_outcome(&self.span, Some((error_type, &error_message)));
         let call = self.finish();
         self.ctx
             .dispatch_event(ObserverEvent::ToolCallFailed(ToolCallFailedEvent::new(
                 call,
                 error_type.map(str::to_owned),
-                error_message.into(),
+                error_message,
             )));
     }
 
@@ -166,6 +177,8 @@ impl ToolScopeExt for NodeCtx {
         E: Display + 'static,
     {
         let scope = self.start_tool(execution);
+        #[cfg(feature = "tracing-spans")]
+        let tool = tracing::Instrument::instrument(tool, scope.span.clone());
         let outcome = tool.await;
         match &outcome {
             Ok(result) => scope.complete(result),

@@ -25,22 +25,39 @@
 //! - [`metadata`]: the §3.4 rules for caller-supplied invocation metadata.
 //! - [`payload`]: the §5.5.1 canonical JSON and §5.5.5 truncation of payload
 //!   attributes.
-//! - [`export`]: private OTLP tracer / logger / meter providers (HTTP/protobuf or
-//!   gRPC, batch or periodic export, `OTEL_EXPORTER_OTLP_*` configuration).
+//! - [`progress`]: [`progress::ProgressCounter`], fan-out items done / degraded / in
+//!   flight counted from the events, and (feature `progress`)
+//!   `progress::ProgressObserver`, the same counts as terminal progress bars.
+//! - [`report`]: [`report::RunReport`], a run's events as a waterfall of node
+//!   attempts, LLM wire attempts, waits and degradations, rendered as one
+//!   self-contained HTML page.
+//! - `export` (features `otlp-http`, on by default, and `otlp-grpc`): private OTLP
+//!   tracer / logger / meter providers (HTTP/protobuf or gRPC, batch or periodic
+//!   export, `OTEL_EXPORTER_OTLP_*` configuration); OTLP/HTTP goes through the
+//!   workspace's one reqwest, or the caller's client (`OtlpExport::http_client`).
 //!
 //! **TracerProvider isolation (§6).** Nothing in this crate reads or sets the global
 //! OpenTelemetry providers (tracer, logger or meter): the observer emits through the
 //! providers it is given, so auto-instrumentation that writes to the global provider
 //! never duplicates its spans.
 //!
+//! **`tracing` instead.** The feature `tracing-spans` of the engine, pipeline and LLM
+//! crates opens the same spans inline as `tracing` spans with these attribute keys
+//! (and `otel.name` for `tracing-opentelemetry`). Use those or this observer for the
+//! same spans, not both: each would export its own copy (see the crate README).
+//!
 //! Implementation status per fixture lives in the workspace `conformance.toml`.
 
 pub mod attributes;
+#[cfg(any(feature = "otlp-http", feature = "otlp-grpc"))]
 pub mod export;
 pub mod langfuse;
 pub mod metadata;
+mod node_path;
 mod otel;
 pub mod payload;
+pub mod progress;
+pub mod report;
 
 pub use otel::{
     InvokeError, OtelObserver, OtelObserverBuilder, PayloadCapTooSmall, INSTRUMENTATION_SCOPE,
@@ -64,6 +81,6 @@ mod tests {
 
 /// The crate README's Rust code blocks, compiled as doc tests, so its example cannot
 /// rot. Exists only while collecting doc tests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "otlp-http"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

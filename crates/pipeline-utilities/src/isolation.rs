@@ -167,6 +167,8 @@ impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
                 return Err(error.into());
             }
             let update = (self.degraded)(&state);
+            #[cfg(feature = "tracing-spans")]
+            crate::spans::degraded(&ctx, &self.event_name, &*error, caught.as_ref());
             if let Some(caught) = caught.filter(|_| observed) {
                 let event = FailureIsolationEvent::new(
                     &ctx,

@@ -63,9 +63,12 @@
 //! ```
 
 mod branches;
+pub mod dispatch;
 mod fan_out;
 mod isolation;
 pub mod retry;
+#[cfg(feature = "tracing-spans")]
+mod spans;
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]
@@ -73,12 +76,15 @@ mod sqlite_db;
 #[cfg(feature = "sqlite")]
 mod sqlite_paused;
 #[cfg(feature = "sqlite")]
+mod sqlite_positions;
+#[cfg(feature = "sqlite")]
 mod sqlite_session;
 mod timing;
 
 pub use branches::{
     Branch, BranchFn, BranchWork, CallBranch, ParallelBranchesNode, SubgraphBranch,
 };
+pub use dispatch::{FanOutDispatcher, InProcessDispatcher};
 pub use fan_out::{ErrorPolicy, FanOutNode, OnEmpty, Resolve, StateFn};
 pub use isolation::{FailureIsolationMiddleware, OnCaught};
 pub use retry::{RetryConfig, RetryMiddleware};

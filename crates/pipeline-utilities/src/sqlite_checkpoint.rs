@@ -17,7 +17,7 @@ use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::sqlite_db::{from_ns, to_ns, SqliteDb};
+use crate::sqlite_db::{from_ns, immediate, to_ns, SqliteDb};
 
 const CHECKPOINTS: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
     invocation_id TEXT PRIMARY KEY,
@@ -28,7 +28,11 @@ const CHECKPOINTS: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
 );";
 
 fn schema() -> String {
-    format!("{CHECKPOINTS}\n{}", crate::sqlite_paused::SCHEMA)
+    format!(
+        "{CHECKPOINTS}\n{}\n{}",
+        crate::sqlite_positions::SCHEMA,
+        crate::sqlite_paused::SCHEMA
+    )
 }
 
 /// Why the SQLite checkpointer failed.
@@ -158,14 +162,20 @@ impl Checkpointer for SqliteCheckpointer {
         Box::pin(async move {
             boxed(
                 self.run(move |conn| {
+                    let mut record = record;
+                    // The positions go to their own table (only the new ones); the row
+                    // keeps the rest of the snapshot.
+                    let positions = std::mem::take(&mut record.completed_positions);
                     let text = serde_json::to_string(&record).map_err(|source| {
                         SqliteCheckpointError::Encode {
                             invocation_id: id.clone(),
                             source,
                         }
                     })?;
-                    conn.execute(
-                        "INSERT INTO openarmature_checkpoints
+                    immediate(conn, |tx| {
+                        crate::sqlite_positions::store(tx, &id, &positions)?;
+                        tx.prepare_cached(
+                            "INSERT INTO openarmature_checkpoints
                            (invocation_id, correlation_id, last_saved_at_ns,
                             completed_node_count, record)
                          VALUES (?1, ?2, ?3, ?4, ?5)
@@ -174,15 +184,16 @@ impl Checkpointer for SqliteCheckpointer {
                            last_saved_at_ns = excluded.last_saved_at_ns,
                            completed_node_count = excluded.completed_node_count,
                            record = excluded.record",
-                        params![
+                        )?
+                        .execute(params![
                             id,
                             record.correlation_id,
                             to_ns(record.last_saved_at),
-                            i64::try_from(record.completed_positions.len()).unwrap_or(i64::MAX),
+                            i64::try_from(positions.len()).unwrap_or(i64::MAX),
                             text
-                        ],
-                    )?;
-                    Ok(())
+                        ])?;
+                        Ok(())
+                    })
                 })
                 .await,
             )
@@ -204,13 +215,20 @@ impl Checkpointer for SqliteCheckpointer {
                             |row| row.get(0),
                         )
                         .optional()?;
-                    text.map(|t| {
-                        serde_json::from_str(&t).map_err(|source| SqliteCheckpointError::Decode {
-                            invocation_id: id.clone(),
-                            source,
-                        })
-                    })
-                    .transpose()
+                    let Some(text) = text else {
+                        return Ok(None);
+                    };
+                    let mut record: CheckpointRecord =
+                        serde_json::from_str(&text).map_err(|source| {
+                            SqliteCheckpointError::Decode {
+                                invocation_id: id.clone(),
+                                source,
+                            }
+                        })?;
+                    if let Some(positions) = crate::sqlite_positions::load(conn, &id)? {
+                        record.completed_positions = positions;
+                    }
+                    Ok(Some(record))
                 })
                 .await,
             )
@@ -257,7 +275,7 @@ impl Checkpointer for SqliteCheckpointer {
                         "DELETE FROM openarmature_checkpoints WHERE invocation_id = ?1",
                         params![id],
                     )?;
-                    Ok(())
+                    crate::sqlite_positions::delete(conn, &id)
                 })
                 .await,
             )

@@ -73,3 +73,30 @@ pub(crate) fn to_ns(t: SystemTime) -> i64 {
 pub(crate) fn from_ns(ns: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
+
+/// Runs `f` inside `BEGIN IMMEDIATE` … `COMMIT` (rolled back when `f` fails), with the
+/// three statements taken from the connection's statement cache: a save is a handful
+/// of statements, and re-preparing them each time was a measurable part of its cost.
+pub(crate) fn immediate<R, E>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<rusqlite::Error>,
+{
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    match f(conn) {
+        Ok(r) => {
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(r)
+        }
+        Err(e) => {
+            // The statement that failed already reported; a failed rollback leaves
+            // SQLite to roll back on its own when the connection next begins.
+            let _ = conn
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut s| s.execute([]));
+            Err(e)
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! The real-server test switches. A test that needs PostgreSQL or Redis asks for its
+//! The real-server test switches. A test that needs PostgreSQL, Redis or Restate asks for its
 //! URL here: set, it runs against it; unset, it prints why it is skipped and passes —
 //! unless `OPENARMATURE_REQUIRE_SERVICES=1` (CI), where a missing server fails it.
 //! `.ci/services.sh` starts both servers and sets the variables.
@@ -10,6 +10,13 @@ pub enum Service {
     Postgres,
     /// Redis (`OPENARMATURE_TEST_REDIS_URL`).
     Redis,
+    /// The Restate server's admin API (`OPENARMATURE_TEST_RESTATE_ADMIN_URL`).
+    RestateAdmin,
+    /// The Restate server's ingress (`OPENARMATURE_TEST_RESTATE_INGRESS_URL`).
+    RestateIngress,
+    /// The haproxy executable the Restate fleet tests balance through
+    /// (`OPENARMATURE_TEST_HAPROXY`, a path).
+    Haproxy,
 }
 
 impl Service {
@@ -18,6 +25,9 @@ impl Service {
         match self {
             Service::Postgres => "OPENARMATURE_TEST_POSTGRES_URL",
             Service::Redis => "OPENARMATURE_TEST_REDIS_URL",
+            Service::RestateAdmin => "OPENARMATURE_TEST_RESTATE_ADMIN_URL",
+            Service::RestateIngress => "OPENARMATURE_TEST_RESTATE_INGRESS_URL",
+            Service::Haproxy => "OPENARMATURE_TEST_HAPROXY",
         }
     }
 }

@@ -33,7 +33,7 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
         e.check_keys(EXPECTED_KEYS).map_err(err)?;
     }
     let get = |k: &str| expected.as_ref().and_then(|e| e.get(k));
-    let wire_path = run.mapping.wire_path(&run.bound_model);
+    let wire_path = run.mapping.wire_path(&run.bound_model, run.streamed);
     if let Some(stray) = run.requests.iter().find(|r| r.path != wire_path) {
         return Err(format!(
             "a request went to {} instead of {wire_path}",

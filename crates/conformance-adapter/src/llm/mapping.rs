@@ -55,13 +55,17 @@ impl Mapping {
         }
     }
 
-    /// Where completions are posted (Gemini names the bound model in the path).
-    pub(crate) fn wire_path(self, model: &str) -> String {
+    /// Where completions are posted (Gemini names the bound model in the path, and
+    /// streams on its own endpoint under extension 0006).
+    pub(crate) fn wire_path(self, model: &str, streamed: bool) -> String {
         match self {
             Mapping::OpenAi | Mapping::StreamingUnsupportedStub => {
                 "/v1/chat/completions".to_owned()
             }
             Mapping::Anthropic => "/v1/messages".to_owned(),
+            Mapping::Gemini if streamed => {
+                format!("/v1beta/models/{model}:streamGenerateContent?alt=sse")
+            }
             Mapping::Gemini => format!("/v1beta/models/{model}:generateContent"),
         }
     }
@@ -96,12 +100,14 @@ impl Mapping {
         matches!(self, Mapping::OpenAi | Mapping::StreamingUnsupportedStub)
     }
 
-    /// The real provider for this mapping, pointed at the mock.
+    /// The real provider for this mapping, pointed at the mock (`stream_extension`:
+    /// extension 0006 on, for the Anthropic and Gemini mappings).
     pub(crate) fn provider(
         self,
         server: &MockServer,
         model: &str,
         capabilities: ModelCapabilities,
+        stream_extension: bool,
     ) -> Result<Arc<dyn Provider>, String> {
         let openai = || {
             OpenAiProvider::builder(server.base_url(), model)
@@ -120,6 +126,7 @@ impl Mapping {
                 .api_key("test-key")
                 .transport(crate::http_mock::transport())
                 .capabilities(capabilities)
+                .stream_extension(stream_extension)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
             Mapping::Gemini => GeminiProvider::builder(model)
@@ -127,6 +134,7 @@ impl Mapping {
                 .api_key("test-key")
                 .transport(crate::http_mock::transport())
                 .capabilities(capabilities)
+                .stream_extension(stream_extension)
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
         };

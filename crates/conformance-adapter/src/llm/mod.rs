@@ -39,6 +39,11 @@
 //!   (base URL `/v1beta`); the bound model (L1) travels in the URL path, so an
 //!   `expected_wire_request.model` is compared with the request path
 //!   `/v1beta/models/{model}:generateContent` and the body is matched without it.
+//! - L7 `extensions: [streaming]` (spec/extensions/0006): the case runs here, not in
+//!   the resilience runner, with `ProviderBuilder::stream_extension(true)`; a streamed
+//!   Gemini call's wire path is `/v1beta/models/{model}:streamGenerateContent?alt=sse`.
+//!   A `stream_body` item is sent as one `data:` line, so Anthropic events are named
+//!   by their `type` field alone (the mapping reads that, not the `event:` line).
 
 mod expect;
 mod invariants;
@@ -268,15 +273,39 @@ impl CallRun {
     }
 }
 
+/// Register L7: extension 0006's fixtures (`extensions: [streaming]`) run here, with
+/// the Anthropic / Gemini mapping's stream extension on; any other `extensions` list
+/// belongs to the resilience runner.
+fn stream_extension(root: &Y<'_>, case: &Y<'_>) -> Result<bool, String> {
+    let Some(list) = case.get("extensions").or_else(|| root.get("extensions")) else {
+        return Ok(false);
+    };
+    let names = list
+        .seq()
+        .map_err(err)?
+        .iter()
+        .map(|y| y.str().map_err(err))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(names == ["streaming"])
+}
+
 async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
-    if resilience::claims(root, case) {
+    let streaming = stream_extension(root, case)?;
+    if !streaming && resilience::claims(root, case) {
         return resilience::run(root, case).await; // the project's extension fixtures
     }
+    let with_extensions = |keys: &[&'static str]| {
+        let mut keys = keys.to_vec();
+        if streaming {
+            keys.push("extensions");
+        }
+        keys
+    };
     let single = std::ptr::eq(root.value, case.value);
     if !single {
-        root.check_keys(FILE_KEYS).map_err(err)?;
+        root.check_keys(&with_extensions(FILE_KEYS)).map_err(err)?;
     }
-    case.check_keys(CASE_KEYS).map_err(err)?;
+    case.check_keys(&with_extensions(CASE_KEYS)).map_err(err)?;
     let mapping = match case.get("mapping").or_else(|| root.get("mapping")) {
         Some(name) => Mapping::from_name(name.str().map_err(err)?)?,
         None => Mapping::OpenAi,
@@ -294,7 +323,7 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
         .await
         .map_err(|e| format!("cannot start the mock provider: {e}"))?;
-    let provider = mapping.provider(&server, &model, mock.capabilities)?;
+    let provider = mapping.provider(&server, &model, mock.capabilities, streaming)?;
 
     let mut last_bodies: Vec<Option<Vec<u8>>> = Vec::new();
     for (i, spec) in calls.iter().enumerate() {

@@ -66,6 +66,19 @@ impl Positions {
         out.into_iter()
     }
 
+    /// The positions from `index` on (0 = first completed), in completion order.
+    ///
+    /// Walks only the `len - index` newest links, so a store that persisted the first
+    /// `index` positions with an earlier record appends the rest in O(new).
+    pub fn tail(&self, index: usize) -> Vec<&NodePosition> {
+        let mut out: Vec<&NodePosition> = self
+            .newest_first()
+            .take(self.len.saturating_sub(index))
+            .collect();
+        out.reverse();
+        out
+    }
+
     /// The positions as a vector, in completion order.
     pub fn to_vec(&self) -> Vec<NodePosition> {
         self.iter().cloned().collect()
@@ -179,6 +192,8 @@ mod tests {
         assert_eq!(p.iter().map(|x| x.step).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!((p[0].step, p.get(2).unwrap().step, p.get(3)), (0, 2, None));
         assert_eq!(p.last().unwrap().step, 2);
+        let tail: Vec<u64> = p.tail(1).iter().map(|x| x.step).collect();
+        assert_eq!((tail, p.tail(3).len(), p.tail(9).len()), (vec![1, 2], 0, 0));
         let json = serde_json::to_value(&p).unwrap();
         assert_eq!(json[1]["node_name"], "n1");
         let back: Positions = serde_json::from_value(json).unwrap();

@@ -729,3 +729,76 @@ async fn subgraph_observer_attached_during_a_run_waits_for_the_next_invocation()
     graph.drain(None).await;
     assert_eq!(log.lock().unwrap().len(), 4);
 }
+
+/// `InstanceEntry`: each instance gets its index and the shared parent states; the
+/// inner namespaces it shares are built per graph, so a second graph run inside an
+/// entered instance (here node names the first graph also has, in another order)
+/// still reports its own namespaces.
+#[tokio::test]
+async fn instance_entry_contexts_carry_their_index_and_each_graph_its_namespaces() {
+    fn chain(names: [&'static str; 2]) -> CompiledGraph<Parent> {
+        GraphBuilder::new(Parent::default())
+            .add_node(names[0], |_s: Arc<Parent>, _c: NodeCtx| async {
+                Ok(ParentUpdate::default())
+            })
+            .add_node(names[1], |_s: Arc<Parent>, _c: NodeCtx| async {
+                Ok(ParentUpdate::default())
+            })
+            .add_edge(names[0], Target::from(names[1]))
+            .add_edge(names[1], END)
+            .entry(names[0])
+            .compile()
+            .unwrap()
+    }
+    let (first, second) = (Arc::new(chain(["a", "b"])), Arc::new(chain(["b", "a"])));
+    let (f, s) = (Arc::clone(&first), Arc::clone(&second));
+    type Seen = Mutex<Vec<(String, Option<usize>)>>;
+    let seen: Arc<Seen> = Arc::default();
+    let log = Arc::clone(&seen);
+    let graph = GraphBuilder::new(Parent::default())
+        .add_node("fan", move |state: Arc<Parent>, ctx: NodeCtx| {
+            let (first, second) = (Arc::clone(&f), Arc::clone(&s));
+            async move {
+                let entry = ctx.instance_entry(state);
+                for index in 0..2 {
+                    let instance = entry.enter(index);
+                    assert_eq!(instance.fan_out_index(), Some(index));
+                    first.run_within(Parent::default(), &instance).await?;
+                    second.run_within(Parent::default(), &instance).await?;
+                }
+                Ok(ParentUpdate::default())
+            }
+        })
+        .add_edge("fan", END)
+        .entry("fan")
+        .observer(Registration::new(
+            "rec",
+            observer_fn(move |e: Arc<ObserverEvent>| {
+                let log = Arc::clone(&log);
+                async move {
+                    if let Some(n) = e.as_node().filter(|n| n.phase == Phase::Started) {
+                        log.lock()
+                            .unwrap()
+                            .push((n.namespace.join("/"), n.fan_out_index));
+                    }
+                    Ok::<(), openarmature_graph::BoxError>(())
+                }
+            }),
+        ))
+        .compile()
+        .unwrap();
+    graph.invoke(Parent::default()).await.unwrap();
+    graph.drain(None).await;
+    let seen = seen.lock().unwrap().clone();
+    let inner: Vec<(&str, Option<usize>)> = seen
+        .iter()
+        .filter(|(ns, _)| ns != "fan")
+        .map(|(ns, i)| (ns.as_str(), *i))
+        .collect();
+    let per_instance = |i| [("fan/a", i), ("fan/b", i), ("fan/b", i), ("fan/a", i)];
+    let want: Vec<_> = per_instance(Some(0))
+        .into_iter()
+        .chain(per_instance(Some(1)))
+        .collect();
+    assert_eq!(inner, want);
+}

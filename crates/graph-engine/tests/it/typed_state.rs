@@ -389,3 +389,31 @@ fn update_from_json_builds_a_reducer_update() {
         .unwrap_err();
     assert_eq!(err.fields, vec![s("ghost")]);
 }
+
+#[test]
+fn update_field_json_reads_one_written_field_as_update_json_maps_it() {
+    let update = AllUpdate::default()
+        .name("ann".into())
+        .flat(vec![vec![1, 2], vec![3]]);
+    let whole = All::update_json(&update);
+    for field in ["name", "flat", "log", "undeclared"] {
+        assert_eq!(
+            All::update_field_json(&update, field),
+            whole.get(field).cloned(),
+            "{field}"
+        );
+    }
+    assert_eq!(All::update_field_json(&update, "name"), Some(json!("ann")));
+    assert_eq!(All::update_field_json(&update, "log"), None, "not written");
+
+    use openarmature_graph::{DynState, DynUpdate};
+    let mut dynamic = DynUpdate::new();
+    dynamic.fields.push(("n".into(), json!(1)));
+    dynamic.fields.push(("n".into(), json!(2)));
+    assert_eq!(
+        DynState::update_field_json(&dynamic, "n"),
+        DynState::update_json(&dynamic).get("n").cloned(),
+        "a repeated field reads its last write"
+    );
+    assert_eq!(DynState::update_field_json(&dynamic, "m"), None);
+}

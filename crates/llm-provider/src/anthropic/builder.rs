@@ -49,6 +49,7 @@ impl ProviderBuilder<AnthropicProvider> {
                 .anthropic_version
                 .unwrap_or_else(|| DEFAULT_ANTHROPIC_VERSION.into()),
             capabilities: self.capabilities,
+            streaming: self.stream_extension,
             provider_name: self.provider_name,
             fallback_directive: self.fallback_directive,
         })

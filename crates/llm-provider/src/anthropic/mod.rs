@@ -24,15 +24,18 @@
 //!   a no-op, a different one `provider_invalid_request`; while absent an extras key
 //!   rides untouched, e.g. a `tool_choice` with `disable_parallel_tool_use`);
 //!   `stop_sequences` while declared (merged, declared first, de-duplicated; a value
-//!   that is not a list of strings is ignored); `stream` always (only `false` is
-//!   accepted: this mapping consumes atomic responses). Other extras ride at the body
-//!   root untouched.
+//!   that is not a list of strings is ignored); `stream` always (only the call's own
+//!   value is accepted: `false`, or `true` for a streamed call under extension 0006).
+//!   Other extras ride at the body root untouched.
 //! - Structured output (§8.2.5): see [`StructuredOutputPath`] and
 //!   [`AnthropicProvider::structured_output_path`]. The native path is taken unless
 //!   the model's [`ModelCapabilities::supports_native_response_format`] is false.
-//! - Streaming is not part of this mapping: it keeps the [`Provider`] trait's
-//!   streaming defaults (`supports_streaming()` is false), so a `stream` call is
-//!   rejected pre-send with `provider_invalid_request` (§5).
+//! - Streaming is not part of this mapping in the pinned specification: by default
+//!   `supports_streaming()` is false and a `stream` call is rejected pre-send with
+//!   `provider_invalid_request` (§5). With extension 0006 switched on
+//!   ([`ProviderBuilder::stream_extension`](crate::ProviderBuilder::stream_extension))
+//!   a streamed call sends `stream: true` and consumes the event stream (see
+//!   `stream.rs`): the same token events, and a response assembled like an atomic one.
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -55,6 +58,7 @@ mod builder;
 mod errors;
 mod request;
 mod response;
+mod stream;
 
 use futures::future::BoxFuture;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -67,6 +71,7 @@ use openarmature_http::{HttpClient, Reply};
 use crate::error::LlmError;
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
+use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
 
 /// The hosted Anthropic API, version prefix included.
@@ -106,6 +111,8 @@ pub struct AnthropicProvider {
     api_key: Option<String>,
     version: String,
     capabilities: ModelCapabilities,
+    /// Extension 0006 switched on.
+    streaming: bool,
     provider_name: String,
     fallback_directive: String,
 }
@@ -159,9 +166,9 @@ impl AnthropicProvider {
         &self,
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
-        if request.stream {
-            // A streamed attempt sent through `send()`: the same pre-send rejection
-            // as the trait's default `send_stream` (this mapping does not stream).
+        if request.stream && !self.streaming {
+            // A streamed attempt without extension 0006: the same pre-send rejection
+            // as the trait's default `send_stream` (§5).
             return Err(crate::stream::streaming_unsupported(&self.provider_name));
         }
         let prepared = validate::request(request, &self.capabilities)?;
@@ -186,7 +193,45 @@ impl AnthropicProvider {
         Ok(self.http.execute(builder).await?)
     }
 
+    /// One streamed attempt (extension 0006): `stream: true` on the wire, the event
+    /// stream consumed as it arrives.
+    async fn send_stream_once(
+        &self,
+        mut request: WireRequest<'_>,
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        request.stream = true;
+        let (prepared, body) = self.prepare(&request)?;
+        let mut builder = self
+            .http
+            .post(&self.messages_url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .header("anthropic-version", &self.version)
+            .body(body);
+        if let Some(key) = &self.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        let mut assembler = stream::Assembler::default();
+        crate::sse::exchange(
+            &self.http,
+            builder,
+            errors::from_status,
+            &mut assembler,
+            sink,
+        )
+        .await?;
+        assembler.response(&prepared, request.response_schema, self.path(&request))
+    }
+
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        if request.stream {
+            // A streamed request sent as one attempt: consumed, deltas unobserved
+            // (rejected pre-send without extension 0006).
+            return self
+                .send_stream_once(request, &|_: DeltaKind, _: &str| {})
+                .await;
+        }
         let (prepared, body) = self.prepare(&request)?;
         let reply = self
             .execute(
@@ -241,6 +286,29 @@ impl AnthropicProvider {
         self.answer(request, &prepared, reply)
     }
 
+    /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
+    /// `pieces` (extension 0006): decoded incrementally, deltas reported to `sink`, the
+    /// response assembled and mapped like an atomic one. The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the stream maps to.
+    #[doc(hidden)]
+    pub fn decode_stream(
+        &self,
+        request: &WireRequest<'_>,
+        pieces: &[&[u8]],
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema, self.path(request))
+    }
+
     /// `ready()`: the model's entry in the models API answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
         let reply = self.execute(self.http.get(&self.model_url)).await?;
@@ -271,5 +339,17 @@ impl Provider for AnthropicProvider {
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(self.send_once(request))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        self.streaming
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_stream_once(request, sink))
     }
 }

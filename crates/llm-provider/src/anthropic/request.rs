@@ -144,7 +144,10 @@ pub(crate) fn body(
         }
     }
 
-    merge_extras(&mut root, &request.config.extras)?;
+    if request.stream {
+        root.insert("stream".into(), Value::Bool(true));
+    }
+    merge_extras(&mut root, &request.config.extras, request.stream)?;
     let mut out = Vec::with_capacity(512);
     serde_json::to_writer(&mut out, &Canonical(&Value::Object(root)))
         .map(|()| out)
@@ -158,6 +161,7 @@ pub(crate) fn body(
 fn merge_extras(
     root: &mut Map<String, Value>,
     extras: &Map<String, Value>,
+    stream: bool,
 ) -> Result<(), LlmError> {
     let conflict = |key: &str, ours: &str| {
         LlmError::invalid_request(format!(
@@ -167,9 +171,15 @@ fn merge_extras(
     for (key, value) in extras {
         let key = key.as_str();
         if key == "stream" {
-            // This mapping consumes atomic responses: only a matching `false` is allowed.
-            if value != &Value::Bool(false) {
-                return Err(conflict(key, "false: this mapping does not stream"));
+            // Managed: only the call's own value is allowed (`false` unless the call
+            // streams under extension 0006).
+            if value != &Value::Bool(stream) {
+                let ours = if stream {
+                    "true: this call streams"
+                } else {
+                    "false: this call does not stream"
+                };
+                return Err(conflict(key, ours));
             }
         } else if key == "stop_sequences" && root.contains_key(key) {
             merge_stop_sequences(root, value);

@@ -49,6 +49,19 @@ pub(crate) fn parse(
 ) -> Result<Response, LlmError> {
     let raw: Value = serde_json::from_slice(body)
         .map_err(|e| invalid(format!("response body is not valid JSON: {e}")).with_source(e))?;
+    parse_value(raw, prepared, response_schema, path)
+}
+
+/// [`parse`] of an already decoded body (a streamed response's assembled message).
+///
+/// # Errors
+/// As [`parse`].
+pub(crate) fn parse_value(
+    raw: Value,
+    prepared: &Prepared,
+    response_schema: Option<&Value>,
+    path: Option<StructuredOutputPath>,
+) -> Result<Response, LlmError> {
     let root = raw
         .as_object()
         .ok_or_else(|| invalid("response body is not a JSON object"))?;

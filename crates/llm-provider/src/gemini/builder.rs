@@ -49,6 +49,8 @@ impl ProviderBuilder<GeminiProvider> {
                 .build(DEFAULT_MAX_RESPONSE_BYTES)?
                 .redacting(self.api_key.as_deref().unwrap_or_default()),
             generate_url: format!("{model_url}:generateContent"),
+            stream_url: format!("{model_url}:streamGenerateContent?alt=sse"),
+            streaming: self.stream_extension,
             model_url,
             model,
             api_key: self.api_key,

@@ -24,10 +24,13 @@
 //!   (merged, declared first, de-duplicated; anything but a list of strings is
 //!   ignored); `responseMimeType` / `responseJsonSchema` on the native structured
 //!   path. Every other extra rides untouched under `generationConfig`.
-//! - Streaming is not mapped (Gemini streams on another endpoint): the mapping keeps
-//!   the [`Provider`] trait's streaming defaults (`supports_streaming()` is false), so
-//!   a `stream` call is rejected pre-send with `provider_invalid_request`, as §5
-//!   requires.
+//! - Streaming is not mapped in the pinned specification: by default
+//!   `supports_streaming()` is false and a `stream` call is rejected pre-send with
+//!   `provider_invalid_request`, as §5 requires. With extension 0006 switched on
+//!   ([`ProviderBuilder::stream_extension`](crate::ProviderBuilder::stream_extension))
+//!   a streamed call posts the same body to `…:streamGenerateContent?alt=sse` and
+//!   consumes the event stream (see `stream.rs`): the same token events, and a
+//!   response assembled like an atomic one.
 //! - The provider never retries; `complete()` retries only under a request's
 //!   call-level retry config.
 //!
@@ -49,6 +52,7 @@ mod builder;
 mod errors;
 mod request;
 mod response;
+mod stream;
 
 use futures::future::BoxFuture;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
@@ -59,6 +63,7 @@ use crate::error::LlmError;
 use crate::openai::StructuredOutputPath;
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
+use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
 
 pub use builder::{GeminiBuilder, DEFAULT_BASE_URL};
@@ -73,6 +78,10 @@ const API_KEY_HEADER: &str = "x-goog-api-key";
 pub struct GeminiProvider {
     pub(super) http: HttpClient,
     pub(super) generate_url: String,
+    /// `…:streamGenerateContent?alt=sse` (extension 0006).
+    pub(super) stream_url: String,
+    /// Extension 0006 switched on.
+    pub(super) streaming: bool,
     pub(super) model_url: String,
     pub(super) model: String,
     pub(super) api_key: Option<String>,
@@ -125,9 +134,9 @@ impl GeminiProvider {
         &self,
         request: &WireRequest<'_>,
     ) -> Result<(validate::Prepared, Vec<u8>), LlmError> {
-        if request.stream {
-            // A streamed attempt sent through `send()`: the same pre-send rejection
-            // as the trait's default `send_stream` (this mapping does not stream).
+        if request.stream && !self.streaming {
+            // A streamed attempt without extension 0006: the same pre-send rejection
+            // as the trait's default `send_stream` (§5).
             return Err(crate::stream::streaming_unsupported(&self.provider_name));
         }
         let prepared = validate::request(request, &self.capabilities)?;
@@ -151,7 +160,37 @@ impl GeminiProvider {
         success(reply)
     }
 
+    /// One streamed attempt (extension 0006): the same body on the streaming
+    /// endpoint, the event stream consumed as it arrives.
+    async fn send_stream_once(
+        &self,
+        mut request: WireRequest<'_>,
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        request.stream = true;
+        let (prepared, body) = self.prepare(&request)?;
+        let mut post = self
+            .http
+            .post(&self.stream_url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            post = post.header(API_KEY_HEADER, key);
+        }
+        let mut assembler = stream::Assembler::default();
+        crate::sse::exchange(&self.http, post, errors::from_status, &mut assembler, sink).await?;
+        assembler.response(&prepared, request.response_schema)
+    }
+
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
+        if request.stream {
+            // A streamed request sent as one attempt: consumed, deltas unobserved
+            // (rejected pre-send without extension 0006).
+            return self
+                .send_stream_once(request, &|_: DeltaKind, _: &str| {})
+                .await;
+        }
         let (prepared, body) = self.prepare(&request)?;
         let post = self
             .http
@@ -182,6 +221,29 @@ impl GeminiProvider {
             return Err(error_of(reply));
         }
         response::parse(&reply.body, &prepared, request.response_schema)
+    }
+
+    /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
+    /// `pieces` (extension 0006): decoded incrementally, deltas reported to `sink`, the
+    /// response assembled and mapped like an atomic one. The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the stream maps to.
+    #[doc(hidden)]
+    pub fn decode_stream(
+        &self,
+        request: &WireRequest<'_>,
+        pieces: &[&[u8]],
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema)
     }
 
     /// §5 `ready()`: the model's metadata resource answers 2xx.
@@ -219,5 +281,17 @@ impl Provider for GeminiProvider {
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
         Box::pin(self.send_once(request))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        self.streaming
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.send_stream_once(request, sink))
     }
 }

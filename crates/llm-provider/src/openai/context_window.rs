@@ -15,11 +15,10 @@
 //! type [`CONTEXT_LENGTH_EXCEEDED`], whatever its status; the vendor message is kept.
 
 use super::errors::ErrorBody;
-use crate::error::LlmError;
 
 /// The error type every recognised context-window error carries
-/// ([`LlmError::error_type`]).
-pub const CONTEXT_LENGTH_EXCEEDED: &str = "context_length_exceeded";
+/// ([`crate::LlmError::error_type`], [`crate::LlmError::is_context_window_exceeded`]).
+pub use crate::error::CONTEXT_LENGTH_EXCEEDED;
 
 /// Whether the error body says the request does not fit the model's context.
 pub(crate) fn is_context_window_error(e: &ErrorBody) -> bool {
@@ -34,22 +33,13 @@ pub(crate) fn is_context_window_error(e: &ErrorBody) -> bool {
         || message.contains("context_length_exceeded")
 }
 
-impl LlmError {
-    /// Whether this is a recognised context-window error of an OpenAI-compatible
-    /// server (error type [`CONTEXT_LENGTH_EXCEEDED`]): shorten the prompt or lower
-    /// `max_tokens`; retrying as is cannot succeed.
-    pub fn is_context_window_exceeded(&self) -> bool {
-        self.error_type() == Some(CONTEXT_LENGTH_EXCEEDED)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use reqwest::header::HeaderMap;
 
     use super::super::errors::from_status;
     use super::*;
-    use crate::error::ErrorCategory;
+    use crate::error::{ErrorCategory, LlmError};
 
     fn classify(status: u16, body: &str) -> LlmError {
         from_status(status, &HeaderMap::new(), body.as_bytes())

@@ -49,7 +49,6 @@ pub mod context_window;
 pub(crate) mod errors;
 mod request;
 mod response;
-mod sse;
 mod stream;
 
 use futures::future::BoxFuture;
@@ -187,26 +186,16 @@ impl OpenAiProvider {
             .post(&self.chat_url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        let response = self
-            .http
-            .start(self.with_auth(builder, "text/event-stream"))
-            .await?;
-        if !response.status().is_success() {
-            let reply = self.http.read(response).await?;
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
-        stream::consume(
-            response,
-            self.http.max_response_bytes(),
-            &prepared,
-            request.response_schema,
+        let mut assembler = stream::Assembler::default();
+        crate::sse::exchange(
+            &self.http,
+            self.with_auth(builder, "text/event-stream"),
+            errors::from_status,
+            &mut assembler,
             sink,
         )
-        .await
+        .await?;
+        assembler.response(&prepared, request.response_schema)
     }
 
     /// What `send()` makes of one answer to `request`: the §8.1.3 error for a non-2xx
@@ -246,17 +235,9 @@ impl OpenAiProvider {
         sink: &dyn DeltaSink,
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
-        let mut reader = stream::StreamReader::new(self.http.max_response_bytes());
-        for piece in pieces {
-            if reader.is_done() {
-                break;
-            }
-            reader.push(piece, sink)?;
-        }
-        if !reader.is_done() {
-            reader.finish(sink)?;
-        }
-        reader.response(&prepared, request.response_schema)
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema)
     }
 
     /// Adds the `Accept` and `Authorization` headers.

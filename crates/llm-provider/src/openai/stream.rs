@@ -18,13 +18,12 @@ use serde_json::{Map, Value};
 
 use super::errors;
 use super::response::parse_value;
-use super::sse::{SseDecoder, SseEvent, DONE};
 use crate::error::LlmError;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
+use crate::sse::{Assemble, SseEvent, DONE};
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate::Prepared;
-use openarmature_http::TransportError;
 
 fn invalid(message: impl Into<String>) -> LlmError {
     LlmError::invalid_response(message)
@@ -63,10 +62,15 @@ fn text_field<'v>(delta: &'v Map<String, Value>, key: &str) -> Result<Option<&'v
     }
 }
 
-impl Assembler {
+impl Assemble for Assembler {
     /// Whether `[DONE]` was seen.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the stream reached a terminal state (`[DONE]`, a finish reason, usage).
+    fn completed(&self) -> bool {
+        self.done || self.finish_reason.is_some() || self.usage.is_some()
     }
 
     /// Handles one event.
@@ -74,7 +78,7 @@ impl Assembler {
     /// # Errors
     /// `provider_invalid_response` for a malformed chunk; the chunk's category for a
     /// mid-stream `error` chunk.
-    pub(crate) fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
+    fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
         let data = event.data.trim();
         if data == DONE {
             self.done = true;
@@ -87,7 +91,9 @@ impl Assembler {
             .map_err(|e| invalid(format!("stream chunk is not valid JSON: {e}")).with_source(e))?;
         self.chunk(chunk, event.event.as_deref() == Some("error"), sink)
     }
+}
 
+impl Assembler {
     fn chunk(
         &mut self,
         chunk: Value,
@@ -211,11 +217,6 @@ impl Assembler {
         Ok(())
     }
 
-    /// Whether the stream reached a terminal state (`[DONE]`, a finish reason, usage).
-    pub(crate) fn completed(&self) -> bool {
-        self.done || self.finish_reason.is_some() || self.usage.is_some()
-    }
-
     /// The assembled `chat.completion` body.
     pub(crate) fn assembled(&self) -> Value {
         let mut message = Map::new();
@@ -297,120 +298,6 @@ fn mid_stream_error(chunk: &Map<String, Value>) -> LlmError {
         .unwrap_or(500);
     let body = serde_json::to_vec(chunk).unwrap_or_default();
     errors::from_status(status, &reqwest::header::HeaderMap::new(), &body)
-}
-
-/// The incremental reading of one 2xx event stream: SSE decoding, the size cap, and
-/// chunk assembly, fed piece by piece (by [`consume`] from the wire, by
-/// `OpenAiProvider::decode_stream` from memory).
-pub(crate) struct StreamReader {
-    decoder: SseDecoder,
-    assembler: Assembler,
-    events: Vec<SseEvent>,
-    total: usize,
-    cap: usize,
-}
-
-impl StreamReader {
-    /// A reader refusing a stream over `cap` bytes.
-    pub(crate) fn new(cap: usize) -> Self {
-        StreamReader {
-            decoder: SseDecoder::new(cap),
-            assembler: Assembler::default(),
-            events: Vec::new(),
-            total: 0,
-            cap,
-        }
-    }
-
-    /// Whether `[DONE]` was seen (the rest of the body is not read).
-    pub(crate) fn is_done(&self) -> bool {
-        self.assembler.is_done()
-    }
-
-    /// Feeds one piece of the body (the rest of it is ignored once `[DONE]` is seen).
-    ///
-    /// # Errors
-    /// `provider_invalid_response` for a malformed chunk or a stream over the cap; a
-    /// mid-stream error chunk's category.
-    pub(crate) fn push(&mut self, piece: &[u8], sink: &dyn DeltaSink) -> Result<(), LlmError> {
-        self.total = self.total.saturating_add(piece.len());
-        if self.total > self.cap {
-            return Err(TransportError::too_large(self.cap).into());
-        }
-        // Line by line, each event handled before the next line is decoded: the
-        // stream's own order decides (an error chunk before a malformed line is the
-        // error; nothing after `[DONE]` is decoded), never where the body was cut.
-        for line in piece.split_inclusive(|b| *b == b'\n') {
-            if self.is_done() {
-                break;
-            }
-            self.decoder.push(line, &mut self.events)?;
-            self.drain(sink)?;
-        }
-        Ok(())
-    }
-
-    /// The end of the body.
-    ///
-    /// # Errors
-    /// As [`StreamReader::push`].
-    pub(crate) fn finish(&mut self, sink: &dyn DeltaSink) -> Result<(), LlmError> {
-        self.decoder.finish(&mut self.events)?;
-        self.drain(sink)
-    }
-
-    fn drain(&mut self, sink: &dyn DeltaSink) -> Result<(), LlmError> {
-        for event in self.events.drain(..) {
-            self.assembler.event(&event, sink)?;
-        }
-        Ok(())
-    }
-
-    /// The assembled response.
-    ///
-    /// # Errors
-    /// `provider_unavailable` for a stream that ended before it completed; as the
-    /// atomic mapping otherwise.
-    pub(crate) fn response(
-        &self,
-        prepared: &Prepared,
-        response_schema: Option<&Value>,
-    ) -> Result<Response, LlmError> {
-        if !self.assembler.completed() {
-            return Err(LlmError::unavailable(
-                "the stream ended before a finish reason or its [DONE] sentinel",
-            ));
-        }
-        self.assembler.response(prepared, response_schema)
-    }
-}
-
-/// Reads a 2xx streaming response to its end, reporting deltas to `sink`.
-///
-/// # Errors
-/// `provider_unavailable` for a transport failure or a stream cut before it
-/// completed; `provider_invalid_response` for a malformed chunk or a stream over
-/// `cap` bytes; a mid-stream error chunk's category.
-pub(crate) async fn consume(
-    mut response: reqwest::Response,
-    cap: usize,
-    prepared: &Prepared,
-    response_schema: Option<&Value>,
-    sink: &dyn DeltaSink,
-) -> Result<Response, LlmError> {
-    let mut reader = StreamReader::new(cap);
-    while !reader.is_done() {
-        let piece = response
-            .chunk()
-            .await
-            .map_err(|e| LlmError::from(TransportError::from(e)))?;
-        let Some(piece) = piece else {
-            reader.finish(sink)?;
-            break;
-        };
-        reader.push(&piece, sink)?;
-    }
-    reader.response(prepared, response_schema)
 }
 
 #[cfg(test)]

@@ -371,7 +371,7 @@ async fn a_call_in_a_node_dispatches_attempt_and_terminal_events() {
     };
     assert_eq!((a0.attempt_index, a0.retry_reason), (0, None));
     assert!(
-        matches!(&a0.outcome, LlmAttemptOutcome::Failed { failure, .. } if failure.error_category == "provider_unavailable" && failure.error_type.as_deref() == Some("service_unavailable"))
+        matches!(&a0.outcome, LlmAttemptOutcome::Failed { failure, .. } if failure.error_category == "provider_unavailable" && failure.error_type.as_deref() == Some("service_unavailable") && failure.retry_after.is_none())
     );
     assert_eq!(
         (a1.attempt_index, a1.retry_reason),
@@ -416,6 +416,21 @@ async fn node_level_retry_classifies_llm_errors_through_the_bridge() {
         failed, 1,
         "one terminal failure event for the first node attempt"
     );
+    // The events carry the wait the provider asked for.
+    let asked: Vec<Option<Duration>> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match &**e {
+            ObserverEvent::LlmAttempt(a) => match &a.outcome {
+                LlmAttemptOutcome::Failed { failure, .. } => Some(failure.retry_after),
+                _ => None,
+            },
+            ObserverEvent::LlmFailed(f) => Some(f.failure.retry_after),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, [Some(Duration::from_secs(1)); 2]);
 }
 
 #[tokio::test]

@@ -12,5 +12,8 @@ mod hostile_server;
 mod resilience_retry_after;
 mod resilience_soak;
 mod secrets;
+mod stream_extension;
 mod streaming;
+#[cfg(feature = "tracing-spans")]
+mod tracing_spans;
 mod typed_output;

@@ -11,7 +11,10 @@ use openarmature_graph::StateView;
 use serde_json::Value;
 
 use super::capture::private_provider;
-use super::client::{LangfuseClient, LangfuseError};
+use super::client::LangfuseClient;
+#[cfg(feature = "langfuse-ingest")]
+use super::client::LangfuseError;
+#[cfg(feature = "langfuse-ingest")]
 use super::ingest::{IngestionClient, LangfuseCredentials};
 use super::io::IoConfig;
 use super::{Inner, LangfuseObserver, Shared};
@@ -162,10 +165,11 @@ impl LangfuseObserverBuilder {
     }
 
     /// §8.9 mode (b): the observer builds (and owns) an [`IngestionClient`] from
-    /// `credentials`.
+    /// `credentials` (feature `langfuse-ingest`).
     ///
     /// # Errors
     /// What [`IngestionClient::new`] reports.
+    #[cfg(feature = "langfuse-ingest")]
     pub fn credentials(self, credentials: LangfuseCredentials) -> Result<Self, LangfuseError> {
         let client = IngestionClient::new(credentials)?;
         Ok(self.client(Arc::new(client)))

@@ -81,15 +81,28 @@ impl IngestionClient {
     /// [`LangfuseError::InvalidHost`] when the host is not an http(s) URL, and
     /// [`LangfuseError::Transport`] when the HTTP client cannot be built.
     pub fn new(credentials: LangfuseCredentials) -> Result<Self, LangfuseError> {
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| LangfuseError::Transport(e.to_string()))?;
+        IngestionClient::with_http_client(credentials, http)
+    }
+
+    /// A client for `credentials` sending through the caller's `reqwest::Client`
+    /// (its proxy, TLS roots, timeouts and default headers; the basic-auth header is
+    /// set per request).
+    ///
+    /// # Errors
+    /// [`LangfuseError::InvalidHost`] when the host is not an http(s) URL.
+    pub fn with_http_client(
+        credentials: LangfuseCredentials,
+        http: reqwest::Client,
+    ) -> Result<Self, LangfuseError> {
         let invalid = || LangfuseError::InvalidHost(credentials.host.clone());
         let base = reqwest::Url::parse(&credentials.host).map_err(|_| invalid())?;
         if !matches!(base.scheme(), "http" | "https") {
             return Err(invalid());
         }
         let endpoint = base.join("/api/public/ingestion").map_err(|_| invalid())?;
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| LangfuseError::Transport(e.to_string()))?;
         Ok(IngestionClient {
             http,
             endpoint,

@@ -15,9 +15,10 @@
 //! observer's (§8.9).
 //!
 //! Finished traces are kept in memory ([`LangfuseObserver::traces`]) and handed to a
-//! [`LangfuseClient`]: one the caller owns (§8.9 mode a) or an [`IngestionClient`]
-//! built from [`LangfuseCredentials`] (mode b) that batches them to the Langfuse
-//! public ingestion API on [`LangfuseObserver::flush`].
+//! [`LangfuseClient`]: one the caller owns (§8.9 mode a) or an `IngestionClient`
+//! built from `LangfuseCredentials` (mode b, feature `langfuse-ingest`) that batches
+//! them to the Langfuse public ingestion API on [`LangfuseObserver::flush`]; give it
+//! your own `reqwest::Client` with `IngestionClient::with_http_client`.
 
 mod attrs;
 mod body;
@@ -26,6 +27,7 @@ mod capture;
 mod client;
 mod convert;
 mod ids;
+#[cfg(feature = "langfuse-ingest")]
 mod ingest;
 mod io;
 mod model;
@@ -43,6 +45,7 @@ pub(crate) const PROMPT_REFERENCE_ATTR: &str = "openarmature.internal.langfuse_p
 pub use builder::LangfuseObserverBuilder;
 pub use client::{LangfuseClient, LangfuseError};
 pub use ids::{is_uuid, trace_id_for};
+#[cfg(feature = "langfuse-ingest")]
 pub use ingest::{IngestionClient, LangfuseCredentials};
 pub use io::StateHook;
 pub use model::{LangfuseTrace, Level, Observation, ObservationType, Usage};

@@ -114,3 +114,40 @@ fn a_host_that_is_not_an_http_url_is_refused() {
     let err = IngestionClient::new(LangfuseCredentials::new("ftp://x", "pk", "sk")).unwrap_err();
     assert_eq!(err.category(), "langfuse_invalid_host");
 }
+
+#[tokio::test]
+async fn a_caller_supplied_http_client_sends_the_batch() {
+    let (api, mut rx) = ingestion_api(200).await;
+    let host = api.origin();
+    // The caller's client carries its own default header; the observer keeps it.
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "x-tenant",
+        reqwest::header::HeaderValue::from_static("acme"),
+    );
+    let http = reqwest::Client::builder()
+        .default_headers(headers)
+        .no_proxy()
+        .build()
+        .unwrap();
+    let client =
+        IngestionClient::with_http_client(LangfuseCredentials::new(host, "pk", "sk"), http)
+            .unwrap();
+    let observer = LangfuseObserver::builder().client(Arc::new(client)).build();
+    observer
+        .invoke(&graph(), Count::default(), InvokeOptions::default())
+        .await
+        .unwrap();
+    observer.flush().await.unwrap();
+    let (path, auth, _) = rx.recv().await.unwrap();
+    assert_eq!(path, "/api/public/ingestion");
+    assert_eq!(
+        auth, "Basic cGs6c2s=",
+        "basic auth is still set per request"
+    );
+    let heads = api.requests();
+    assert!(
+        heads.iter().any(|r| r.header("x-tenant") == Some("acme")),
+        "the caller's client sent it"
+    );
+}

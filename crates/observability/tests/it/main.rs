@@ -3,6 +3,7 @@
 //! `otlp_support`), so that linking does not dominate `cargo test`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod fan_support;
 mod metrics_support;
 mod otlp_support;
 
@@ -20,7 +21,9 @@ mod observer;
 mod orphan_llm_spans;
 mod otlp_http_export;
 mod otlp_http_metrics;
+mod progress;
 mod prompt_attributes;
+mod run_report;
 mod session_spans;
 mod session_store_spans;
 mod tool_spans;

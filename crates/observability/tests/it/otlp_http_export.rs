@@ -385,3 +385,81 @@ async fn a_retried_llm_call_arrives_over_otlp_http() {
         Some("mock-model-2024")
     );
 }
+
+/// Counts the exports it forwards to the default client.
+#[derive(Debug)]
+struct Counting {
+    inner: openarmature_observability::export::ReqwestBlockingClient,
+    sent: Arc<AtomicU32>,
+}
+
+impl opentelemetry_http::HttpClient for Counting {
+    fn send_bytes<'s, 'f>(
+        &'s self,
+        request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<
+                        opentelemetry_http::Response<opentelemetry_http::Bytes>,
+                        opentelemetry_http::HttpError,
+                    >,
+                > + Send
+                + 'f,
+        >,
+    >
+    where
+        's: 'f,
+        Self: 'f,
+    {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        self.inner.send_bytes(request)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_supplied_http_client_carries_the_export() {
+    let (collector, mut rx) = otlp_support::collector::<ExportTraceServiceRequest>().await;
+    let sent = Arc::new(AtomicU32::new(0));
+    let inner = reqwest::blocking::Client::builder().no_proxy();
+    let inner = tokio::task::spawn_blocking(move || inner.build())
+        .await
+        .expect("join")
+        .expect("client");
+    let client = Counting {
+        inner: openarmature_observability::export::ReqwestBlockingClient::new(inner),
+        sent: Arc::clone(&sent),
+    };
+    let provider = OtlpExport::from_env()
+        .protocol(Protocol::HttpProtobuf)
+        .endpoint(format!("http://{}", collector.addr()))
+        .http_client(client)
+        .tracer_provider()
+        .expect("provider");
+    let otel = OtelObserver::builder(&provider).build();
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node("done", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+            Ok(DocUpdate::default().done(true))
+        })
+        .add_edge("done", END)
+        .entry("done")
+        .compile()
+        .expect("compile");
+    otel.invoke(&graph, Doc::default(), InvokeOptions::default())
+        .await
+        .expect("invoke");
+    tokio::task::spawn_blocking(move || provider.shutdown())
+        .await
+        .expect("join")
+        .expect("shutdown flushes");
+    let (path, req) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("an export within 10 s")
+        .expect("collector alive");
+    assert_eq!(path, "/v1/traces");
+    assert!(!req.resource_spans.is_empty());
+    assert!(
+        sent.load(Ordering::SeqCst) >= 1,
+        "the export went through the caller's client"
+    );
+}

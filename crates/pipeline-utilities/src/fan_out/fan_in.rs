@@ -2,30 +2,30 @@
 //! into the parent in instance order.
 
 use openarmature_graph::{NodeError, State};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::FanOutNode;
 
 impl<P: State, C: State> FanOutNode<P, C> {
+    /// Merges the contributions, given in instance order.
     pub(super) fn fan_in(
         &self,
         parent: &P,
         count: usize,
-        results: Vec<(usize, Done)>,
+        results: impl IntoIterator<Item = Done>,
     ) -> Result<P::Update, NodeError> {
-        let mut collected = Vec::new();
+        let mut collected = Vec::with_capacity(count);
         // One list per extra parent field: the per-instance values in instance
         // order, merged once through the parent's reducer (like `target_field`).
         let mut extra: Vec<Vec<Value>> = vec![Vec::new(); self.extra_outputs.len()];
         let mut errors = Vec::new();
-        for (_, result) in results {
+        for result in results {
             match result {
-                Done::Ok(contribution) => {
-                    let read =
-                        |field: &str| contribution.get(field).cloned().unwrap_or(Value::Null);
-                    collected.push(read(&self.collect_field));
-                    for (slot, (_, sub)) in extra.iter_mut().zip(&self.extra_outputs) {
-                        slot.push(read(sub));
+                Done::Ok(Contribution { collect, extras }) => {
+                    collected.push(collect);
+                    let mut extras = extras.into_iter();
+                    for slot in &mut extra {
+                        slot.push(extras.next().unwrap_or(Value::Null));
                     }
                 }
                 Done::Collected(record) => errors.push(record),
@@ -50,8 +50,17 @@ impl<P: State, C: State> FanOutNode<P, C> {
 
 /// One instance's contribution to the fan-in, in subgraph space.
 pub(super) enum Done {
-    /// `collect_field` and the `extra_outputs` subgraph fields.
-    Ok(Map<String, Value>),
+    /// A success's values.
+    Ok(Contribution),
     /// A collected failure's error record (`errors_field` entry).
     Collected(Value),
+}
+
+/// A successful instance's values (`null` where its contribution lacks a field).
+pub(super) struct Contribution {
+    /// `collect_field`'s value.
+    pub(super) collect: Value,
+    /// Each `extra_outputs` subgraph field's value, in `extra_outputs` order (empty,
+    /// so unallocated, without extra outputs).
+    pub(super) extras: Vec<Value>,
 }

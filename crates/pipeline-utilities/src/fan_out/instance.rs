@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{is_carrier, Boundary, NodeCtx, NodeError, State, StateRef};
+use openarmature_graph::{is_carrier, InstanceEntry, NodeCtx, NodeError, State};
 use serde_json::Value;
 
+use super::fan_in::Contribution;
 use super::{ErrorPolicy, FanOutNode};
+use crate::dispatch::{run_default, DispatchSite, InstanceRequest};
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// One instance's initial subgraph state.
@@ -35,18 +37,59 @@ impl<P: State, C: State> FanOutNode<P, C> {
         Ok(done.update_from_json(fields)?)
     }
 
+    /// An instance's contribution read from its update (what the instance chain
+    /// returned): `collect_field`, then each `extra_outputs` subgraph field.
+    fn contribution(&self, update: &C::Update) -> Contribution {
+        let read = |f: &str| C::update_field_json(update, f).unwrap_or(Value::Null);
+        self.fields(read)
+    }
+
+    /// The same values read from the instance's final state (no instance middleware:
+    /// no update is built).
+    fn contribution_of(&self, done: &C) -> Contribution {
+        self.fields(|f: &str| done.field_json(f).unwrap_or(Value::Null))
+    }
+
+    fn fields(&self, read: impl Fn(&str) -> Value) -> Contribution {
+        Contribution {
+            collect: read(&self.collect_field),
+            extras: self
+                .extra_outputs
+                .iter()
+                .map(|(_, sub)| read(sub))
+                .collect(),
+        }
+    }
+
+    /// The subgraph run of one instance: through the dispatcher when one is set, else
+    /// nested in this invocation.
+    async fn run_subgraph(
+        &self,
+        site: Option<&DispatchSite>,
+        index: usize,
+        state: Arc<C>,
+        ictx: &NodeCtx,
+    ) -> Result<C, NodeError> {
+        match (&self.dispatcher, site) {
+            (Some(dispatcher), Some(site)) => {
+                let request = InstanceRequest::new(site, index, state, &self.graph, ictx);
+                dispatcher.dispatch(request).await
+            }
+            _ => run_default(&self.graph, state, ictx).await,
+        }
+    }
+
+    /// Runs instance `index` through its middleware chain; its contribution values.
     pub(super) async fn run_instance(
         &self,
-        parent: &Arc<P>,
-        ctx: &NodeCtx,
+        parent: &P,
+        entry: &InstanceEntry,
+        site: Option<&DispatchSite>,
         index: usize,
         item: Option<Value>,
-    ) -> Result<C::Update, NodeError> {
-        let initial = self.instance_state(parent, item)?;
-        let instance_ctx = ctx.enter(
-            Arc::clone(parent) as StateRef,
-            Boundary::FanOutInstance(index),
-        );
+    ) -> Result<Contribution, NodeError> {
+        let initial = Arc::new(self.instance_state(parent, item)?);
+        let instance_ctx = entry.enter(index);
         // Suspension §8.2: an instance of a collecting fan-out cannot suspend.
         let instance_ctx = match self.error_policy {
             ErrorPolicy::Collect => instance_ctx.forbid_suspension(
@@ -54,21 +97,29 @@ impl<P: State, C: State> FanOutNode<P, C> {
             ),
             ErrorPolicy::FailFast => instance_ctx,
         };
-        let graph = &self.graph;
+        // No middleware and no dispatcher: nothing re-attempts, inspects or replaces
+        // the update, so the chain (and the update it carries) is skipped.
+        if self.instance_middleware.is_empty() && site.is_none() {
+            let done = self
+                .run_subgraph(site, index, initial, &instance_ctx)
+                .await?;
+            return Ok(self.contribution_of(&done));
+        }
         let target =
             move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, NodeError>> {
                 Box::pin(async move {
-                    let done = graph.run_within((*state).clone(), &ictx).await?;
+                    let done = self.run_subgraph(site, index, state, &ictx).await?;
                     self.project(&done)
                 })
             };
-        openarmature_graph::run_chain(
+        let update = openarmature_graph::run_chain(
             &self.instance_middleware,
-            Arc::new(initial),
+            initial,
             instance_ctx,
             &target,
         )
-        .await
+        .await?;
+        Ok(self.contribution(&update))
     }
 }
 

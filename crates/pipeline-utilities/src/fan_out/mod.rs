@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use openarmature_graph::{CategorizedError, CompiledGraph, Middleware, NodeError, State};
 
+use crate::dispatch::FanOutDispatcher;
+
 /// How a fan-out treats instance failures (§9.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ErrorPolicy {
@@ -135,6 +137,7 @@ pub struct FanOutNode<P: State, C: State> {
     inputs: Vec<(String, String)>,
     extra_outputs: Vec<(String, String)>,
     instance_middleware: Vec<Arc<dyn Middleware<C>>>,
+    dispatcher: Option<Arc<dyn FanOutDispatcher<C>>>,
 }
 
 impl<P: State, C: State> FanOutNode<P, C> {
@@ -161,6 +164,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
             inputs: Vec::new(),
             extra_outputs: Vec::new(),
             instance_middleware: Vec::new(),
+            dispatcher: None,
         }
     }
 
@@ -277,6 +281,16 @@ impl<P: State, C: State> FanOutNode<P, C> {
     /// subgraph run (§9.7); a retry here re-runs the instance from scratch.
     pub fn instance_middleware(mut self, middleware: Arc<dyn Middleware<C>>) -> Self {
         self.instance_middleware.push(middleware);
+        self
+    }
+
+    /// Where the instances' subgraph runs happen (default: in this process, nested in
+    /// the invocation, as [`InProcessDispatcher`](crate::dispatch::InProcessDispatcher)
+    /// does). The instance middleware, the concurrency bound, the error policy, the
+    /// per-instance checkpoint progress and the fan-in stay here whatever the
+    /// dispatcher: see [`crate::dispatch`].
+    pub fn dispatcher(mut self, dispatcher: Arc<dyn FanOutDispatcher<C>>) -> Self {
+        self.dispatcher = Some(dispatcher);
         self
     }
 }

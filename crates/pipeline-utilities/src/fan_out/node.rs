@@ -3,21 +3,54 @@
 //! check (including the degrade slot coverage).
 
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use openarmature_graph::checkpoint::FanOutTracker;
 use openarmature_graph::{
     CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, State,
+    StateRef,
 };
 use serde_json::Value;
 
 use super::fan_in::Done;
 use super::{fail, FanOutNode, OnEmpty};
+use crate::dispatch::DispatchSite;
 use crate::isolation::FailureIsolationMiddleware;
 
+/// The instances not yet taken by a worker, in index order.
+type Queue = Mutex<std::iter::Enumerate<std::vec::IntoIter<Option<Value>>>>;
+
+/// Each instance's outcome, by index (`None` until it finished).
+type Slots = Mutex<Vec<Option<Done>>>;
+
+fn fill(slots: &Slots, index: usize, done: Done) {
+    let mut slots = slots.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(slot) = slots.get_mut(index) {
+        *slot = Some(done);
+    }
+}
+
 impl<P: State, C: State> FanOutNode<P, C> {
+    /// The next instance to run: the queue's next one the resumed record does not mark
+    /// completed (those are rolled forward into `slots` on the way).
+    fn next_pending(
+        &self,
+        queue: &Queue,
+        tracker: Option<&FanOutTracker>,
+        slots: &Slots,
+    ) -> Option<(usize, Option<Value>)> {
+        let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let next = queue.next()?;
+            match tracker.and_then(|t| t.completed(next.0)) {
+                Some(saved) => fill(slots, next.0, self.rolled_forward(saved)),
+                None => return Some(next),
+            }
+        }
+    }
+
     /// Resolves the instance inputs: the items (or `count` nulls) at entry.
     fn resolve_items(&self, state: &P) -> Result<Vec<Option<Value>>, NodeError> {
         if let Some((items_field, _)) = &self.items {
@@ -70,48 +103,44 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
             // Per-instance checkpoint progress (§10.11): `None` without a Checkpointer.
             let tracker = FanOutTracker::for_node(&ctx, &*state, count)?;
             let tracker = tracker.as_ref();
-            let limit = bound.unwrap_or(count).max(1);
-            let (parent, node_ctx) = (&state, &ctx);
-            let launch = move |next: (usize, Option<Value>)| async move {
-                (
-                    next.0,
-                    self.run_tracked(parent, node_ctx, tracker, next).await,
-                )
-            };
-            let mut results = Vec::with_capacity(count);
-            // A resumed run skips the instances the record marks completed: their
-            // contributions roll forward unchanged.
-            let mut items = items.into_iter().enumerate();
-            let mut pending = |results: &mut Vec<(usize, Done)>| loop {
-                let next = items.next()?;
-                match tracker.and_then(|t| t.completed(next.0)) {
-                    Some(saved) => results.push((next.0, self.rolled_forward(saved))),
-                    None => return Some(next),
+            // At most `limit` instances in flight: `limit` workers, each taking the
+            // next instance in index order when its previous one finished (no task
+            // or future allocated per instance).
+            let limit = bound.unwrap_or(count).clamp(1, count);
+            // Built only for a dispatcher: the default path allocates no key.
+            let site = self
+                .dispatcher
+                .as_ref()
+                .map(|_| DispatchSite::new(&ctx, count));
+            // What every instance context shares, built once.
+            let entry = ctx.instance_entry(Arc::clone(&state) as StateRef);
+            let (parent, entry, site) = (&*state, &entry, site.as_ref());
+            let queue = Mutex::new(items.into_iter().enumerate());
+            let mut slots = Vec::with_capacity(count);
+            slots.resize_with(count, || None);
+            let slots = Mutex::new(slots);
+            let (queue, shared) = (&queue, &slots);
+            let worker = move || async move {
+                // A resumed run skips the instances the record marks completed: their
+                // contributions roll forward unchanged.
+                while let Some(next) = self.next_pending(queue, tracker, shared) {
+                    let index = next.0;
+                    let done = self.run_tracked(parent, entry, tracker, site, next).await?;
+                    fill(shared, index, done);
                 }
+                Ok::<_, NodeError>(())
             };
-            let mut running = FuturesUnordered::new();
-            // Start in index order, keep up to `limit` in flight.
-            while running.len() < limit {
-                match pending(&mut results) {
-                    Some(next) => running.push(launch(next)),
-                    None => break,
+            let mut workers: FuturesUnordered<_> = (0..limit).map(|_| worker()).collect();
+            while let Some(finished) = workers.next().await {
+                // Dropping the workers cancels every sibling still running.
+                if let Err(error) = finished {
+                    drop(workers);
+                    return Err(error);
                 }
             }
-            while let Some((index, result)) = running.next().await {
-                match result {
-                    Ok(done) => results.push((index, done)),
-                    // Dropping the set cancels every sibling still running.
-                    Err(error) => {
-                        drop(running);
-                        return Err(error);
-                    }
-                }
-                if let Some(next) = pending(&mut results) {
-                    running.push(launch(next));
-                }
-            }
-            results.sort_by_key(|(index, _)| *index);
-            self.fan_in(&state, count, results)
+            drop(workers);
+            let slots = slots.into_inner().unwrap_or_else(PoisonError::into_inner);
+            self.fan_in(&state, count, slots.into_iter().flatten())
         })
     }
 

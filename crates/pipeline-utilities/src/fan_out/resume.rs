@@ -2,15 +2,14 @@
 //! progress: each instance's outcome is recorded with the fan-out tracker, and a
 //! resumed run rolls completed instances' saved contributions forward.
 
-use std::sync::Arc;
-
 use openarmature_graph::checkpoint::{FanOutTracker, SavedContribution};
-use openarmature_graph::{category_of, NodeCtx, NodeError, State};
-use serde_json::{json, Map, Value};
+use openarmature_graph::{category_of, InstanceEntry, NodeError, State};
+use serde_json::{json, Value};
 
-use super::fan_in::Done;
+use super::fan_in::{Contribution, Done};
 use super::instance::carrier;
 use super::{ErrorPolicy, FanOutNode};
+use crate::dispatch::DispatchSite;
 
 impl<P: State, C: State> FanOutNode<P, C> {
     /// A rolled-forward contribution (§10.11.2: `result_is_error` routes it), in the
@@ -19,13 +18,15 @@ impl<P: State, C: State> FanOutNode<P, C> {
         if saved.result_is_error {
             return Done::Collected(saved.result.clone());
         }
-        let mut fields = Map::new();
-        fields.insert(self.collect_field.clone(), saved.result.clone());
-        for (par, sub) in &self.extra_outputs {
-            let value = saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null);
-            fields.insert(sub.clone(), value);
-        }
-        Done::Ok(fields)
+        let extras = self
+            .extra_outputs
+            .iter()
+            .map(|(par, _)| saved.extra_outputs.get(par).cloned().unwrap_or(Value::Null))
+            .collect();
+        Done::Ok(Contribution {
+            collect: saved.result.clone(),
+            extras,
+        })
     }
 
     /// Runs instance `index` and records its outcome with `tracker`: a success, or
@@ -33,31 +34,28 @@ impl<P: State, C: State> FanOutNode<P, C> {
     /// returned as `Err`.
     pub(super) async fn run_tracked(
         &self,
-        parent: &Arc<P>,
-        ctx: &NodeCtx,
+        parent: &P,
+        entry: &InstanceEntry,
         tracker: Option<&FanOutTracker>,
+        site: Option<&DispatchSite>,
         (index, item): (usize, Option<Value>),
     ) -> Result<Done, NodeError> {
         if let Some(t) = tracker {
             t.start(index);
         }
-        match self.run_instance(parent, ctx, index, item).await {
-            Ok(update) => {
-                let fields = match C::update_json(&update) {
-                    Value::Object(fields) => fields,
-                    _ => Map::new(),
-                };
+        match self.run_instance(parent, entry, site, index, item).await {
+            Ok(values) => {
                 if let Some(t) = tracker {
-                    let read = |f: &str| fields.get(f).cloned().unwrap_or(Value::Null);
                     let extras = self
                         .extra_outputs
                         .iter()
-                        .map(|(par, sub)| (par.clone(), read(sub)))
+                        .zip(&values.extras)
+                        .map(|((par, _), value)| (par.clone(), value.clone()))
                         .collect();
-                    t.record_success(index, read(&self.collect_field), extras)
+                    t.record_success(index, values.collect.clone(), extras)
                         .await?;
                 }
-                Ok(Done::Ok(fields))
+                Ok(Done::Ok(values))
             }
             Err(error) if self.error_policy == ErrorPolicy::FailFast => Err(carrier(error)),
             Err(error) => {

@@ -22,7 +22,7 @@ use openarmature_pipeline::{
 use serde_json::json;
 use tokio::time::{sleep, Instant};
 
-use crate::common::{isolation_events, node_events, recorder, Events};
+use crate::common::{isolation_events, node_events, recorder, Events, Group, Outer};
 
 openarmature_graph::state! {
     /// One fan-out instance.
@@ -63,7 +63,7 @@ openarmature_graph::state! {
 type Shared<T> = Arc<Mutex<Vec<T>>>;
 
 /// A one-node subgraph (`work`) running `body`.
-fn worker<F, Fut>(body: F) -> CompiledGraph<Item>
+pub(crate) fn worker<F, Fut>(body: F) -> CompiledGraph<Item>
 where
     F: Fn(Arc<Item>, NodeCtx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ItemUpdate, NodeError>> + Send + 'static,
@@ -108,14 +108,14 @@ fn compile_error(fan: FanOutNode<Batch, Item>) -> CompileError {
         .expect("the graph must not compile")
 }
 
-fn batch(xs: Vec<i64>) -> Batch {
+pub(crate) fn batch(xs: Vec<i64>) -> Batch {
     Batch {
         xs,
         ..Batch::default()
     }
 }
 
-fn fail(category: &str, message: impl Into<String>) -> NodeError {
+pub(crate) fn fail(category: &str, message: impl Into<String>) -> NodeError {
     CategorizedError::new(openarmature_graph::Category::from_name(category), message).into()
 }
 
@@ -1041,28 +1041,6 @@ async fn fan_out_and_instance_events_carry_config_and_lineage() {
     assert_eq!(starts, [0, 1, 2]);
 }
 
-openarmature_graph::state! {
-    /// The middle level of a nested fan-out.
-    #[derive(Default, PartialEq)]
-    pub struct Group => GroupUpdate {
-        /// This group's items.
-        pub xs: Vec<i64>,
-        /// This group's outputs.
-        pub ys: Vec<i64> => append,
-    }
-}
-
-openarmature_graph::state! {
-    /// The outer level of a nested fan-out.
-    #[derive(Default, PartialEq)]
-    pub struct Nest => NestUpdate {
-        /// Groups of items.
-        pub groups: Vec<Vec<i64>>,
-        /// One output list per group.
-        pub yss: Vec<Vec<i64>> => append,
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn nested_fan_out_keeps_order_and_chains_indices() {
     let work = worker(|s: Arc<Item>, _c: NodeCtx| async move {
@@ -1079,10 +1057,10 @@ async fn nested_fan_out_keeps_order_and_chains_indices() {
         .compile()
         .unwrap();
     let (registration, events) = recorder();
-    let graph = GraphBuilder::new(Nest::default())
+    let graph = GraphBuilder::new(Outer::default())
         .add_node(
             "outer",
-            FanOutNode::<Nest, Group>::over_items(middle, "groups", "xs", "ys", "yss"),
+            FanOutNode::<Outer, Group>::over_items(middle, "groups", "xs", "ys", "all"),
         )
         .add_edge("outer", END)
         .entry("outer")
@@ -1090,14 +1068,14 @@ async fn nested_fan_out_keeps_order_and_chains_indices() {
         .compile()
         .unwrap();
     let out = graph
-        .invoke(Nest {
+        .invoke(Outer {
             groups: vec![vec![1, 2], vec![3, 4, 5]],
-            ..Nest::default()
+            ..Outer::default()
         })
         .await
         .unwrap();
     graph.drain(None).await;
-    assert_eq!(out.yss, vec![vec![10, 20], vec![30, 40, 50]]);
+    assert_eq!(out.all, vec![vec![10, 20], vec![30, 40, 50]]);
 
     let all = node_events(&events);
     let work_events: Vec<&NodeEvent> = all

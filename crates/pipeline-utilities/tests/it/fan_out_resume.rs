@@ -17,6 +17,8 @@ use openarmature_graph::{
     CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, RuntimeCategory, END,
 };
 use openarmature_pipeline::{ErrorPolicy, FanOutNode};
+
+use crate::common::{Group, Outer};
 use serde_json::json;
 
 openarmature_graph::state! {
@@ -220,28 +222,6 @@ async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
         .unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointRecordInvalid);
     assert!(script.ran.lock().unwrap().is_empty());
-}
-
-openarmature_graph::state! {
-    /// An outer instance: runs the inner fan-out.
-    #[derive(Default, PartialEq)]
-    pub struct Group => GroupUpdate {
-        /// Inner inputs.
-        pub xs: Vec<i64>,
-        /// Inner outputs.
-        pub ys: Vec<i64> => append,
-    }
-}
-
-openarmature_graph::state! {
-    /// The outermost state.
-    #[derive(Default, PartialEq)]
-    pub struct Outer => OuterUpdate {
-        /// One list per outer instance.
-        pub groups: Vec<Vec<i64>>,
-        /// One result list per outer instance.
-        pub all: Vec<Vec<i64>> => append,
-    }
 }
 
 fn nested(script: &Arc<Script>, store: &InMemoryCheckpointer) -> CompiledGraph<Outer> {

@@ -9,6 +9,7 @@ mod backend_suite;
 mod branches;
 mod composition;
 mod fan_out;
+mod fan_out_dispatch;
 mod fan_out_resume;
 mod isolation;
 mod metadata;

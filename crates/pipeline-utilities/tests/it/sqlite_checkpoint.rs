@@ -178,3 +178,115 @@ async fn unreadable_rows_and_paths_are_typed_errors() {
 fn rusqlite_conn(path: &std::path::Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
 }
+
+fn at(step: u64) -> openarmature_graph::checkpoint::NodePosition {
+    openarmature_graph::checkpoint::NodePosition::new(Vec::new(), format!("n{step}"), step, 0, None)
+}
+
+fn with_positions(id: &str, steps: impl IntoIterator<Item = u64>) -> CheckpointRecord {
+    let positions: Vec<_> = steps.into_iter().map(at).collect();
+    CheckpointRecord::new(id, "c", json!({"log": []}), positions, "1")
+}
+
+fn stored_rows(path: &std::path::Path, id: &str) -> (i64, i64) {
+    let conn = rusqlite_conn(path);
+    let rows: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM openarmature_checkpoint_positions WHERE invocation_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let in_record: i64 = conn
+        .query_row(
+            "SELECT json_array_length(record, '$.completed_positions')
+             FROM openarmature_checkpoints WHERE invocation_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    (rows, in_record)
+}
+
+/// §10.3.1 full snapshots, stored incrementally: each save appends only its new
+/// positions (the record row carries none), a load reads them all back in order, a
+/// re-run of the same id from the start replaces them, and delete removes them.
+#[tokio::test]
+async fn positions_are_appended_not_re_encoded() {
+    let db = TempDb::new("positions");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    for n in 1..=50u64 {
+        store
+            .save("inv", with_positions("inv", 0..n))
+            .await
+            .unwrap();
+    }
+    assert_eq!(stored_rows(&db.0, "inv"), (50, 0));
+    let back = store.load("inv").await.unwrap().unwrap();
+    assert_eq!(
+        back.completed_positions.to_vec(),
+        (0..50).map(at).collect::<Vec<_>>()
+    );
+    assert_eq!(store.list(None).await.unwrap()[0].completed_node_count, 50);
+
+    // Same id, a different (shorter) history: the stored positions are replaced.
+    store
+        .save("inv", with_positions("inv", [7, 8]))
+        .await
+        .unwrap();
+    let back = store.load("inv").await.unwrap().unwrap();
+    assert_eq!(back.completed_positions.to_vec(), vec![at(7), at(8)]);
+    assert_eq!(stored_rows(&db.0, "inv"), (2, 0));
+    // Same length, different last position: replaced too.
+    store
+        .save("inv", with_positions("inv", [7, 9]))
+        .await
+        .unwrap();
+    let back = store.load("inv").await.unwrap().unwrap();
+    assert_eq!(back.completed_positions.to_vec(), vec![at(7), at(9)]);
+
+    store.delete("inv").await.unwrap();
+    assert_eq!(store.load("inv").await.unwrap(), None);
+    let conn = rusqlite_conn(&db.0);
+    let left: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM openarmature_checkpoint_positions",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+/// A row written before the positions table existed (positions inside the record JSON)
+/// loads as before and moves its positions into the table at its next save.
+#[tokio::test]
+async fn legacy_rows_keep_their_positions() {
+    let db = TempDb::new("legacy");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    let legacy = with_positions("old", 0..3);
+    {
+        let conn = rusqlite_conn(&db.0);
+        conn.execute(
+            "INSERT INTO openarmature_checkpoints
+               (invocation_id, correlation_id, last_saved_at_ns, completed_node_count, record)
+             VALUES ('old', 'c', 1, 3, ?1)",
+            [serde_json::to_string(&legacy).unwrap()],
+        )
+        .unwrap();
+    }
+    let back = store.load("old").await.unwrap().unwrap();
+    assert_eq!(
+        back.completed_positions.to_vec(),
+        (0..3).map(at).collect::<Vec<_>>()
+    );
+    let mut next = back;
+    next.completed_positions.push(at(3));
+    store.save("old", next).await.unwrap();
+    assert_eq!(stored_rows(&db.0, "old"), (4, 0));
+    let back = store.load("old").await.unwrap().unwrap();
+    assert_eq!(
+        back.completed_positions.to_vec(),
+        (0..4).map(at).collect::<Vec<_>>()
+    );
+}

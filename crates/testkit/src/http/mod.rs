@@ -13,7 +13,8 @@
 //! (`Connection: close`) unless the script keeps connections alive; a
 //! [`Reply::Drop`] (read the request, close without answering) therefore never
 //! disturbs a pooled connection. Besides well-formed answers a reply can be
-//! hostile on purpose: raw bytes, a truncated or endless body, a stalled one.
+//! hostile on purpose: raw bytes, a truncated or endless body, a stalled one; and
+//! any reply can come late ([`Reply::after`]).
 
 mod serve;
 
@@ -68,6 +69,14 @@ pub enum Reply {
         /// The pause between two events.
         gap: Duration,
     },
+    /// `reply`, written after `delay` (a slow upstream: the request was read, the
+    /// client is waiting for the answer).
+    Delayed {
+        /// How long to wait before answering.
+        delay: Duration,
+        /// The answer.
+        reply: Box<Reply>,
+    },
 }
 
 impl Reply {
@@ -93,9 +102,18 @@ impl Reply {
         self
     }
 
+    /// This reply, written after `delay` ([`Reply::Delayed`]).
+    pub fn after(self, delay: Duration) -> Reply {
+        Reply::Delayed {
+            delay,
+            reply: Box::new(self),
+        }
+    }
+
     /// The status line this reply writes (`None` for a dropped or raw answer).
     pub fn status(&self) -> Option<u16> {
         match self {
+            Reply::Delayed { reply, .. } => reply.status(),
             Reply::Respond { status, .. } => Some(*status),
             Reply::Raw(_) | Reply::Drop => None,
             Reply::Endless
@@ -178,6 +196,7 @@ pub struct Script {
     routes: Vec<(String, Reply)>,
     handler: Option<Arc<Handler>>,
     keep_alive: bool,
+    latency: Duration,
 }
 
 impl Script {
@@ -212,6 +231,13 @@ impl Script {
     /// one connection carries many requests.
     pub fn keep_alive(mut self) -> Script {
         self.keep_alive = true;
+        self
+    }
+
+    /// Writes each reply `latency` after its request arrived (a latency-bound
+    /// upstream: several requests are then in flight at once).
+    pub fn latency(mut self, latency: Duration) -> Script {
+        self.latency = latency;
         self
     }
 

@@ -37,7 +37,17 @@ pub(super) async fn connection(mut stream: TcpStream, shared: Arc<Shared>, keep_
                 }
                 Ok(Read::Closed) | Err(_) => return,
             };
-            let reply = shared.answer(request);
+            let reply = match shared.answer(request) {
+                Reply::Delayed { delay, reply } => {
+                    tokio::time::sleep(delay).await;
+                    *reply
+                }
+                reply => reply,
+            };
+            let latency = shared.lock().script.latency;
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
             let again = keep_alive && matches!(reply, Reply::Respond { .. });
             if write_reply(&mut stream, reply, again).await.is_err() || !again {
                 break;
@@ -159,6 +169,11 @@ async fn write_reply(
         } => respond(stream, status, &headers, &body, keep_alive).await,
         Reply::Raw(bytes) => stream.write_all(&bytes).await,
         Reply::Drop => Ok(()),
+        // `connection` unwraps the outer delay; a nested one waits here.
+        Reply::Delayed { delay, reply } => {
+            tokio::time::sleep(delay).await;
+            Box::pin(write_reply(stream, *reply, keep_alive)).await
+        }
         Reply::Endless => {
             stream
                 .write_all(chunked_head("application/json").as_bytes())

@@ -101,6 +101,38 @@ async fn a_handler_answers_from_the_request_and_keep_alive_reuses_the_connection
 }
 
 #[tokio::test]
+async fn a_delayed_reply_is_recorded_at_once_and_answered_after_its_delay() {
+    let server = MockServer::scripted([
+        Reply::json(200, serde_json::json!({"late": true})).after(Duration::from_millis(150))
+    ])
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let probe = tokio::spawn({
+        let addr = server.addr();
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"POST /v1/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    });
+    // The exchange is logged when the request is read, before the answer leaves.
+    assert_eq!(server.wait_for(1, Duration::from_secs(5)).await.len(), 1);
+    assert_eq!(server.exchanges()[0].status, Some(200));
+    let out = probe.await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    assert!(
+        out.starts_with("HTTP/1.1 200 ") && out.ends_with(r#"{"late":true}"#),
+        "{out}"
+    );
+}
+
+#[tokio::test]
 async fn an_sse_reply_is_a_chunked_event_stream() {
     let events = vec![r#"{"a":1}"#.to_owned(), "[DONE]".to_owned()];
     let server = MockServer::scripted([Reply::Sse {
@@ -127,4 +159,33 @@ async fn a_malformed_request_is_a_400() {
     stream.read_to_string(&mut out).await.unwrap();
     assert!(out.starts_with("HTTP/1.1 400 "), "{out}");
     assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_latency_delays_each_reply_but_not_the_record_of_its_request() {
+    let server = Script::always(Reply::json(200, serde_json::json!({})))
+        .latency(Duration::from_millis(150))
+        .start()
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    let reply = tokio::spawn({
+        let addr = server.addr();
+        async move {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream
+                .write_all(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            let mut out = String::new();
+            stream.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    });
+    // Recorded on arrival, answered later.
+    let seen = server.wait_for(1, Duration::from_secs(5)).await;
+    assert_eq!(seen.len(), 1);
+    let out = reply.await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200 "), "{out}");
+    assert!(start.elapsed() >= Duration::from_millis(150));
 }

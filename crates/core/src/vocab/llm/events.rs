@@ -165,6 +165,10 @@ pub struct LlmFailure {
     pub error_type: Option<String>,
     /// The error's message (empty when it had none).
     pub error_message: String,
+    /// How long the provider asked the caller to wait (`Retry-After` on a rate-limit
+    /// answer), when it did. A project addition to the spec's event surface: it lets an
+    /// observer tell a `Retry-After` wait from a plain backoff.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl LlmFailure {
@@ -178,7 +182,14 @@ impl LlmFailure {
             error_category: error_category.into(),
             error_type,
             error_message: error_message.into(),
+            retry_after: None,
         }
+    }
+
+    /// Sets the wait the provider asked for ([`LlmFailure::retry_after`]).
+    pub fn with_retry_after(mut self, retry_after: Option<std::time::Duration>) -> Self {
+        self.retry_after = retry_after;
+        self
     }
 }
 

@@ -34,6 +34,28 @@ state! {
     }
 }
 
+state! {
+    /// The middle level of a nested fan-out (one outer instance).
+    #[derive(Default, PartialEq)]
+    pub struct Group => GroupUpdate {
+        /// This group's items.
+        pub xs: Vec<i64>,
+        /// This group's outputs.
+        pub ys: Vec<i64> => append,
+    }
+}
+
+state! {
+    /// The outer level of a nested fan-out.
+    #[derive(Default, PartialEq)]
+    pub struct Outer => OuterUpdate {
+        /// Groups of items, one per outer instance.
+        pub groups: Vec<Vec<i64>>,
+        /// One output list per group.
+        pub all: Vec<Vec<i64>> => append,
+    }
+}
+
 /// Everything an observer saw, in delivery order.
 pub type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
 

@@ -36,6 +36,15 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+#[cfg(feature = "otlp-http")]
+mod client;
+
+#[cfg(feature = "otlp-http")]
+pub use client::ReqwestBlockingClient;
+
+#[cfg(feature = "otlp-http")]
+use std::sync::Arc;
+
 use opentelemetry_otlp::{ExporterBuildError, WithExportConfig};
 use opentelemetry_sdk::logs::SdkLoggerProvider;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
@@ -86,6 +95,9 @@ pub struct OtlpExport {
     headers: HashMap<String, String>,
     timeout: Option<Duration>,
     service_name: Option<String>,
+    /// The caller's OTLP/HTTP client (else a [`ReqwestBlockingClient`] per exporter).
+    #[cfg(feature = "otlp-http")]
+    http_client: Option<Arc<dyn opentelemetry_http::HttpClient>>,
 }
 
 const SIGNAL_PROTOCOL_VARS: [(&str, &str); 3] = [
@@ -124,6 +136,25 @@ impl OtlpExport {
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Sends OTLP/HTTP export through `client` (any OpenTelemetry
+    /// [`HttpClient`](opentelemetry_http::HttpClient): your own transport, proxy or
+    /// middleware) instead of a default [`ReqwestBlockingClient`]. The exporters call
+    /// it from their own export threads, where no async runtime runs. The
+    /// [`OtlpExport::timeout`] then applies only as far as `client` honours it.
+    #[cfg(feature = "otlp-http")]
+    pub fn http_client(mut self, client: impl opentelemetry_http::HttpClient + 'static) -> Self {
+        self.http_client = Some(Arc::new(client));
+        self
+    }
+
+    /// Sends OTLP/HTTP export through a caller-configured
+    /// `reqwest::blocking::Client` (TLS roots, proxy, default headers), the reqwest
+    /// version the providers use.
+    #[cfg(feature = "otlp-http")]
+    pub fn reqwest_client(self, client: reqwest::blocking::Client) -> Self {
+        self.http_client(ReqwestBlockingClient::new(client))
     }
 
     /// The `service.name` resource attribute (else `OTEL_SERVICE_NAME`, …).
@@ -190,8 +221,12 @@ impl OtlpExport {
         let endpoint = self.endpoint_for(protocol, "/v1/traces");
         let builder = opentelemetry_otlp::SpanExporter::builder();
         Ok(match protocol {
+            #[cfg(feature = "otlp-http")]
             Protocol::HttpProtobuf => self.http(builder.with_http(), endpoint)?.build()?,
+            #[cfg(feature = "otlp-grpc")]
             Protocol::Grpc => self.grpc(builder.with_tonic(), endpoint)?.build()?,
+            #[allow(unreachable_patterns)]
+            other => return Err(compiled_out(other)),
         })
     }
 
@@ -204,8 +239,12 @@ impl OtlpExport {
         let endpoint = self.endpoint_for(protocol, "/v1/logs");
         let builder = opentelemetry_otlp::LogExporter::builder();
         let exporter = match protocol {
+            #[cfg(feature = "otlp-http")]
             Protocol::HttpProtobuf => self.http(builder.with_http(), endpoint)?.build()?,
+            #[cfg(feature = "otlp-grpc")]
             Protocol::Grpc => self.grpc(builder.with_tonic(), endpoint)?.build()?,
+            #[allow(unreachable_patterns)]
+            other => return Err(compiled_out(other)),
         };
         Ok(SdkLoggerProvider::builder()
             .with_batch_exporter(exporter)
@@ -238,8 +277,12 @@ impl OtlpExport {
         let endpoint = self.endpoint_for(protocol, "/v1/metrics");
         let builder = opentelemetry_otlp::MetricExporter::builder();
         Ok(match protocol {
+            #[cfg(feature = "otlp-http")]
             Protocol::HttpProtobuf => self.http(builder.with_http(), endpoint)?.build()?,
+            #[cfg(feature = "otlp-grpc")]
             Protocol::Grpc => self.grpc(builder.with_tonic(), endpoint)?.build()?,
+            #[allow(unreachable_patterns)]
+            other => return Err(compiled_out(other)),
         })
     }
 
@@ -258,14 +301,23 @@ impl OtlpExport {
         if !self.headers.is_empty() {
             builder = builder.with_headers(self.headers.clone());
         }
-        Ok(builder)
-    }
-
-    #[cfg(not(feature = "otlp-http"))]
-    fn http<B>(&self, _builder: B, _endpoint: Option<String>) -> Result<B, ExportError> {
-        Err(ExportError::UnsupportedProtocol(
-            "http/protobuf (feature `otlp-http` is off)".into(),
-        ))
+        let client = match &self.http_client {
+            Some(client) => Arc::clone(client),
+            None => {
+                // Else `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else the 10 s default.
+                let timeout = self
+                    .timeout
+                    .or_else(|| {
+                        let ms = std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT").ok()?;
+                        ms.trim().parse().ok().map(Duration::from_millis)
+                    })
+                    .unwrap_or(Duration::from_secs(10));
+                let client = ReqwestBlockingClient::with_timeout(timeout)
+                    .map_err(|e| ExportError::Build(ExporterBuildError::InternalFailure(e)))?;
+                Arc::new(client)
+            }
+        };
+        Ok(builder.with_shared_http_client(client))
     }
 
     #[cfg(feature = "otlp-grpc")]
@@ -282,13 +334,14 @@ impl OtlpExport {
         }
         Ok(builder)
     }
+}
 
-    #[cfg(not(feature = "otlp-grpc"))]
-    fn grpc<B>(&self, _builder: B, _endpoint: Option<String>) -> Result<B, ExportError> {
-        Err(ExportError::UnsupportedProtocol(
-            "grpc (feature `otlp-grpc` is off)".into(),
-        ))
-    }
+/// The error for a protocol whose feature is off.
+fn compiled_out(protocol: Protocol) -> ExportError {
+    ExportError::UnsupportedProtocol(match protocol {
+        Protocol::HttpProtobuf => "http/protobuf (feature `otlp-http` is off)".into(),
+        Protocol::Grpc => "grpc (feature `otlp-grpc` is off)".into(),
+    })
 }
 
 #[cfg(test)]
@@ -319,6 +372,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "otlp-http")]
     #[test]
     fn builds_an_http_meter_provider_without_a_runtime() {
         let provider = OtlpExport::from_env()
@@ -331,6 +385,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "otlp-http")]
     #[test]
     fn builds_an_http_provider_without_a_runtime() {
         let provider = OtlpExport::from_env()
