@@ -2,8 +2,9 @@
 //! each for a fixed time on its committed seed corpus, failing on any crash, leak
 //! (AddressSanitizer's leak check), out-of-memory or timeout. See `fuzz/README.md`.
 //!
-//! cargo fuzz needs nightly compiler flags: the nightly toolchain when rustup has
-//! one (`cargo +nightly fuzz`), else the active toolchain with `RUSTC_BOOTSTRAP=1`.
+//! cargo fuzz needs nightly compiler flags: it runs on the active toolchain with
+//! `RUSTC_BOOTSTRAP=1`, the compiler every other CI step uses (a nightly toolchain
+//! would build every dependency a second time, and its version would drift).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -67,29 +68,17 @@ fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// `cargo [+nightly] fuzz ...` from the repository root, with the variables the
-/// outer `cargo xtask` set removed (they name the outer toolchain).
-fn cargo_fuzz(root: &Path, nightly: bool) -> Command {
+/// `cargo fuzz ...` from the repository root on the active toolchain, with the
+/// variables the outer `cargo xtask` set removed.
+fn cargo_fuzz(root: &Path) -> Command {
     let mut command = Command::new("cargo");
     command.current_dir(root);
     for var in ["RUSTUP_TOOLCHAIN", "RUSTC", "RUSTDOC", "RUSTFLAGS", "CARGO"] {
         command.env_remove(var);
     }
-    if nightly {
-        command.arg("+nightly");
-    } else {
-        command.env("RUSTC_BOOTSTRAP", "1");
-    }
+    command.env("RUSTC_BOOTSTRAP", "1");
     command.arg("fuzz");
     command
-}
-
-/// Whether rustup has a nightly toolchain.
-fn has_nightly() -> bool {
-    Command::new("rustup")
-        .args(["run", "nightly", "rustc", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 fn run_status(command: &mut Command, what: &str) -> Result<(), String> {
@@ -100,8 +89,8 @@ fn run_status(command: &mut Command, what: &str) -> Result<(), String> {
     }
 }
 
-fn targets(root: &Path, nightly: bool) -> Result<Vec<String>, String> {
-    let output = cargo_fuzz(root, nightly)
+fn targets(root: &Path) -> Result<Vec<String>, String> {
+    let output = cargo_fuzz(root)
         .arg("list")
         .output()
         .map_err(|e| format!("cannot run cargo fuzz list: {e}"))?;
@@ -132,16 +121,8 @@ pub fn run(options: &Options) -> ExitCode {
 
 fn run_all(options: &Options) -> Result<(), String> {
     let root = workspace_root();
-    let nightly = has_nightly();
-    println!(
-        "fuzz: toolchain {}",
-        if nightly {
-            "nightly (cargo +nightly fuzz)"
-        } else {
-            "active, RUSTC_BOOTSTRAP=1"
-        }
-    );
-    let targets: Vec<String> = targets(&root, nightly)?
+    println!("fuzz: active toolchain, RUSTC_BOOTSTRAP=1");
+    let targets: Vec<String> = targets(&root)?
         .into_iter()
         .filter(|t| {
             options
@@ -154,7 +135,7 @@ fn run_all(options: &Options) -> Result<(), String> {
         return Err("no fuzz target matches".into());
     }
     let started = Instant::now();
-    run_status(cargo_fuzz(&root, nightly).arg("build"), "cargo fuzz build")?;
+    run_status(cargo_fuzz(&root).arg("build"), "cargo fuzz build")?;
     println!(
         "fuzz: built {} targets in {:.0?}",
         targets.len(),
@@ -177,7 +158,7 @@ fn run_all(options: &Options) -> Result<(), String> {
         std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         println!("\nfuzz: {target} for {} s", options.seconds);
         let result = run_status(
-            cargo_fuzz(&root, nightly)
+            cargo_fuzz(&root)
                 .args(["run", target])
                 .arg(&scratch)
                 .arg(&seeds)
@@ -192,7 +173,7 @@ fn run_all(options: &Options) -> Result<(), String> {
         if let Err(message) = result {
             eprintln!(
                 "error: {message}; the input is under fuzz/artifacts/{target}/ \
-                 (reproduce: cargo +nightly fuzz run {target} <file>)"
+                 (reproduce: RUSTC_BOOTSTRAP=1 cargo fuzz run {target} <file>)"
             );
             failed.push(target.clone());
         }

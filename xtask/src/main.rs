@@ -93,8 +93,8 @@ Commands:
         (default 20) on its seed corpus fuzz/corpus/<target>/, new inputs going
         to a scratch directory. Fails on any crash, leak, out-of-memory (2 GiB)
         or per-input timeout (10 s); the failing input is left under
-        fuzz/artifacts/<target>/. Uses `cargo +nightly fuzz` when rustup has a
-        nightly toolchain, else the active one with RUSTC_BOOTSTRAP=1. Needs
+        fuzz/artifacts/<target>/. Runs on the active toolchain with
+        RUSTC_BOOTSTRAP=1. Needs
         cargo-fuzz (`cargo install cargo-fuzz --locked`).
   soak [--seconds N] [--release]
         Run the resilient_extraction example's soak for N seconds (default 60):

@@ -79,8 +79,13 @@ fn case_names(root: &Y<'_>) -> Result<Option<Vec<String>>, AdapterError> {
     let Some(cases) = root.get("cases") else {
         return Ok(None);
     };
+    let list = cases.seq()?;
+    if list.is_empty() {
+        // A fixture that lists no case would pass while checking nothing.
+        return Err(cases.invalid("`cases` lists no case (a fixture must run at least one)"));
+    }
     let mut names = Vec::new();
-    for (i, case) in cases.seq()?.iter().enumerate() {
+    for (i, case) in list.iter().enumerate() {
         let name = match case.get("name") {
             Some(n) => n.str()?.to_owned(),
             None => format!("case-{}", i + 1),

@@ -169,7 +169,11 @@ impl SseReader {
         Ok(())
     }
 
-    fn drain(&mut self, assembler: &mut dyn Assemble, sink: &dyn DeltaSink) -> Result<(), LlmError> {
+    fn drain(
+        &mut self,
+        assembler: &mut dyn Assemble,
+        sink: &dyn DeltaSink,
+    ) -> Result<(), LlmError> {
         for event in self.events.drain(..) {
             // Events after the end marker are ignored.
             if assembler.is_done() {

@@ -111,3 +111,51 @@ fn openai_stream_outcome_does_not_depend_on_the_cut() {
         );
     }
 }
+
+/// Found by `anthropic_sse`: a `content_block_start` carrying text already (the API
+/// sends it empty, nothing promises it) put that text in the assembled response but
+/// reported no delta for it, so a streaming consumer saw "ok" and the response said
+/// "wok". The initial text (or thinking) is reported like a delta.
+#[test]
+fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
+    let provider = openarmature_llm::AnthropicProvider::builder("m")
+        .base_url("http://127.0.0.1:9/v1")
+        .build()
+        .unwrap();
+    let request = ask().config(openarmature_llm::RuntimeConfig::default().max_tokens(64));
+    let wire = WireRequest::of(&request, &request.messages, &request.config);
+    let events = [
+        json!({"type": "message_start", "message": {"id": "m1", "type": "message",
+               "role": "assistant", "model": "claude-test", "content": [],
+               "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "thinking", "thinking": "hm, "}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "thinking_delta", "thinking": "easy"}}),
+        json!({"type": "content_block_start", "index": 1,
+               "content_block": {"type": "text", "text": "w"}}),
+        json!({"type": "content_block_delta", "index": 1,
+               "delta": {"type": "text_delta", "text": "ok"}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let sink = |kind: DeltaKind, text: &str| deltas.lock().unwrap().push((kind, text.to_owned()));
+    let response = provider
+        .decode_stream(&wire, &[body.as_bytes()], &sink)
+        .unwrap();
+    let deltas = deltas.into_inner().unwrap();
+    let joined = |kind: DeltaKind| -> String {
+        deltas
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, t)| t.as_str())
+            .collect()
+    };
+    assert_eq!(joined(DeltaKind::Content), "wok");
+    assert_eq!(joined(DeltaKind::Reasoning), "hm, easy");
+    let text = serde_json::to_value(&response.message).unwrap();
+    assert!(text.to_string().contains("wok"), "{text}");
+}
