@@ -11,11 +11,13 @@ use tokio::process::{Child, Command};
 /// What every worker of a fleet is started with.
 #[derive(Clone)]
 pub struct Fleet {
-    /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job) or
-    /// `approval`.
+    /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job, or
+    /// `chunk` consecutive instances per job) or `approval`.
     pub graph: &'static str,
     /// The fan-out's concurrency bound.
     pub concurrency: usize,
+    /// Instances per Restate job (`dispatched`).
+    pub chunk: usize,
     pub ingress: String,
     pub pg_url: String,
     pub pg_schema: String,
@@ -135,6 +137,7 @@ async fn spawn(fleet: &Fleet, i: usize, port: u16) -> Child {
         .env("OA_MOCK_URL", &fleet.mock_url)
         .env("OA_INGRESS_URL", &fleet.ingress)
         .env("OA_CONCURRENCY", fleet.concurrency.to_string())
+        .env("OA_CHUNK", fleet.chunk.to_string())
         .env("OA_PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -174,8 +177,10 @@ pub fn worker_main() {
         let worker = match get("OA_GRAPH").as_str() {
             "batch" => openarmature_restate::Worker::new(super::graphs::batch(store, &mock, None)),
             "dispatched" => {
+                let chunk = get("OA_CHUNK").parse().unwrap();
                 let dispatcher =
-                    openarmature_restate::RestateDispatcher::new(get("OA_INGRESS_URL"));
+                    openarmature_restate::RestateDispatcher::new(get("OA_INGRESS_URL"))
+                        .chunk_size(chunk);
                 openarmature_restate::Worker::new(super::graphs::batch(
                     store,
                     &mock,

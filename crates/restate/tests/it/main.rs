@@ -89,6 +89,14 @@ fn main() -> ExitCode {
             kill::dispatched,
         ),
         fleet_test(
+            "a_killed_parent_resumes_a_chunked_fan_out_rerunning_only_unjournaled_instances",
+            kill::chunked,
+        ),
+        fleet_test(
+            "a_killed_chunk_worker_reruns_only_the_chunk_instances_not_journaled",
+            kill::chunk_worker,
+        ),
+        fleet_test(
             "a_suspended_run_resumes_on_another_worker",
             signal::resumes_elsewhere,
         ),
