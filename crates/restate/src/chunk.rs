@@ -106,6 +106,9 @@ impl Chunker {
                 members: Vec::new(),
             }
         });
+        // Calls of an execution dropped meanwhile (its turn was lost and resumed in this
+        // process under the same correlation id) make room for the new ones.
+        batch.members.retain(|(_, waiting)| !waiting.is_closed());
         batch.members.push((job, tx));
         if batch.members.len() >= batch.size {
             if let Some(full) = state.batches.remove(&slot.chunk) {
