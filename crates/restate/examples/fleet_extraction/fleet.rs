@@ -6,7 +6,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -21,7 +21,7 @@ pub struct Fleet {
     env: Vec<(&'static str, String)>,
     ports: Vec<u16>,
     workers: Vec<Option<Child>>,
-    haproxy: Child,
+    haproxy: Option<Child>,
     balancer: String,
     dir: PathBuf,
 }
@@ -32,23 +32,6 @@ fn free_port() -> Result<u16, FleetError> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| FleetError::Run(format!("no free port: {e}")))
-}
-
-/// haproxy's configuration: one HTTP/2 frontend, every worker an HTTP/2 server with a
-/// fast health check, a lost worker's requests redispatched.
-fn haproxy_config(port: u16, workers: &[u16]) -> String {
-    let mut config = format!(
-        "global\n    maxconn 2000\n\
-         defaults\n    mode http\n    timeout connect 1s\n    timeout client 10m\n    timeout server 10m\n    retries 3\n    option redispatch 1\n\
-         frontend restate_in\n    bind 127.0.0.1:{port} proto h2\n    default_backend workers\n\
-         backend workers\n    balance roundrobin\n"
-    );
-    for (i, p) in workers.iter().enumerate() {
-        config.push_str(&format!(
-            "    server w{i} 127.0.0.1:{p} proto h2 check inter 200ms fall 1 rise 1\n"
-        ));
-    }
-    config
 }
 
 impl Fleet {
@@ -69,27 +52,11 @@ impl Fleet {
         std::fs::create_dir_all(&dir)
             .map_err(|e| FleetError::Run(format!("{}: {e}", dir.display())))?;
         let lb_port = free_port()?;
-        let cfg = dir.join("haproxy.cfg");
-        std::fs::write(&cfg, haproxy_config(lb_port, &ports))
-            .map_err(|e| FleetError::Run(format!("{}: {e}", cfg.display())))?;
-        let haproxy = Command::new(&servers.haproxy)
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| FleetError::Unreachable {
-                server: "haproxy",
-                at: servers.haproxy.display().to_string(),
-                reason: e.to_string(),
-            })?;
         let mut fleet = Fleet {
             env,
             ports,
             workers: Vec::new(),
-            haproxy,
+            haproxy: None,
             balancer: format!("http://127.0.0.1:{lb_port}"),
             dir,
         };
@@ -97,22 +64,14 @@ impl Fleet {
             let child = fleet.spawn(i).await?;
             fleet.workers.push(Some(child));
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(("127.0.0.1", lb_port))
+        let haproxy = crate::balancer::start(&servers.haproxy, &fleet.dir, lb_port, &fleet.ports)
             .await
-            .is_err()
-        {
-            if Instant::now() > deadline {
-                return Err(FleetError::Unreachable {
-                    server: "haproxy",
-                    at: fleet.balancer.clone(),
-                    reason: "it did not listen within 10 s".into(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // One health-check round, so every worker is up in haproxy's view.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+            .map_err(|e| FleetError::Unreachable {
+                server: "haproxy",
+                at: servers.haproxy.display().to_string(),
+                reason: e.to_string(),
+            })?;
+        fleet.haproxy = Some(haproxy);
         openarmature_restate::register_deployment(&servers.admin, &fleet.balancer)
             .await
             .map_err(|e| FleetError::Run(format!("registering the deployment: {e}")))?;
@@ -184,7 +143,9 @@ impl Fleet {
         for child in self.workers.iter_mut().flatten() {
             let _ = child.start_kill();
         }
-        let _ = self.haproxy.start_kill();
+        if let Some(haproxy) = self.haproxy.as_mut() {
+            let _ = haproxy.start_kill();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -4,7 +4,7 @@
 //! ```sh
 //! source .ci/services.sh && oa_services_start      # Restate, PostgreSQL, haproxy
 //! cargo run -p openarmature-restate --example fleet_extraction
-//! cargo run -p openarmature-restate --example fleet_extraction -- --kill --items 96 --chunk 8
+//! cargo run -p openarmature-restate --example fleet_extraction -- --kill --items 96 --chunk 4
 //! ```
 //!
 //! One command: it checks the Restate server (admin API and ingress), PostgreSQL and
@@ -36,6 +36,7 @@ mod pipeline;
 #[allow(dead_code)]
 mod server;
 
+mod balancer;
 mod config;
 mod fleet;
 

@@ -3,7 +3,7 @@
 //! and the deployment registered with the Restate server through the balancer.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -52,41 +52,10 @@ impl Cluster {
         let lb_port = free_port();
         let dir = std::env::temp_dir().join(openarmature_testkit::services::unique_name("oa_lb"));
         std::fs::create_dir_all(&dir).unwrap();
-        let servers: String = ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                format!("    server w{i} 127.0.0.1:{p} proto h2 check inter 200ms fall 1 rise 1\n")
-            })
-            .collect();
-        let config = format!(
-            "global\n    maxconn 2000\n\
-             defaults\n    mode http\n    timeout connect 1s\n    timeout client 10m\n    timeout server 10m\n    retries 3\n    option redispatch 1\n\
-             frontend restate_in\n    bind 127.0.0.1:{lb_port} proto h2\n    default_backend workers\n\
-             backend workers\n    balance roundrobin\n{servers}"
-        );
-        let cfg = dir.join("haproxy.cfg");
-        std::fs::write(&cfg, config).unwrap();
-        let haproxy = Command::new(haproxy)
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("haproxy starts");
-        let lb_url = format!("http://127.0.0.1:{lb_port}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(("127.0.0.1", lb_port))
+        let haproxy = crate::balancer::start(std::path::Path::new(haproxy), &dir, lb_port, &ports)
             .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "haproxy did not listen");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // Give the health checks one round so every server is up.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+            .expect("haproxy starts and listens");
+        let lb_url = format!("http://127.0.0.1:{lb_port}");
         openarmature_restate::register_deployment(admin, &lb_url)
             .await
             .expect("deployment registers through the balancer");
