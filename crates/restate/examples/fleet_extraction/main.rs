@@ -36,6 +36,8 @@ mod pipeline;
 #[allow(dead_code)]
 mod server;
 
+// The fleet tests' balancer (haproxy in front of the workers).
+#[path = "../../tests/it/balancer.rs"]
 mod balancer;
 mod config;
 mod fleet;

@@ -7,7 +7,6 @@
 //! unless OPENARMATURE_REQUIRE_SERVICES=1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "../../examples/fleet_extraction/balancer.rs"]
 mod balancer;
 mod bench;
 mod cluster;

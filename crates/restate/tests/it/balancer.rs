@@ -1,7 +1,7 @@
 //! haproxy in front of local workers: one HTTP/2 cleartext frontend (what the Restate
 //! server pushes invocations to), every worker an HTTP/2 server with a fast health
-//! check, a lost worker's requests redispatched. Shared by this example and the crate's
-//! fleet tests (`tests/it/cluster.rs`).
+//! check, a lost worker's requests redispatched. Shared by the fleet tests
+//! (`cluster.rs`) and the `fleet_extraction` example.
 
 use std::path::Path;
 use std::process::Stdio;
