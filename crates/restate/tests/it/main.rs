@@ -9,6 +9,7 @@
 
 mod balancer;
 mod bench;
+mod chunking;
 mod cluster;
 mod graphs;
 mod kill;
@@ -79,6 +80,22 @@ fn main() -> ExitCode {
         }),
         Trial::test("an_unreachable_ingress_is_restate_unavailable", || {
             runtime().block_on(local::unreachable_ingress());
+            Ok(())
+        }),
+        Trial::test("consecutive_instances_travel_as_one_chunk_job", || {
+            runtime().block_on(chunking::consecutive_instances_travel_as_one_job());
+            Ok(())
+        }),
+        Trial::test("a_chunk_never_exceeds_the_concurrency_bound", || {
+            runtime().block_on(chunking::a_chunk_never_exceeds_the_concurrency_bound());
+            Ok(())
+        }),
+        Trial::test("chunk_size_one_sends_every_instance_alone", || {
+            runtime().block_on(chunking::chunk_size_one_sends_every_instance_alone());
+            Ok(())
+        }),
+        Trial::test("an_instance_a_chunk_answer_lacks_is_sent_alone", || {
+            runtime().block_on(chunking::an_instance_the_answer_lacks_is_sent_alone());
             Ok(())
         }),
         fleet_test(
