@@ -98,6 +98,15 @@ fn main() -> ExitCode {
             runtime().block_on(chunking::an_instance_the_answer_lacks_is_sent_alone());
             Ok(())
         }),
+        Trial::test(
+            "a_resumed_chunked_run_sends_only_unrecorded_instances",
+            || {
+                runtime().block_on(
+                    chunking::a_resumed_run_sends_only_unrecorded_instances_in_partial_chunks(),
+                );
+                Ok(())
+            },
+        ),
         fleet_test(
             "a_killed_worker_resumes_the_fan_out_without_repaying_llm_calls",
             kill::in_process,
