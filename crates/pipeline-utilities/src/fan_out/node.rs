@@ -111,7 +111,7 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
             let site = self
                 .dispatcher
                 .as_ref()
-                .map(|_| DispatchSite::new(&ctx, count));
+                .map(|_| DispatchSite::new(&ctx, count, limit));
             // What every instance context shares, built once.
             let entry = ctx.instance_entry(Arc::clone(&state) as StateRef);
             let (parent, entry, site) = (&*state, &entry, site.as_ref());
