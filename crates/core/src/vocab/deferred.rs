@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 
 /// A payload part given as a value or built on first read; reads as a `T` (it
 /// dereferences to it). Cloning shares the value (and the build, when it has not run).
-pub struct Deferred<T>(Arc<Inner<T>>);
+/// One allocation either way (the builder lives inside the shared cell).
+pub struct Deferred<T>(Arc<dyn Cell<T>>);
 
 /// The message list of a request summary: JSON values in the llm-provider §3 shape.
 pub type EventMessages = Deferred<Vec<Value>>;
@@ -25,46 +26,62 @@ pub type EventMessages = Deferred<Vec<Value>>;
 /// A JSON mapping of a request summary (its declared parameters).
 pub type EventMap = Deferred<Map<String, Value>>;
 
-type Build<T> = Box<dyn Fn() -> T + Send + Sync>;
-
-struct Inner<T> {
-    value: OnceLock<T>,
-    /// Builds the value on first read; `None` when it was given.
-    build: Option<Build<T>>,
+/// What a [`Deferred`] shares: a given value, or a builder and the value it built.
+trait Cell<T>: Send + Sync {
+    fn get(&self) -> &T;
+    fn is_built(&self) -> bool;
 }
 
-impl<T: Default> Deferred<T> {
+struct Given<T>(T);
+
+impl<T: Send + Sync> Cell<T> for Given<T> {
+    fn get(&self) -> &T {
+        &self.0
+    }
+
+    fn is_built(&self) -> bool {
+        true
+    }
+}
+
+struct Lazy<T, F> {
+    value: OnceLock<T>,
+    build: F,
+}
+
+impl<T: Send + Sync, F: Fn() -> T + Send + Sync> Cell<T> for Lazy<T, F> {
+    fn get(&self) -> &T {
+        self.value.get_or_init(&self.build)
+    }
+
+    fn is_built(&self) -> bool {
+        self.value.get().is_some()
+    }
+}
+
+impl<T: Send + Sync + 'static> Deferred<T> {
     /// A part given as a value.
     pub fn new(value: T) -> Self {
-        let cell = OnceLock::new();
-        let _ = cell.set(value);
-        Deferred(Arc::new(Inner {
-            value: cell,
-            build: None,
-        }))
+        Deferred(Arc::new(Given(value)))
     }
 
     /// A part `build` makes on the first read (at most once; later reads and clones
     /// share the result). `build` must always return the same value.
     pub fn lazy(build: impl Fn() -> T + Send + Sync + 'static) -> Self {
-        Deferred(Arc::new(Inner {
+        Deferred(Arc::new(Lazy {
             value: OnceLock::new(),
-            build: Some(Box::new(build)),
+            build,
         }))
     }
 
     /// The value (built now if this is the first read).
     pub fn get(&self) -> &T {
-        let inner = &*self.0;
-        inner.value.get_or_init(|| match &inner.build {
-            Some(build) => build(),
-            None => T::default(),
-        })
+        self.0.get()
     }
 
     /// Whether the value exists already (given, or read once).
     pub fn is_built(&self) -> bool {
-        self.0.value.get().is_some()
+        self.0.is_built()
     }
 }
 
@@ -74,7 +91,7 @@ impl<T> Clone for Deferred<T> {
     }
 }
 
-impl<T: Default> Deref for Deferred<T> {
+impl<T: Send + Sync + 'static> Deref for Deferred<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -82,25 +99,25 @@ impl<T: Default> Deref for Deferred<T> {
     }
 }
 
-impl<T: Default> From<T> for Deferred<T> {
+impl<T: Send + Sync + 'static> From<T> for Deferred<T> {
     fn from(value: T) -> Self {
         Deferred::new(value)
     }
 }
 
-impl<T: Default> Default for Deferred<T> {
+impl<T: Default + Send + Sync + 'static> Default for Deferred<T> {
     fn default() -> Self {
         Deferred::new(T::default())
     }
 }
 
-impl<T: Default + PartialEq> PartialEq for Deferred<T> {
+impl<T: PartialEq + Send + Sync + 'static> PartialEq for Deferred<T> {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.get() == other.get()
     }
 }
 
-impl<T: Default + fmt::Debug> fmt::Debug for Deferred<T> {
+impl<T: fmt::Debug + Send + Sync + 'static> fmt::Debug for Deferred<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.get().fmt(f)
     }
