@@ -90,6 +90,11 @@ impl Instances {
         chunk.get(index % self.chunk).map(|p| &**p)
     }
 
+    /// Instance 0's progress, if any.
+    pub fn first(&self) -> Option<&InstanceProgress> {
+        self.get(0)
+    }
+
     /// Instance `index`'s progress, to change in place (recorded as changed).
     pub fn get_mut(&mut self, index: usize) -> Option<&mut InstanceProgress> {
         if index >= self.len {
