@@ -25,7 +25,7 @@ fn done(i: usize) -> InstanceProgress {
     p.state = InstanceState::Completed;
     p.result = json!({"item": i, "text": format!("é{i}")});
     p.result_is_error = i % 7 == 3;
-    if i % 5 == 0 {
+    if i.is_multiple_of(5) {
         p.extra_outputs.insert("seen".into(), json!([i]));
     }
     p
@@ -66,7 +66,7 @@ pub(super) async fn wide_fan_out(b: &dyn Backend, s: &str) {
     for i in 0..WIDTH {
         let outer = &mut live.fan_out_progress[0].instances;
         outer[i].state = InstanceState::InFlight;
-        if i % 9 == 0 {
+        if i.is_multiple_of(9) {
             // An inner position of the in-flight instance, saved on its own.
             outer[i]
                 .completed_inner_positions
