@@ -300,6 +300,12 @@ fn count(path: &std::path::Path, sql: &str) -> i64 {
         .unwrap()
 }
 
+/// A record with `positions` positions and one top-level fan-out of `width` instances.
+fn with_fan_out(id: &str, positions: u64, width: usize) -> CheckpointRecord {
+    let fan_out = FanOutProgress::new(vec![], "fan", vec![], width);
+    with_positions(id, 0..positions).with_fan_out_progress(vec![fan_out])
+}
+
 fn completed(result: serde_json::Value) -> InstanceProgress {
     let mut p = InstanceProgress::default();
     p.state = InstanceState::Completed;
@@ -315,12 +321,7 @@ fn completed(result: serde_json::Value) -> InstanceProgress {
 async fn fan_out_instances_are_rows_written_when_they_change() {
     let db = TempDb::new("instances");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
-    let mut live = with_positions("inv", 0..1).with_fan_out_progress(vec![FanOutProgress::new(
-        vec![],
-        "fan",
-        vec![],
-        500,
-    )]);
+    let mut live = with_fan_out("inv", 1, 500);
     store.save("inv", live.clone()).await.unwrap();
     let rows = "SELECT COUNT(*) FROM openarmature_checkpoint_instances";
     assert_eq!(count(&db.0, rows), 0, "not_started instances have no row");
@@ -366,12 +367,7 @@ async fn fan_out_instances_are_rows_written_when_they_change() {
 async fn legacy_rows_keep_their_fan_out_instances() {
     let db = TempDb::new("legacy-fan");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
-    let mut legacy = with_positions("old", 0..2).with_fan_out_progress(vec![FanOutProgress::new(
-        vec![],
-        "fan",
-        vec![],
-        3,
-    )]);
+    let mut legacy = with_fan_out("old", 2, 3);
     legacy.fan_out_progress[0]
         .instances
         .set(1, completed(json!("one")));
