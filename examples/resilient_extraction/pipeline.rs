@@ -16,6 +16,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use openarmature::graph::checkpoint::Checkpointer;
 use openarmature::graph::{
     state, CompileError, CompiledGraph, GraphBuilder, NodeCtx, NodeError, END,
 };
@@ -23,6 +24,7 @@ use openarmature::llm::{
     CompletionRequest, HonorRetryAfter, LlmError, LlmRetryConfig, OpenAiProvider, Provider,
     RuntimeConfig, StructuredOutputInvalid,
 };
+use openarmature::pipeline::dispatch::FanOutDispatcher;
 use openarmature::pipeline::retry::{Backoff, BackoffDecision, Constant, Exponential, RetryConfig};
 use openarmature::pipeline::{
     ErrorPolicy, FailureIsolationMiddleware, FanOutNode, RetryMiddleware,
@@ -198,7 +200,7 @@ async fn extract(
     state: Arc<Chunk>,
     ctx: NodeCtx,
 ) -> Result<ChunkUpdate, NodeError> {
-    let index = ctx.fan_out_index();
+    let index = chunk_index(&ctx);
     let backoff = Recorded {
         inner: HonorRetryAfter {
             inner: Exponential {
@@ -233,12 +235,40 @@ async fn extract(
     Ok(ChunkUpdate::default().result(response.parsed.unwrap_or(Value::Null)))
 }
 
-/// Builds the graph.
+/// The chunk's index: the fan-out index in process; on a remote worker (the Restate
+/// fleet example) the instance runs as its own invocation, whose id is the instance key
+/// `{invocation}/{fan-out}/{index}` (`openarmature_pipeline::dispatch::run_job`).
+fn chunk_index(ctx: &NodeCtx) -> Option<usize> {
+    ctx.fan_out_index()
+        .or_else(|| ctx.invocation_id().rsplit('/').next()?.parse().ok())
+}
+
+/// Builds the graph (the fan-out runs its instances in this process).
 pub fn build(
     provider: Arc<OpenAiProvider>,
     tuning: Tuning,
     waits: Arc<Waits>,
 ) -> Result<CompiledGraph<Doc>, CompileError> {
+    build_over(per_chunk(provider, tuning, waits)?, tuning, None)
+}
+
+/// What makes the pipeline durable across worker processes (the Restate fleet
+/// example): where the fan-out's instances run, and the Checkpointer every worker
+/// shares.
+pub struct Durable {
+    /// Sends each fan-out instance to a worker.
+    pub dispatcher: Arc<dyn FanOutDispatcher<Chunk>>,
+    /// The shared Checkpointer (PostgreSQL in the fleet).
+    pub checkpointer: Arc<dyn Checkpointer>,
+}
+
+/// The per-chunk subgraph every fan-out instance runs: `extract` in the three-piece
+/// pattern.
+pub fn per_chunk(
+    provider: Arc<OpenAiProvider>,
+    tuning: Tuning,
+    waits: Arc<Waits>,
+) -> Result<CompiledGraph<Chunk>, CompileError> {
     let prompt = Arc::new(prompt());
     let node = move |state: Arc<Chunk>, ctx: NodeCtx| {
         extract(
@@ -250,7 +280,7 @@ pub fn build(
             ctx,
         )
     };
-    let per_chunk = GraphBuilder::new(Chunk::default())
+    GraphBuilder::new(Chunk::default())
         .add_node("extract", node)
         // The three-piece pattern, outermost first: isolation, then retry.
         .node_middleware(
@@ -272,15 +302,32 @@ pub fn build(
         )
         .add_edge("extract", END)
         .entry("extract")
-        .compile()?;
+        .compile()
+}
 
-    let fan_out =
+/// The pipeline over `per_chunk`: `split` → `extract_all` (the fan-out) →
+/// `summarize`; in this process, or `durable`.
+pub fn build_over(
+    per_chunk: CompiledGraph<Chunk>,
+    tuning: Tuning,
+    durable: Option<Durable>,
+) -> Result<CompiledGraph<Doc>, CompileError> {
+    let mut fan_out =
         FanOutNode::<Doc, Chunk>::over_items(per_chunk, "chunks", "chunk", "result", "results")
             .concurrency(NonZeroUsize::new(tuning.concurrency))
             .error_policy(ErrorPolicy::Collect)
             .errors_field("errors");
+    let mut checkpointer = None;
+    if let Some(durable) = durable {
+        fan_out = fan_out.dispatcher(durable.dispatcher);
+        checkpointer = Some(durable.checkpointer);
+    }
 
-    GraphBuilder::new(Doc::default())
+    let mut builder = GraphBuilder::new(Doc::default());
+    if let Some(checkpointer) = checkpointer {
+        builder = builder.checkpointer(checkpointer);
+    }
+    builder
         .add_node("split", |doc: Arc<Doc>, _: NodeCtx| async move {
             let chunks = doc
                 .text

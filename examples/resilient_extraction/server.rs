@@ -21,7 +21,7 @@
 //! connection closed without an answer — and the server keeps no per-request state,
 //! so its memory stays flat however long it runs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -74,10 +74,15 @@ pub struct Tally {
     pub requests: AtomicU64,
     /// Per [`SOAK_FAULTS`] entry (soak mode only).
     pub injected: [AtomicU64; SOAK_FAULTS.len()],
+    /// Demo mode: the good answers (no fault injected) sent per chunk. More than one
+    /// for a chunk means the pipeline asked again for an answer it had already been
+    /// given (e.g. its worker was lost before the result was recorded).
+    pub answered: Mutex<BTreeMap<usize, u32>>,
 }
 
 struct Shared {
     faults: Faults,
+    latency: Duration,
     counters: Mutex<HashMap<String, u32>>,
     tally: Arc<Tally>,
 }
@@ -89,11 +94,18 @@ pub async fn start() -> std::io::Result<Embedded> {
 
 /// Binds 127.0.0.1:0 and serves `faults` in the background (on the current runtime).
 pub async fn start_with(faults: Faults) -> std::io::Result<Embedded> {
+    start_slow(faults, Duration::ZERO).await
+}
+
+/// Like [`start_with`], every chat answer sent `latency` late at the earliest (a
+/// latency-bound model, for the fleet example).
+pub async fn start_slow(faults: Faults, latency: Duration) -> std::io::Result<Embedded> {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let addr = listener.local_addr()?;
     let tally = Arc::new(Tally::default());
     let shared = Arc::new(Shared {
         faults,
+        latency,
         counters: Mutex::default(),
         tally: Arc::clone(&tally),
     });
@@ -125,11 +137,16 @@ async fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             match serde_json::from_slice::<Value>(&request.body) {
                 Ok(body) => {
                     let n = shared.tally.requests.fetch_add(1, Ordering::Relaxed);
-                    match shared.faults {
-                        Faults::Demo => chat(&body, &shared.counters),
+                    let reply = match shared.faults {
+                        Faults::Demo => chat(&body, shared),
                         Faults::Soak { seed } => {
                             soak_chat(&body, seed ^ splitmix(n), &shared.tally)
                         }
+                    };
+                    if reply.delay < shared.latency {
+                        reply.after(shared.latency)
+                    } else {
+                        reply
                     }
                 }
                 Err(e) => Reply::json(
@@ -247,7 +264,7 @@ fn soak_chat(body: &Value, draw: u64, tally: &Tally) -> Reply {
 
 /// The chat endpoint: finds the chunk, counts the conversation's requests, and
 /// answers per the fault table.
-fn chat(body: &Value, counters: &Mutex<HashMap<String, u32>>) -> Reply {
+fn chat(body: &Value, shared: &Shared) -> Reply {
     let Conversation {
         first_user,
         reasked,
@@ -255,7 +272,10 @@ fn chat(body: &Value, counters: &Mutex<HashMap<String, u32>>) -> Reply {
     } = conversation(body);
     let (chunk_no, text) = parse_prompt(first_user);
     let seen = {
-        let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counters = shared
+            .counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let count = counters.entry(first_user.to_owned()).or_insert(0);
         *count += 1;
         *count - 1
@@ -282,7 +302,17 @@ fn chat(body: &Value, counters: &Mutex<HashMap<String, u32>>) -> Reply {
             let content = format!("Sure! Here is the extraction: {}", extract(text));
             completion(&content, prompt_chars)
         }
-        _ => completion(&extract(text).to_string(), prompt_chars),
+        _ => {
+            if let Some(chunk) = chunk_no {
+                let mut answered = shared
+                    .tally
+                    .answered
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                *answered.entry(chunk).or_insert(0) += 1;
+            }
+            completion(&extract(text).to_string(), prompt_chars)
+        }
     }
 }
 

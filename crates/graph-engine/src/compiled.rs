@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use openarmature_core::Extensions;
 
 use crate::builder::EdgeFn;
@@ -13,7 +12,7 @@ use crate::checkpoint::NodePosition;
 use crate::error::{BoxError, CompileWarning, GraphError, NodeError, RuntimeCategory};
 use crate::metadata::{enter_node, scoped, scoped_body};
 use crate::middleware::{Middleware, Next, Terminal};
-use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, Scope};
+use crate::node::{Invocation, InvokeOptions, Node, NodeCtx, NodeFuture, Scope};
 use crate::observer::{
     EventError, NodeConfig, NodeEvent, ObserverErrorSink, ObserverEvent, Phase, Registration,
     StateRef,
@@ -376,11 +375,7 @@ impl<S: State> AttemptTerminal<'_, S> {
 }
 
 impl<S: State> Terminal<S> for AttemptTerminal<'_, S> {
-    fn run<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'a, S> {
         Box::pin(async move {
             let ctx = ctx.unscoped();
             ctx.latest_attempt

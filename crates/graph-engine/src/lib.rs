@@ -109,7 +109,7 @@ pub use metadata::{
     MetadataAugmented, MetadataError,
 };
 pub use middleware::{run_chain, ChainTarget, Middleware, Next};
-pub use node::{Boundary, InvokeOptions, Node, NodeCtx};
+pub use node::{Boundary, InvokeOptions, Node, NodeCtx, NodeFuture};
 pub use observer::{
     observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
     FnObserver, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, Observer,

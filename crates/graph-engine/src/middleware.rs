@@ -6,21 +6,14 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-
 use crate::error::NodeError;
-use crate::node::NodeCtx;
+use crate::node::{NodeCtx, NodeFuture};
 use crate::state::State;
 
 /// One link of a node's middleware chain.
 pub trait Middleware<S: State>: Send + Sync + 'static {
     /// Handles one call; `next` runs the rest of the chain and finally the node.
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>>;
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S>;
 
     /// The concrete middleware, for compile-time checks by composite nodes (e.g. a
     /// fan-out inspecting a failure-isolation middleware's static degraded update).
@@ -33,12 +26,7 @@ pub trait Middleware<S: State>: Send + Sync + 'static {
 /// A shared middleware is a middleware: `Arc<M>` and `Arc<dyn Middleware<S>>` register
 /// like the middleware itself.
 impl<S: State, M: Middleware<S> + ?Sized> Middleware<S> for Arc<M> {
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
         (**self).call(state, ctx, next)
     }
 
@@ -49,19 +37,12 @@ impl<S: State, M: Middleware<S> + ?Sized> Middleware<S> for Arc<M> {
 
 /// The target a chain wraps when it is not a graph node: what [`run_chain`] calls
 /// at the inner end (a fan-out instance's subgraph run, a branch's invocation).
-pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> BoxFuture<'a, Result<<S as State>::Update, NodeError>>
-    + Send
-    + Sync
-    + 'a;
+pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> NodeFuture<'a, S> + Send + Sync + 'a;
 
 struct TargetTerminal<'a, S: State>(&'a ChainTarget<'a, S>);
 
 impl<S: State> Terminal<S> for TargetTerminal<'_, S> {
-    fn run<'b>(
-        &'b self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'b, Result<S::Update, NodeError>> {
+    fn run<'b>(&'b self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'b, S> {
         Box::pin(async move {
             // §3.4 per-attempt scoping: a failed attempt's metadata writes are
             // discarded (an instance re-run by its retry middleware starts over).
@@ -101,11 +82,7 @@ pub async fn run_chain<'a, S: State>(
 
 /// The innermost step of a chain: dispatches events and runs the node.
 pub(crate) trait Terminal<S: State>: Send + Sync {
-    fn run<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>>;
+    fn run<'a>(&'a self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'a, S>;
 
     /// A re-attempting middleware saw the current attempt fail: close it.
     fn attempt_failed(&self);
@@ -140,7 +117,7 @@ impl<'a, S: State> Next<'a, S> {
     /// middleware, such as retry, starting an attempt), a failure returned through
     /// this call closes that attempt: its `completed` event is dispatched with the
     /// error before the caller decides what to do next.
-    pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    pub fn run(self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'a, S> {
         let scoped = ctx.attempt_scoped;
         let ctx = ctx.unscoped();
         let terminal = self.terminal;

@@ -15,6 +15,10 @@ use crate::observer::{Registration, StateRef};
 use crate::queue::{DrainSummary, EventQueue};
 use crate::state::State;
 
+/// What [`Node::run`] and [`crate::Middleware::call`] return: one attempt's partial
+/// update of `S` (or the node's error), as a boxed future borrowing for `'a`.
+pub type NodeFuture<'a, S> = BoxFuture<'a, Result<<S as State>::Update, NodeError>>;
+
 /// An async unit of work: receives the current state, returns a partial update.
 ///
 /// Async closures `Fn(Arc<S>, NodeCtx) -> impl Future<Output = Result<S::Update, NodeError>>`
@@ -22,7 +26,7 @@ use crate::state::State;
 /// `CategorizedError`, ...) into the [`NodeError`] and keeps its category.
 pub trait Node<S: State>: Send + Sync + 'static {
     /// Runs the node once (one attempt).
-    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, NodeError>>;
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'_, S>;
 
     /// The resolved configuration this node reports on its own `started` /
     /// `completed` events (fan-out and parallel-branches nodes); computed by the
@@ -56,7 +60,7 @@ where
     F: Fn(Arc<S>, NodeCtx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<S::Update, NodeError>> + Send + 'static,
 {
-    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> BoxFuture<'_, Result<S::Update, NodeError>> {
+    fn run(&self, state: Arc<S>, ctx: NodeCtx) -> NodeFuture<'_, S> {
         Box::pin(self(state, ctx))
     }
 }

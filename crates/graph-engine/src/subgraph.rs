@@ -5,13 +5,12 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::compiled::CompiledGraph;
 use crate::error::{BoxError, CompileError, CompileWarning, NodeError, RuntimeCategory};
-use crate::node::{Boundary, Node, NodeCtx};
+use crate::node::{Boundary, Node, NodeCtx, NodeFuture};
 use crate::observer::StateRef;
 use crate::state::State;
 
@@ -277,7 +276,7 @@ impl<P: State, C: State> SubgraphNode<P, C> {
 }
 
 impl<P: State, C: State> Node<P> for SubgraphNode<P, C> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> NodeFuture<'_, P> {
         Box::pin(async move { self.run_boxed(state, ctx).await.map_err(NodeError::from) })
     }
 

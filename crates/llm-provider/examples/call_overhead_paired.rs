@@ -7,7 +7,11 @@
 //! `cargo run --release -p openarmature-llm --example call_overhead_paired`
 //! (`ROUNDS=n`, default 15). `node_plain` (the node without an observer) is a
 //! diagnostic: it separates the engine's per-invocation cost from the events'.
-//! `ONLY=<variant>` runs that variant alone (for a profiler; no ratios).
+//! `node_reading` is `node_observed` with an observer that reads the events' request
+//! messages, parameters and response text (so the payload parts built on first read
+//! are built, on the delivery worker).
+//! `ONLY=<variant>` runs that variant alone (for a profiler; no ratios);
+//! `CONCURRENCY=1` or `CONCURRENCY=64` runs that concurrency alone.
 //! `provider_flaky` (concurrency 1 only) is one retrying call that needs three requests
 //! (`503`, `503`, `200`); its rate against `provider`'s is the issue-19 figure (ideal 33%).
 
@@ -20,13 +24,14 @@ use std::time::Instant;
 
 use common::{client_runtime, run_node, Fixture};
 
-const VARIANTS: [&str; 6] = [
+const VARIANTS: [&str; 7] = [
     "bare",
     "provider",
     "provider_retry",
     "node_observed",
     "node_plain",
     "provider_flaky",
+    "node_reading",
 ];
 
 fn median(values: &[f64]) -> f64 {
@@ -41,6 +46,9 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(15);
     let only = std::env::var("ONLY").ok();
+    let concurrency: Option<usize> = std::env::var("CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let rt = client_runtime();
     let fx = Fixture::new(&rt);
     println!(
@@ -48,8 +56,12 @@ fn main() {
          (median) and ratio to bare (median of the per-round ratios)"
     );
     for n in [1usize, 64] {
+        if concurrency.is_some_and(|c| c != n) {
+            continue;
+        }
         let observed = fx.graph(n, true);
         let plain = fx.graph(n, false);
+        let reading = fx.graph_reading(n);
         // Blocks of about 4,000 calls at concurrency 64; short blocks, more of them, at
         // concurrency 1, whose latency drifts with the machine's idle state.
         let (iterations, blocks) = if n == 1 {
@@ -77,7 +89,8 @@ fn main() {
                         2 => drop(rt.block_on(fx.complete(n, true))),
                         3 => drop(rt.block_on(run_node(&observed))),
                         4 => drop(rt.block_on(run_node(&plain))),
-                        _ => drop(rt.block_on(fx.flaky())),
+                        5 => drop(rt.block_on(fx.flaky())),
+                        _ => drop(rt.block_on(run_node(&reading))),
                     }
                 }
                 if round > 0 {

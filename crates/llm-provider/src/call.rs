@@ -40,8 +40,8 @@ use futures::channel::mpsc::UnboundedSender;
 use openarmature_pipeline::retry::{drive, Retry, RetryLane};
 
 use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
-    LlmRequestSummary, LlmResponseSummary, RetryReason,
+    EventMap, EventMessages, LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent,
+    LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, RetryReason,
 };
 use openarmature_core::vocab::prompt::PromptContext;
 use openarmature_graph::ambient;
@@ -196,8 +196,8 @@ struct CallLane<'a, P: ?Sized> {
     /// The failed attempt's error as classifier, backoff and `on_retry` see it.
     view: Option<CategorizedError>,
     /// The latest attempt's request summary when it equals the call's own (the caller's
-    /// messages and config): the terminal event reuses it instead of building another.
-    same_summary: Option<LlmRequestSummary>,
+    /// messages and config): the terminal event shares it instead of building another.
+    same_summary: Option<Arc<LlmRequestSummary>>,
     /// The latest attempt's latency.
     latency: Duration,
     /// Token events and caller deltas: chunk indices run on across call-level attempts.
@@ -206,15 +206,17 @@ struct CallLane<'a, P: ?Sized> {
 
 impl<P: Provider + ?Sized> CallLane<'_, P> {
     /// The request summary of the call itself (the caller's messages and config).
-    fn call_summary(&mut self) -> LlmRequestSummary {
+    fn call_summary(&mut self) -> Arc<LlmRequestSummary> {
         self.same_summary.take().unwrap_or_else(|| {
-            request_summary(
-                self.provider,
-                self.call_id,
-                &self.request.messages,
-                &self.request.config,
+            Arc::new(
+                request_summary(
+                    self.provider,
+                    self.call_id,
+                    &self.request.messages,
+                    &self.request.config,
+                )
+                .with_logical_call_id(self.logical_call_id),
             )
-            .with_logical_call_id(self.logical_call_id)
         })
     }
 
@@ -260,17 +262,23 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
             });
         }
         if let Some((ctx, site)) = self.observed {
+            // The attempt's response summary is the completion event's too.
+            let mut completed = None;
             let outcome = match &result {
-                Ok(response) => LlmAttemptOutcome::Completed(response_summary(response)),
+                Ok(response) => LlmAttemptOutcome::Completed(Arc::clone(
+                    completed.insert(Arc::new(response_summary(response))),
+                )),
                 Err(error) => LlmAttemptOutcome::Failed {
                     failure: failure_of(error),
                     response: error.structured_output().map(failed_response_summary),
                 },
             };
-            let summary = request_summary(self.provider, self.call_id, messages, &config)
-                .with_logical_call_id(self.logical_call_id);
+            let summary = Arc::new(
+                request_summary(self.provider, self.call_id, messages, &config)
+                    .with_logical_call_id(self.logical_call_id),
+            );
             self.same_summary =
-                (self.working.is_none() && config == request.config).then(|| summary.clone());
+                (self.working.is_none() && config == request.config).then(|| Arc::clone(&summary));
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
                 site.clone(),
                 summary,
@@ -279,15 +287,15 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
                 outcome,
                 Some(millis(self.latency)),
             )));
-        }
-        if let (Ok(response), Some((ctx, site))) = (&result, self.observed) {
-            let summary = self.call_summary();
-            ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
-                site.clone(),
-                summary,
-                response_summary(response),
-                Some(millis(self.call_started.elapsed())),
-            )));
+            if let Some(response) = completed {
+                let summary = self.call_summary();
+                ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
+                    site.clone(),
+                    summary,
+                    response,
+                    Some(millis(self.call_started.elapsed())),
+                )));
+            }
         }
         result
     }
@@ -393,12 +401,16 @@ fn request_summary<P: Provider + ?Sized>(
     messages: &[Message],
     config: &RuntimeConfig,
 ) -> LlmRequestSummary {
-    LlmRequestSummary::new(
+    // The event forms of the messages and the parameters are built when an observer
+    // first reads them (on the delivery worker); the call keeps owned copies.
+    let owned = messages.to_vec();
+    let params = config.clone();
+    LlmRequestSummary::from_parts(
         provider.provider_name(),
         provider.model(),
         call_id,
-        messages.iter().map(event_message).collect(),
-        config.declared_params(),
+        EventMessages::lazy(move || owned.iter().map(event_message).collect()),
+        EventMap::lazy(move || params.declared_params()),
         config.extras.clone(),
     )
     // The prompt bound where the call is made (prompt-management §12).

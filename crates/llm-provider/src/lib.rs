@@ -159,8 +159,9 @@ pub use openai::{OpenAiBuilder, OpenAiProvider};
 /// The typed LLM events this crate dispatches (graph-engine §6), from
 /// `openarmature_core::vocab::llm`.
 pub use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmDeltaKind, LlmFailedEvent,
-    LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmTokenEvent, LlmUsage, RetryReason,
+    EventMap, EventMessages, LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmDeltaKind,
+    LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, LlmTokenEvent, LlmUsage,
+    RetryReason,
 };
 /// The typed tool-call events a [`ToolScope`] dispatches (graph-engine §6), from
 /// `openarmature_core::vocab::tool`.

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::error::LlmError;
 use crate::message::{AssistantMessage, Content};
 
 /// Token usage (§6): a record that is always present; each counter is `None` when
@@ -98,5 +99,19 @@ impl Response {
         ["model", "modelVersion"]
             .iter()
             .find_map(|k| self.raw.get(k).and_then(Value::as_str))
+    }
+}
+
+/// A body outside the §6 shape: `provider_invalid_response` with `message`.
+pub(crate) fn invalid(message: impl Into<String>) -> LlmError {
+    LlmError::invalid_response(message)
+}
+
+/// A usage counter (§7 *Malformed usage counter*): a JSON non-negative integer;
+/// anything else is "not reported".
+pub(crate) fn counter(v: Option<&Value>) -> Option<u64> {
+    match v {
+        Some(Value::Number(n)) => n.as_u64(),
+        _ => None,
     }
 }

@@ -3,6 +3,13 @@
 //! under the temp dir), against the same graph with no checkpointer. The 10 / 1000
 //! ratio shows whether a save's cost grows with the run (it should not: a save appends
 //! only its new completed positions).
+//!
+//! `checkpoint_fan_out`: the saves of one fan-out of 10 or 1000 instances, one save per
+//! finished instance (`openarmature_testkit::workload::fan_out_saves`), straight against
+//! the SQLite and the in-memory Checkpointer; throughput is instances, so the time per
+//! element is the per-instance save cost. The 10 / 1000 ratio shows whether a save's
+//! cost grows with the fan-out's width (it should not: a save writes only the changed
+//! instances).
 
 #![allow(clippy::expect_used, missing_docs)]
 
@@ -10,8 +17,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
 use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
 use openarmature_pipeline::SqliteCheckpointer;
+use openarmature_testkit::workload::timed_fan_outs;
 
 state! {
     /// A counter.
@@ -69,11 +78,28 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    fan_out(c, &rt, &store);
     for suffix in ["", "-wal", "-shm"] {
         let mut p = path.clone().into_os_string();
         p.push(suffix);
         let _ = std::fs::remove_file(p);
     }
+}
+
+fn fan_out(c: &mut Criterion, rt: &tokio::runtime::Runtime, sqlite: &SqliteCheckpointer) {
+    let mut group = c.benchmark_group("checkpoint_fan_out");
+    group.sample_size(10);
+    let memory = InMemoryCheckpointer::new();
+    let stores: [(&str, &dyn Checkpointer); 2] = [("sqlite", sqlite), ("memory", &memory)];
+    for width in [10usize, 1000] {
+        group.throughput(Throughput::Elements(width as u64));
+        for (name, store) in stores {
+            group.bench_with_input(BenchmarkId::new(name, width), &width, |b, &width| {
+                b.iter_custom(|iters| timed_fan_outs(rt, store, width, iters))
+            });
+        }
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

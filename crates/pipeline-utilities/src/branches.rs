@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use openarmature_graph::{
     category_of, erase, run_chain, run_unit, strip_subgraph_carrier, Boundary, Carrier, Category,
     CompileError, CompileWarning, CompiledGraph, Middleware, Node, NodeConfig, NodeCtx, NodeError,
-    ParallelBranchesConfig, State, StateRef,
+    NodeFuture, ParallelBranchesConfig, State, StateRef,
 };
 use serde_json::{json, Value};
 
@@ -18,12 +18,7 @@ use crate::fan_out::ErrorPolicy;
 /// ([`CallBranch`]). Returns the branch's contribution, a parent partial update.
 pub trait BranchWork<P: State>: Send + Sync + 'static {
     /// Runs the branch inside `ctx` (already entered for this branch).
-    fn run<'a>(
-        &'a self,
-        name: &'a str,
-        parent: Arc<P>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, NodeError>>;
+    fn run<'a>(&'a self, name: &'a str, parent: Arc<P>, ctx: NodeCtx) -> NodeFuture<'a, P>;
 
     /// Compile-time checks against the parent's state.
     ///
@@ -85,12 +80,7 @@ impl<P: State, C: State> SubgraphBranch<P, C> {
 }
 
 impl<P: State, C: State> BranchWork<P> for SubgraphBranch<P, C> {
-    fn run<'a>(
-        &'a self,
-        name: &'a str,
-        parent: Arc<P>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, NodeError>> {
+    fn run<'a>(&'a self, name: &'a str, parent: Arc<P>, ctx: NodeCtx) -> NodeFuture<'a, P> {
         Box::pin(async move {
             let mut initial = self.graph.defaults().clone();
             for (sub, par) in &self.inputs {
@@ -103,9 +93,7 @@ impl<P: State, C: State> BranchWork<P> for SubgraphBranch<P, C> {
             );
             let graph = &self.graph;
             let outputs = &self.outputs;
-            let target = move |state: Arc<C>,
-                               bctx: NodeCtx|
-                  -> BoxFuture<'_, Result<C::Update, NodeError>> {
+            let target = move |state: Arc<C>, bctx: NodeCtx| -> NodeFuture<'_, C> {
                 Box::pin(async move {
                     let done = graph.run_within((*state).clone(), &bctx).await?;
                     let fields = outputs
@@ -211,21 +199,14 @@ impl<P: State> CallBranch<P> {
 }
 
 impl<P: State> BranchWork<P> for CallBranch<P> {
-    fn run<'a>(
-        &'a self,
-        name: &'a str,
-        parent: Arc<P>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'a, Result<P::Update, NodeError>> {
+    fn run<'a>(&'a self, name: &'a str, parent: Arc<P>, ctx: NodeCtx) -> NodeFuture<'a, P> {
         Box::pin(async move {
             let branch_ctx = ctx.enter(
                 Arc::clone(&parent) as StateRef,
                 Boundary::Branch(name.to_owned()),
             );
             let call = &self.call;
-            let target = move |state: Arc<P>,
-                               bctx: NodeCtx|
-                  -> BoxFuture<'_, Result<P::Update, NodeError>> {
+            let target = move |state: Arc<P>, bctx: NodeCtx| -> NodeFuture<'_, P> {
                 Box::pin(async move { run_unit(&bctx, name, state, |s, c| call(s, c)).await })
             };
             run_chain(&self.middleware, parent, branch_ctx, &target).await
@@ -341,7 +322,7 @@ impl<P: State> ParallelBranchesNode<P> {
 }
 
 impl<P: State> Node<P> for ParallelBranchesNode<P> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> NodeFuture<'_, P> {
         Box::pin(async move {
             // Reuse the dispatch decision the engine resolved at entry (`when` runs
             // once per dispatch, §11.10).

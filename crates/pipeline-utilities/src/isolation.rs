@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, NodeError, ObserverEvent,
+    CaughtException, FailureIsolationEvent, Middleware, Next, NodeCtx, NodeFuture, ObserverEvent,
     State, StateRef,
 };
 
@@ -144,12 +144,7 @@ impl<S: State> Middleware<S> for FailureIsolationMiddleware<S> {
         Some(self)
     }
 
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
         Box::pin(async move {
             let error = match next.run(Arc::clone(&state), ctx.clone()).await {
                 Ok(update) => return Ok(update),

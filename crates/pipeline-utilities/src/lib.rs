@@ -74,6 +74,8 @@ mod sqlite_checkpoint;
 #[cfg(feature = "sqlite")]
 mod sqlite_db;
 #[cfg(feature = "sqlite")]
+mod sqlite_instances;
+#[cfg(feature = "sqlite")]
 mod sqlite_paused;
 #[cfg(feature = "sqlite")]
 mod sqlite_positions;

@@ -1,7 +1,9 @@
 //! Spec: pipeline-utilities §10.1 / §10.3.1 / §10.13 — the SQLite reference
 //! Checkpointer.
 //!
-//! One row per invocation, upserted on every save (the latest record wins), in a
+//! One row per invocation, upserted on every save (the latest record wins; its
+//! completed positions and fan-out instances in tables of their own, written
+//! incrementally: `sqlite_positions`, `sqlite_instances`), in a
 //! database in WAL mode: a record is durable across process crashes once `save`
 //! returns. Records are stored as JSON (the cross-language portable shape), so state
 //! migrations (§10.12) work against this backend. SQLite calls run on tokio's blocking
@@ -11,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
-    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
+    join_instances, split_instances, CheckpointFilter, CheckpointRecord, CheckpointSummary,
+    Checkpointer,
 };
 use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
@@ -29,8 +32,9 @@ const CHECKPOINTS: &str = "CREATE TABLE IF NOT EXISTS openarmature_checkpoints (
 
 fn schema() -> String {
     format!(
-        "{CHECKPOINTS}\n{}\n{}",
+        "{CHECKPOINTS}\n{}\n{}\n{}",
         crate::sqlite_positions::SCHEMA,
+        crate::sqlite_instances::SCHEMA,
         crate::sqlite_paused::SCHEMA
     )
 }
@@ -166,6 +170,8 @@ impl Checkpointer for SqliteCheckpointer {
                     // The positions go to their own table (only the new ones); the row
                     // keeps the rest of the snapshot.
                     let positions = std::mem::take(&mut record.completed_positions);
+                    // So do the fan-out instances (only the changed ones).
+                    let instances = split_instances(&mut record);
                     let text = serde_json::to_string(&record).map_err(|source| {
                         SqliteCheckpointError::Encode {
                             invocation_id: id.clone(),
@@ -174,6 +180,7 @@ impl Checkpointer for SqliteCheckpointer {
                     })?;
                     immediate(conn, |tx| {
                         crate::sqlite_positions::store(tx, &id, &positions)?;
+                        crate::sqlite_instances::store(tx, &id, &instances)?;
                         tx.prepare_cached(
                             "INSERT INTO openarmature_checkpoints
                            (invocation_id, correlation_id, last_saved_at_ns,
@@ -228,6 +235,13 @@ impl Checkpointer for SqliteCheckpointer {
                     if let Some(positions) = crate::sqlite_positions::load(conn, &id)? {
                         record.completed_positions = positions;
                     }
+                    let rows = crate::sqlite_instances::load(conn, &id)?;
+                    join_instances(&mut record, rows).map_err(|reason| {
+                        SqliteCheckpointError::Decode {
+                            invocation_id: id.clone(),
+                            source: serde::de::Error::custom(reason),
+                        }
+                    })?;
                     Ok(Some(record))
                 })
                 .await,
@@ -275,7 +289,8 @@ impl Checkpointer for SqliteCheckpointer {
                         "DELETE FROM openarmature_checkpoints WHERE invocation_id = ?1",
                         params![id],
                     )?;
-                    crate::sqlite_positions::delete(conn, &id)
+                    crate::sqlite_positions::delete(conn, &id)?;
+                    crate::sqlite_instances::delete_key(conn, &id, None)
                 })
                 .await,
             )

@@ -11,7 +11,7 @@
 //! existed keep their positions inside the record JSON; they are read as before and
 //! moved into the table at their next save.
 
-use openarmature_graph::checkpoint::{NodePosition, Positions};
+use openarmature_graph::checkpoint::{NodePosition, Positions, PositionsWrite};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::sqlite_checkpoint::SqliteCheckpointError;
@@ -32,8 +32,8 @@ fn encode(id: &str, p: &NodePosition) -> Result<String, SqliteCheckpointError> {
 }
 
 /// Brings the stored positions of `id` up to `positions`: appends the new ones when the
-/// stored ones are its prefix (compared by the last stored position), else replaces them.
-/// Run inside the save's transaction.
+/// stored ones are its prefix (compared by the last stored position), else replaces them
+/// ([`PositionsWrite::plan`]). Run inside the save's transaction.
 pub(crate) fn store(
     conn: &Connection,
     id: &str,
@@ -46,31 +46,33 @@ pub(crate) fn store(
         )?
         .query_row(params![id], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    let stored = match newest {
-        None => 0,
-        Some((seq, text)) => {
-            let seq = usize::try_from(seq).unwrap_or(usize::MAX);
-            let matches = match positions.tail(seq).first() {
-                Some(p) if positions.len() > seq => encode(id, p)? == text,
-                _ => false,
-            };
-            if matches {
-                seq + 1
-            } else {
-                delete(conn, id)?;
-                0
-            }
-        }
+    let newest = match newest {
+        Some((seq, text)) => Some((
+            usize::try_from(seq).unwrap_or(usize::MAX).saturating_add(1),
+            decode(id, &text)?,
+        )),
+        None => None,
     };
+    let plan = PositionsWrite::plan(positions, newest.as_ref().map(|(n, p)| (*n, p)));
+    if plan.replace {
+        delete(conn, id)?;
+    }
     let mut insert = conn.prepare_cached(
         "INSERT INTO openarmature_checkpoint_positions (invocation_id, seq, position)
          VALUES (?1, ?2, ?3)",
     )?;
-    for (offset, p) in positions.tail(stored).into_iter().enumerate() {
-        let seq = i64::try_from(stored + offset).unwrap_or(i64::MAX);
+    for (offset, p) in positions.tail(plan.from).into_iter().enumerate() {
+        let seq = i64::try_from(plan.from + offset).unwrap_or(i64::MAX);
         insert.execute(params![id, seq, encode(id, p)?])?;
     }
     Ok(())
+}
+
+fn decode(id: &str, text: &str) -> Result<NodePosition, SqliteCheckpointError> {
+    serde_json::from_str(text).map_err(|source| SqliteCheckpointError::Decode {
+        invocation_id: id.to_owned(),
+        source,
+    })
 }
 
 /// The stored positions of `id` in completion order, or `None` when the table has none
@@ -87,11 +89,7 @@ pub(crate) fn load(
     let mut out = Positions::new();
     while let Some(row) = rows.next()? {
         let text: String = row.get(0)?;
-        let p = serde_json::from_str(&text).map_err(|source| SqliteCheckpointError::Decode {
-            invocation_id: id.to_owned(),
-            source,
-        })?;
-        out.push(p);
+        out.push(decode(id, &text)?);
     }
     Ok((!out.is_empty()).then_some(out))
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{category_of, Middleware, Next, NodeCtx, NodeError, State};
+use openarmature_graph::{category_of, Middleware, Next, NodeCtx, NodeError, NodeFuture, State};
 
 /// A monotonic clock: time since an arbitrary fixed origin. Injectable so tests
 /// can count reads.
@@ -132,12 +132,7 @@ impl TimingMiddleware {
 }
 
 impl<S: State> Middleware<S> for TimingMiddleware {
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
         Box::pin(async move {
             let node_name = self
                 .node_name

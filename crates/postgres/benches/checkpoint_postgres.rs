@@ -2,8 +2,13 @@
 //! trivial nodes saving a full snapshot after every node to the PostgreSQL
 //! Checkpointer (one upsert per step, over a loopback connection), against the same
 //! graph with no checkpointer and with the SQLite Checkpointer (a WAL file under the
-//! temp dir), in one run so the ratios compare on the same machine load. Needs `OPENARMATURE_TEST_POSTGRES_URL` (see
-//! `.ci/services.sh`); without it the bench prints a notice and measures nothing.
+//! temp dir), in one run so the ratios compare on the same machine load; the 10 / 1000
+//! ratio shows whether a save's cost grows with the run. `checkpoint_postgres_fan_out`:
+//! the saves of one fan-out of 10 or 1000 instances, one per finished instance
+//! (`openarmature_testkit::workload::fan_out_saves`), straight against the store;
+//! throughput is instances, so the time per element is the per-instance save cost.
+//! Needs `OPENARMATURE_TEST_POSTGRES_URL` (see `.ci/services.sh`); without it the bench
+//! prints a notice and measures nothing.
 
 #![allow(clippy::expect_used, missing_docs)]
 
@@ -15,6 +20,7 @@ use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
 use openarmature_pipeline::SqliteCheckpointer;
 use openarmature_postgres::{PgBackend, PgConfig};
+use openarmature_testkit::workload::timed_fan_outs;
 
 state! {
     /// A counter.
@@ -61,7 +67,8 @@ fn bench(c: &mut Criterion) {
         .expect("database");
     let sqlite_path = std::env::temp_dir().join(format!("{schema}.db"));
     let mut group = c.benchmark_group("checkpoint_postgres");
-    for nodes in [10usize, 100] {
+    group.sample_size(10);
+    for nodes in [10usize, 100, 1000] {
         group.throughput(Throughput::Elements(nodes as u64));
         let plain = graph(nodes, None);
         group.bench_with_input(BenchmarkId::new("none", nodes), &nodes, |b, _| {
@@ -88,6 +95,16 @@ fn bench(c: &mut Criterion) {
                 rt.block_on(sqlite.invoke(black_box(Counter::default())))
                     .expect("run")
             })
+        });
+    }
+    group.finish();
+    let store = backend.checkpointer();
+    let mut group = c.benchmark_group("checkpoint_postgres_fan_out");
+    group.sample_size(10);
+    for width in [10usize, 1000] {
+        group.throughput(Throughput::Elements(width as u64));
+        group.bench_with_input(BenchmarkId::new("postgres", width), &width, |b, &width| {
+            b.iter_custom(|iters| timed_fan_outs(&rt, &store, width, iters))
         });
     }
     group.finish();

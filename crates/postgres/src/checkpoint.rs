@@ -1,9 +1,11 @@
 //! Spec: pipeline-utilities §10.1 (Checkpointer protocol), §10.3.1 (upsert storage) —
 //! the PostgreSQL Checkpointer.
 //!
-//! One row per invocation, upserted by a single statement on every save (the latest
-//! record wins; the statement is its own transaction, so a record is either wholly
-//! stored or not at all), durable once `save` returns (the server's commit). Records
+//! One row per invocation, upserted on every save (the latest record wins), its
+//! completed positions and fan-out instances in tables of their own written
+//! incrementally ([`crate::checkpoint_rows`]); one transaction per save, so a record is
+//! either wholly stored or not at all, durable once `save` returns (the server's
+//! commit). Records
 //! are the JSON text the SQLite backend stores too, so state migrations (§10.12) and
 //! records moved between backends work alike. `list` filters in SQL on indexed
 //! summary columns and never reads records. Paused-invocation records (suspension
@@ -11,12 +13,15 @@
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
-    CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer,
+    join_instances, split_instances, CheckpointFilter, CheckpointRecord, CheckpointSummary,
+    Checkpointer,
 };
 use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
+use tokio_postgres::types::ToSql;
 
 use crate::backend::{from_ns, to_ns, PgBackend};
+use crate::checkpoint_rows::RowSql;
 use crate::error::{db, PostgresError, StoreKind};
 use crate::paused::PausedSql;
 
@@ -31,6 +36,7 @@ pub struct PostgresCheckpointer {
     select: String,
     list: String,
     delete: String,
+    rows: RowSql,
     paused: PausedSql,
 }
 
@@ -57,6 +63,7 @@ impl PostgresCheckpointer {
                  ORDER BY last_saved_at_ns, invocation_id"
             ),
             delete: format!("DELETE FROM {t} WHERE invocation_id = $1"),
+            rows: RowSql::new(&backend),
             paused: PausedSql::new(&backend),
             backend,
         }
@@ -80,57 +87,81 @@ impl PostgresCheckpointer {
     async fn save_record(
         &self,
         invocation_id: &str,
-        record: &CheckpointRecord,
+        mut record: CheckpointRecord,
     ) -> Result<(), PostgresError> {
-        let text = serde_json::to_string(record).map_err(|source| PostgresError::Encode {
+        // The positions and instances go to their own tables (only the new ones); the
+        // row keeps the rest of the snapshot.
+        let positions = std::mem::take(&mut record.completed_positions);
+        let instances = split_instances(&mut record);
+        let text = serde_json::to_string(&record).map_err(|source| PostgresError::Encode {
             store: STORE,
             operation: "save",
             key: invocation_id.to_owned(),
             source,
         })?;
-        let client = self.backend.client(STORE, "save").await?;
+        let mut client = self.backend.client(STORE, "save").await?;
         let err = db(STORE, "save");
-        let stmt = client.prepare_cached(&self.upsert).await.map_err(&err)?;
-        let count = i64::try_from(record.completed_positions.len()).unwrap_or(i64::MAX);
-        client
-            .execute(
-                &stmt,
-                &[
-                    &invocation_id,
-                    &record.correlation_id,
-                    &to_ns(record.last_saved_at),
-                    &count,
-                    &text,
-                ],
-            )
-            .await
-            .map_err(&err)?;
-        Ok(())
+        let tx = client.transaction().await.map_err(&err)?;
+        let plan = self.rows.plan(&tx, invocation_id, &positions).await?;
+        let stmt = tx.prepare_cached(&self.upsert).await.map_err(&err)?;
+        let count = i64::try_from(positions.len()).unwrap_or(i64::MAX);
+        let saved_at = to_ns(record.last_saved_at);
+        let params: [&(dyn ToSql + Sync); 5] = [
+            &invocation_id,
+            &record.correlation_id,
+            &saved_at,
+            &count,
+            &text,
+        ];
+        let row = tx.execute(&stmt, &params);
+        let (upserted, written) = futures::join!(
+            row,
+            self.rows
+                .write(&tx, invocation_id, &plan, &positions, &instances)
+        );
+        upserted.map_err(&err)?;
+        written?;
+        tx.commit().await.map_err(&err)
     }
 
     async fn load_record(
         &self,
         invocation_id: &str,
     ) -> Result<Option<CheckpointRecord>, PostgresError> {
-        let client = self.backend.client(STORE, "load").await?;
+        let mut client = self.backend.client(STORE, "load").await?;
         let err = db(STORE, "load");
-        let stmt = client.prepare_cached(&self.select).await.map_err(&err)?;
-        let Some(row) = client
-            .query_opt(&stmt, &[&invocation_id])
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
             .await
-            .map_err(&err)?
-        else {
+            .map_err(&err)?;
+        let stmt = tx.prepare_cached(&self.select).await.map_err(&err)?;
+        let by_id: [&(dyn ToSql + Sync); 1] = [&invocation_id];
+        let (row, rows) = futures::join!(
+            tx.query_opt(&stmt, &by_id),
+            self.rows.load(&tx, invocation_id)
+        );
+        let Some(row) = row.map_err(&err)? else {
             return Ok(None);
         };
+        let (positions, instances) = rows?;
         let text: String = row.try_get(0).map_err(&err)?;
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| PostgresError::Decode {
-                store: STORE,
-                operation: "load",
-                key: invocation_id.to_owned(),
-                reason: e.to_string(),
-            })
+        let decode = |reason: String| PostgresError::Decode {
+            store: STORE,
+            operation: "load",
+            key: invocation_id.to_owned(),
+            reason,
+        };
+        let mut record: CheckpointRecord =
+            serde_json::from_str(&text).map_err(|e| decode(e.to_string()))?;
+        if let Some(positions) = positions {
+            record.completed_positions = positions;
+        }
+        join_instances(&mut record, instances).map_err(decode)?;
+        tx.commit().await.map_err(&err)?;
+        Ok(Some(record))
     }
 
     async fn list_records(
@@ -159,14 +190,18 @@ impl PostgresCheckpointer {
     }
 
     async fn delete_records(&self, invocation_id: &str) -> Result<(), PostgresError> {
-        let client = self.backend.client(STORE, "delete").await?;
+        let mut client = self.backend.client(STORE, "delete").await?;
         let err = db(STORE, "delete");
-        let stmt = client.prepare_cached(&self.delete).await.map_err(&err)?;
-        client
-            .execute(&stmt, &[&invocation_id])
-            .await
-            .map_err(&err)?;
-        Ok(())
+        let tx = client.transaction().await.map_err(&err)?;
+        let stmt = tx.prepare_cached(&self.delete).await.map_err(&err)?;
+        let by_id: [&(dyn ToSql + Sync); 1] = [&invocation_id];
+        let (record, rows) = futures::join!(
+            tx.execute(&stmt, &by_id),
+            self.rows.delete(&tx, invocation_id)
+        );
+        record.map_err(&err)?;
+        rows?;
+        tx.commit().await.map_err(&err)
     }
 }
 
@@ -180,7 +215,7 @@ impl Checkpointer for PostgresCheckpointer {
         invocation_id: &'a str,
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
-        Box::pin(async move { boxed(self.save_record(invocation_id, &record).await) })
+        Box::pin(async move { boxed(self.save_record(invocation_id, record).await) })
     }
 
     fn load<'a>(

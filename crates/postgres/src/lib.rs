@@ -46,6 +46,7 @@
 
 mod backend;
 mod checkpoint;
+mod checkpoint_rows;
 mod error;
 mod migrate;
 mod paused;

@@ -28,6 +28,11 @@ const MIGRATIONS: &[Migration] = &[
         name: "paused_invocations",
         sql: include_str!("../migrations/0003_paused_invocations.sql"),
     },
+    Migration {
+        version: 4,
+        name: "checkpoint_rows",
+        sql: include_str!("../migrations/0004_checkpoint_rows.sql"),
+    },
 ];
 
 /// The newest version shipped.
@@ -107,6 +112,6 @@ mod tests {
                 assert!(statement.contains("{schema}."), "{}: {statement}", m.name);
             }
         }
-        assert_eq!(latest(), 3);
+        assert_eq!(latest(), 4);
     }
 }

@@ -29,8 +29,10 @@
 //! keys and attaches to the jobs still running elsewhere instead of running them
 //! again. The fan-out node keeps its concurrency bound, error policy, instance
 //! middleware (a retry is a new attempt, so a new key), degrade, per-instance
-//! checkpoint progress and item-order fan-in. One job per instance: chunking many
-//! instances into one job (for 10^5+ items) is not implemented.
+//! checkpoint progress and item-order fan-in. For 10^5+ items,
+//! [`RestateDispatcher::chunk_size`] sends k consecutive instances as one job keyed
+//! `{invocation}/{fan-out}/{first}-{last}` (each instance still its own journaled step
+//! on the worker, so a lost worker re-runs only the chunk's unfinished instances).
 //!
 //! [`RestateClient`] submits invocations, attaches to their results and delivers
 //! signals (by key, or by signal id through the harness's [`SignalCoordinator`](openarmature_harness::SignalCoordinator):
@@ -97,6 +99,7 @@
 //! # }
 //! ```
 
+mod chunk;
 mod client;
 mod dispatcher;
 mod error;
@@ -107,12 +110,12 @@ mod worker;
 mod workflow;
 
 pub use client::{register_deployment, signal_coordinator, RestateClient, Submitted};
-pub use dispatcher::RestateDispatcher;
+pub use dispatcher::{RestateDispatcher, DEFAULT_CHUNK_LINGER};
 pub use error::{
     RestateError, HARNESS_SIGNAL_CORRELATION_FAILED, RESTATE_FAN_OUT_UNKNOWN,
     RESTATE_NO_CHECKPOINTER, RESTATE_REQUEST_REJECTED, RESTATE_UNAVAILABLE,
 };
-pub use instance::{InstanceAnswer, INSTANCE_SERVICE_NAME};
+pub use instance::{ChunkAnswer, ChunkJob, IndexedAnswer, InstanceAnswer, INSTANCE_SERVICE_NAME};
 pub use step::Step;
 pub use worker::Worker;
 pub use workflow::{Awaiting, SERVICE_NAME, STORE_ATTEMPTS};

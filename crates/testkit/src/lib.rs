@@ -17,6 +17,8 @@
 //!   behave the same;
 //!   [`services`]: the switches of the real-server tests (`OPENARMATURE_TEST_*_URL`,
 //!   `OPENARMATURE_REQUIRE_SERVICES`).
+//! - [`workload`]: checkpoint save sequences the backends' benches replay (the saves
+//!   of a fan-out, one per finished instance).
 //!
 //! A test-support crate fails a test the way tests do: by panicking.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
@@ -25,6 +27,7 @@ mod clock;
 pub mod http;
 pub mod services;
 pub mod suite;
+pub mod workload;
 
 pub use clock::ManualClock;
 pub use http::{Exchange, MockServer, Reply, Request, Script, Source};

@@ -10,7 +10,7 @@ use openarmature_agent::{
     TOOL_DENIED,
 };
 use openarmature_graph::suspension::Outcome;
-use openarmature_graph::{CompiledGraph, InvokeOptions};
+use openarmature_graph::{CompiledGraph, Completed, InvokeOptions};
 use openarmature_llm::Message;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -61,6 +61,20 @@ fn fixture() -> Fixture {
     }
 }
 
+/// Resumes the suspended invocation `id` with `payload`, expects it to complete, and
+/// drains its events.
+async fn resume_to_end(f: &Fixture, id: &str, payload: Value) -> Completed<Conversation> {
+    let done = f
+        .graph
+        .resume(id, payload)
+        .await
+        .unwrap()
+        .completed()
+        .unwrap();
+    f.graph.drain(None).await;
+    done
+}
+
 /// Runs until the approval suspension; checks what it awaits.
 async fn suspend_at_delete(f: &Fixture) -> String {
     let start = Conversation::new(vec![Message::user("weather, then delete /tmp/x")]);
@@ -93,14 +107,7 @@ async fn an_approved_call_runs_once_and_earlier_calls_do_not_rerun() {
         payload,
         json!({"approval": {"tool_call_id": "c2", "approved": true}})
     );
-    let done = f
-        .graph
-        .resume(&id, payload)
-        .await
-        .unwrap()
-        .completed()
-        .unwrap();
-    f.graph.drain(None).await;
+    let done = resume_to_end(&f, &id, payload).await;
 
     assert_eq!(done.state.final_answer().as_deref(), Some("Done."));
     assert_eq!((count(&f.weathers), count(&f.deletes)), (1, 1));
@@ -132,14 +139,7 @@ async fn a_denied_call_does_not_run_and_the_model_is_told_why() {
     let (recorder, events) = tool_recorder();
     f.graph.attach_observer(recorder);
     let payload = Approval::deny("c2", Some("not today".into())).payload_for::<Conversation>();
-    let done = f
-        .graph
-        .resume(&id, payload)
-        .await
-        .unwrap()
-        .completed()
-        .unwrap();
-    f.graph.drain(None).await;
+    let done = resume_to_end(&f, &id, payload).await;
 
     assert_eq!(done.state.final_answer().as_deref(), Some("Done."));
     assert_eq!((count(&f.weathers), count(&f.deletes)), (1, 0));

@@ -4,10 +4,9 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    CategorizedError, Category, CompileError, DynState, DynUpdate, Middleware, Next, Node, NodeCtx,
-    NodeError,
+    CategorizedError, Category, CompileError, DynState, Middleware, Next, Node, NodeCtx, NodeError,
+    NodeFuture,
 };
 use openarmature_pipeline::{
     Branch, CallBranch, ErrorPolicy, FanOutNode, OnEmpty, ParallelBranchesNode, SubgraphBranch,
@@ -363,7 +362,7 @@ impl Middleware<DynState> for AugmentFromOuterItem {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             let item = state.get(ITEM_SLOT).cloned().unwrap_or(Value::Null);
             let entries = self.0.iter().map(|(key, item_key)| {
@@ -382,7 +381,7 @@ impl Middleware<DynState> for AugmentFirst {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             ctx.set_invocation_metadata(self.0.iter().cloned())?;
             next.run(state, ctx).await

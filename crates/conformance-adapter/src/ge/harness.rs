@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     CategorizedError, CompiledGraph, DrainSummary, DynState, DynUpdate, Node, NodeCtx, NodeError,
-    Observer, ObserverEvent, Phase, State,
+    NodeFuture, Observer, ObserverEvent, Phase, State,
 };
 use serde_json::Value;
 
@@ -366,11 +366,7 @@ fn multiply(value: &Value, by: &Value) -> Result<Value, NodeError> {
 }
 
 impl Node<DynState> for ScriptedNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
+    fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> NodeFuture<'_, DynState> {
         Box::pin(async move {
             let mut update = DynUpdate::new();
             for step in &self.steps {
@@ -496,11 +492,7 @@ pub(crate) struct OrderRecorder {
 }
 
 impl Node<DynState> for OrderRecorder {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
+    fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> NodeFuture<'_, DynState> {
         if ctx.attempt_index() == 0 {
             lock(&self.harness.order).push((ctx.invocation_id().to_owned(), self.name.clone()));
         }

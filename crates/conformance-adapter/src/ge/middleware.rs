@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    category_of, CategorizedError, DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError,
+    category_of, CategorizedError, DynState, DynUpdate, Middleware, Next, NodeCtx, NodeFuture,
     State, StateView,
 };
 use openarmature_pipeline::retry::{
@@ -302,7 +302,7 @@ impl Middleware<DynState> for TraceRecorder {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             let index = {
                 let mut records = lock(&self.harness.trace_records);
@@ -348,7 +348,7 @@ impl Middleware<DynState> for ShortCircuit {
         _state: Arc<DynState>,
         _ctx: NodeCtx,
         _next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         let update = self.0.clone();
         Box::pin(async move { Ok(update) })
     }
@@ -362,7 +362,7 @@ impl Middleware<DynState> for ErrorRecovery {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             match next.run(state, ctx).await {
                 Ok(update) => Ok(update),
@@ -380,7 +380,7 @@ impl Middleware<DynState> for ErrorRaiser {
         _state: Arc<DynState>,
         _ctx: NodeCtx,
         _next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         let message = self.0.clone();
         Box::pin(async move { Err(CategorizedError::uncategorized(message).into()) })
     }
@@ -395,7 +395,7 @@ impl Middleware<DynState> for StateInspector {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             let before = State::to_json(&*state);
             let result = next.run(Arc::clone(&state), ctx).await;

@@ -201,6 +201,35 @@ pub(crate) struct AttemptInfo {
     pub(crate) output_content: Option<String>,
 }
 
+impl AttemptInfo {
+    /// The attempt signal of `record`, in the upstream runner's shape.
+    pub(crate) fn of(record: &AttemptRecord<'_>) -> Self {
+        let (category, message, finish_reason, output_content) = match record.outcome {
+            Ok(r) => (
+                None,
+                String::new(),
+                Some(r.finish_reason.as_str().to_owned()),
+                None,
+            ),
+            Err(e) => (
+                Some(e.category().as_str().to_owned()),
+                e.to_string(),
+                e.structured_output()
+                    .map(|s| s.finish_reason.as_str().to_owned()),
+                e.structured_output().map(|s| s.output_content.clone()),
+            ),
+        };
+        AttemptInfo {
+            index: record.attempt_index,
+            reason: record.retry_reason,
+            category,
+            message,
+            finish_reason,
+            output_content,
+        }
+    }
+}
+
 /// One exported `openarmature.llm.complete` span (register L3).
 #[derive(Debug, Clone)]
 pub(crate) struct SpanView {
@@ -844,32 +873,7 @@ async fn execute(
             }
             let log = Arc::clone(&attempts);
             request = request.on_attempt(move |record: &AttemptRecord<'_>| {
-                let (category, message, finish_reason, output_content) = match record.outcome {
-                    Ok(response) => (
-                        None,
-                        String::new(),
-                        Some(response.finish_reason.as_str().to_owned()),
-                        None,
-                    ),
-                    Err(e) => (
-                        Some(e.category().as_str().to_owned()),
-                        e.to_string(),
-                        e.structured_output()
-                            .map(|s| s.finish_reason.as_str().to_owned()),
-                        e.structured_output().map(|s| s.output_content.clone()),
-                    ),
-                };
-                push(
-                    &log,
-                    AttemptInfo {
-                        index: record.attempt_index,
-                        reason: record.retry_reason,
-                        category,
-                        message,
-                        finish_reason,
-                        output_content,
-                    },
-                );
+                push(&log, AttemptInfo::of(record));
             });
             let middleware = match spec.get("retry_middleware") {
                 None => None,

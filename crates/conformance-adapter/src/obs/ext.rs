@@ -22,10 +22,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    CompileError, CompileWarning, DynState, DynUpdate, GraphBuilder, Node, NodeConfig, NodeCtx,
-    NodeError, Target, END,
+    DynState, DynUpdate, GraphBuilder, Node, NodeCtx, NodeError, Target, END,
 };
 use openarmature_observability::OtelObserver;
 use opentelemetry::logs::Severity;
@@ -34,7 +32,7 @@ use serde_json::Value;
 use super::llm::{LlmCall, LlmHarness};
 use super::prompts::{PromptHarness, PromptStep};
 use crate::ge::build::Extension;
-use crate::shared::lock;
+use crate::shared::{lock, Around, AroundNode};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -149,52 +147,38 @@ struct ObsNode {
     emitted: Arc<Mutex<Vec<EmittedLog>>>,
 }
 
-impl Node<DynState> for ObsNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
-        Box::pin(async move {
-            for (sev, body) in &self.logs {
-                self.observer.log(&ctx, *sev, body.clone());
-                lock(&self.emitted).push(EmittedLog {
-                    node: self.name.clone(),
-                    body: body.clone(),
-                });
-            }
-            let mut update = self.inner.run(Arc::clone(&state), ctx.clone()).await?;
-            if let Some(name) = &self.global_span {
-                super::llm::emit_global(name);
-            }
-            match (&self.llm, &self.prompt) {
-                (Some(call), Some((step, prompts))) => {
-                    let rendered = step.render(prompts).await?;
-                    let messages = Some(rendered.messages());
-                    rendered
-                        .scope(call.run(&ctx, &mut update, messages))
-                        .await?;
-                }
-                (Some(call), None) => call.run(&ctx, &mut update, None).await?,
-                _ => {}
-            }
-            for (field, f) in &self.pure {
-                update.fields.push((field.clone(), f.eval(&state)?));
-            }
-            Ok(update)
-        })
+impl AroundNode for ObsNode {
+    fn inner(&self) -> &Arc<dyn Node<DynState>> {
+        &self.inner
     }
 
-    fn event_config(&self, name: &str, state: &DynState) -> Option<NodeConfig> {
-        self.inner.event_config(name, state)
-    }
-
-    fn emits_node_events(&self) -> bool {
-        self.inner.emits_node_events()
-    }
-
-    fn check(&self, name: &str, parent: &DynState) -> Result<Vec<CompileWarning>, CompileError> {
-        self.inner.check(name, parent)
+    async fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> Result<DynUpdate, NodeError> {
+        for (sev, body) in &self.logs {
+            self.observer.log(&ctx, *sev, body.clone());
+            lock(&self.emitted).push(EmittedLog {
+                node: self.name.clone(),
+                body: body.clone(),
+            });
+        }
+        let mut update = self.inner.run(Arc::clone(&state), ctx.clone()).await?;
+        if let Some(name) = &self.global_span {
+            super::llm::emit_global(name);
+        }
+        match (&self.llm, &self.prompt) {
+            (Some(call), Some((step, prompts))) => {
+                let rendered = step.render(prompts).await?;
+                let messages = Some(rendered.messages());
+                rendered
+                    .scope(call.run(&ctx, &mut update, messages))
+                    .await?;
+            }
+            (Some(call), None) => call.run(&ctx, &mut update, None).await?,
+            _ => {}
+        }
+        for (field, f) in &self.pure {
+            update.fields.push((field.clone(), f.eval(&state)?));
+        }
+        Ok(update)
     }
 }
 
@@ -345,7 +329,7 @@ impl Extension for ObsExtension {
         if logs.is_empty() && pure.is_empty() && llm.is_none() && global_span.is_none() {
             return Ok(node);
         }
-        Ok(Arc::new(ObsNode {
+        Ok(Around::node(ObsNode {
             name: name.to_owned(),
             inner: node,
             logs,

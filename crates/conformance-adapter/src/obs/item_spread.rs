@@ -9,8 +9,7 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError, State};
+use openarmature_graph::{DynState, Middleware, Next, NodeCtx, NodeFuture, State};
 
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -29,7 +28,7 @@ impl Middleware<DynState> for Spread {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             let item = state.get(&self.item_field).cloned();
             let mut spread = (*state).clone();

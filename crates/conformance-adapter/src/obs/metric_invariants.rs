@@ -54,7 +54,7 @@ fn attempts<'r>(run: &'r Run<'_>) -> Vec<Option<&'r LlmResponseSummary>> {
         .iter()
         .filter_map(|e| match &**e {
             ObserverEvent::LlmAttempt(at) => Some(match &at.outcome {
-                LlmAttemptOutcome::Completed(r) => Some(r),
+                LlmAttemptOutcome::Completed(r) => Some(&**r),
                 LlmAttemptOutcome::Failed { response, .. } => response.as_ref(),
                 _ => None,
             }),

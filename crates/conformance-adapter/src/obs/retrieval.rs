@@ -16,10 +16,7 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{
-    CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
-};
+use openarmature_graph::{DynState, DynUpdate, Node, NodeCtx, NodeError};
 use openarmature_retrieval::{
     CohereRerank, EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse,
     OpenAiEmbeddings, RerankConfig, RerankProvider, RerankRequest, RerankResponse,
@@ -28,6 +25,7 @@ use serde_json::{json, Map, Value};
 
 use super::prompts::{PromptHarness, PromptStep};
 use crate::http_mock::{MockServer, Reply};
+use crate::shared::{Around, AroundNode};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -310,7 +308,7 @@ pub(crate) fn wrap(
         .get("stores_response_in")
         .map(|y| y.str().map(str::to_owned))
         .transpose()?;
-    Ok(Arc::new(RetrievalNode {
+    Ok(Around::node(RetrievalNode {
         inner: node,
         call: Arc::new(call),
         prompt,
@@ -375,38 +373,24 @@ impl RetrievalNode {
     }
 }
 
-impl Node<DynState> for RetrievalNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
-        Box::pin(async move {
-            let mut update = self.inner.run(state, ctx.clone()).await?;
-            let record = match &self.prompt {
-                Some((step, prompts)) => {
-                    let rendered = step.render(prompts).await?;
-                    let text = rendered.text();
-                    rendered.scope(self.call(&ctx, Some(text))).await?
-                }
-                None => self.call(&ctx, None).await?,
-            };
-            if let Some(field) = &self.stores_in {
-                update = update.set(field.as_str(), record);
+impl AroundNode for RetrievalNode {
+    fn inner(&self) -> &Arc<dyn Node<DynState>> {
+        &self.inner
+    }
+
+    async fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> Result<DynUpdate, NodeError> {
+        let mut update = self.inner.run(state, ctx.clone()).await?;
+        let record = match &self.prompt {
+            Some((step, prompts)) => {
+                let rendered = step.render(prompts).await?;
+                let text = rendered.text();
+                rendered.scope(self.call(&ctx, Some(text))).await?
             }
-            Ok(update)
-        })
-    }
-
-    fn event_config(&self, name: &str, state: &DynState) -> Option<NodeConfig> {
-        self.inner.event_config(name, state)
-    }
-
-    fn emits_node_events(&self) -> bool {
-        self.inner.emits_node_events()
-    }
-
-    fn check(&self, name: &str, parent: &DynState) -> Result<Vec<CompileWarning>, CompileError> {
-        self.inner.check(name, parent)
+            None => self.call(&ctx, None).await?,
+        };
+        if let Some(field) = &self.stores_in {
+            update = update.set(field.as_str(), record);
+        }
+        Ok(update)
     }
 }

@@ -13,13 +13,11 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{
-    CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
-};
+use openarmature_graph::{DynState, DynUpdate, Node, NodeCtx, NodeError};
 use openarmature_llm::{ToolExecution, ToolScopeExt};
 use serde_json::Value;
 
+use crate::shared::{Around, AroundNode};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -78,7 +76,7 @@ pub(crate) fn wrap(
         .get("stores_result_in")
         .map(|y| y.str().map(str::to_owned))
         .transpose()?;
-    Ok(Arc::new(ToolNode {
+    Ok(Around::node(ToolNode {
         inner: node,
         execution,
         mock: Arc::new(mock),
@@ -95,46 +93,32 @@ struct MockToolError {
 
 impl openarmature_graph::Categorized for MockToolError {}
 
-impl Node<DynState> for ToolNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
-        Box::pin(async move {
-            let mut update = self.inner.run(state, ctx.clone()).await?;
-            let result = match &*self.mock {
-                MockTool::Returns(value) => {
-                    let tool = std::future::ready(Ok::<_, MockToolError>(value.clone()));
-                    ctx.instrument_tool(self.execution.clone(), tool).await?
-                }
-                MockTool::Raises {
-                    error_type,
-                    message,
-                } => {
-                    let scope = ctx.start_tool(self.execution.clone());
-                    scope.fail(Some(error_type), message.clone());
-                    return Err(NodeError::from(MockToolError {
-                        message: message.clone(),
-                    }));
-                }
-            };
-            if let Some(field) = &self.stores_result_in {
-                update = update.set(field.as_str(), result);
+impl AroundNode for ToolNode {
+    fn inner(&self) -> &Arc<dyn Node<DynState>> {
+        &self.inner
+    }
+
+    async fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> Result<DynUpdate, NodeError> {
+        let mut update = self.inner.run(state, ctx.clone()).await?;
+        let result = match &*self.mock {
+            MockTool::Returns(value) => {
+                let tool = std::future::ready(Ok::<_, MockToolError>(value.clone()));
+                ctx.instrument_tool(self.execution.clone(), tool).await?
             }
-            Ok(update)
-        })
-    }
-
-    fn event_config(&self, name: &str, state: &DynState) -> Option<NodeConfig> {
-        self.inner.event_config(name, state)
-    }
-
-    fn emits_node_events(&self) -> bool {
-        self.inner.emits_node_events()
-    }
-
-    fn check(&self, name: &str, parent: &DynState) -> Result<Vec<CompileWarning>, CompileError> {
-        self.inner.check(name, parent)
+            MockTool::Raises {
+                error_type,
+                message,
+            } => {
+                let scope = ctx.start_tool(self.execution.clone());
+                scope.fail(Some(error_type), message.clone());
+                return Err(NodeError::from(MockToolError {
+                    message: message.clone(),
+                }));
+            }
+        };
+        if let Some(field) = &self.stores_result_in {
+            update = update.set(field.as_str(), result);
+        }
+        Ok(update)
     }
 }

@@ -192,7 +192,7 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
     m.insert("input_messages".into(), json!(&*r.input_messages));
     m.insert(
         "request_params".into(),
-        Value::Object(r.request_params.clone()),
+        Value::Object(r.request_params.get().clone()),
     );
     m.insert(
         "request_extras".into(),

@@ -22,8 +22,7 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError};
+use openarmature_graph::{DynState, Middleware, Next, NodeCtx, NodeFuture};
 
 use super::llm::{LlmCall, LlmHarness};
 use crate::yaml::Y;
@@ -51,7 +50,7 @@ impl Middleware<DynState> for WrapperCall {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             if self.phase == Phase::Pre {
                 self.call.complete(&ctx, None, true).await?;

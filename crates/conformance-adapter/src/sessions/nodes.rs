@@ -11,10 +11,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    CompileError, CompileWarning, DynState, DynUpdate, GraphBuilder, Node, NodeConfig, NodeCtx,
-    NodeError, State,
+    CompileError, CompileWarning, DynState, GraphBuilder, Node, NodeConfig, NodeCtx, NodeFuture,
+    State,
 };
 use openarmature_observability::OtelObserver;
 use opentelemetry::logs::Severity;
@@ -109,11 +108,7 @@ struct SessionNode {
 }
 
 impl Node<DynState> for SessionNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
+    fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> NodeFuture<'_, DynState> {
         Box::pin(async move {
             if let Some((otel, level, message)) = &self.log {
                 otel.log(&ctx, *level, message.clone());

@@ -5,10 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_graph::suspension::{suspend, SignalDescriptor};
 use openarmature_graph::{
-    DynState, DynUpdate, GraphBuilder, Middleware, Next, Node, NodeCtx, NodeError, State,
+    DynState, GraphBuilder, Middleware, Next, Node, NodeCtx, NodeError, NodeFuture, State,
 };
 use serde_json::Value;
 
@@ -48,11 +47,7 @@ struct Suspending {
 }
 
 impl Node<DynState> for Suspending {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
+    fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> NodeFuture<'_, DynState> {
         Box::pin(async move {
             self.inner.run(state, ctx).await?;
             suspend(self.descriptor.clone())
@@ -70,11 +65,7 @@ struct ConditionalSuspend {
 }
 
 impl Node<DynState> for ConditionalSuspend {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
+    fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> NodeFuture<'_, DynState> {
         Box::pin(async move {
             if ctx.fan_out_index() == Some(self.index) {
                 return suspend(self.descriptor.clone());
@@ -131,7 +122,7 @@ impl Middleware<DynState> for Logger {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             lock(&self.log).push(self.pre.clone());
             let out = next.run(state, ctx).await;
@@ -152,7 +143,7 @@ impl Middleware<DynState> for SuspendingMiddleware {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             suspend::<()>(self.descriptor.clone())?;
             next.run(state, ctx).await

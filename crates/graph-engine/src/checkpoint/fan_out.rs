@@ -21,7 +21,9 @@ use serde_json::{Map, Value};
 
 use super::runtime::{lock, CheckpointRuntime, SaveKind};
 use super::NodePosition;
-use super::{CheckpointError, FanOutProgress, InstanceProgress, InstanceState, LineageEntry};
+use super::{
+    CheckpointError, FanOutProgress, InstanceProgress, InstanceState, Instances, LineageEntry,
+};
 use crate::node::NodeCtx;
 use crate::state::StateView;
 
@@ -115,17 +117,16 @@ impl CheckpointRuntime {
                     ),
                 });
             }
-            for ((slot, roll), done) in entry
-                .instances
-                .iter_mut()
-                .zip(&mut rolled)
-                .zip(saved.instances)
-            {
+            let mut seeded = Vec::with_capacity(count);
+            for (roll, done) in rolled.iter_mut().zip(&saved.instances) {
                 if done.state == InstanceState::Completed {
-                    *slot = done.clone();
-                    *roll = Some(done);
+                    seeded.push(done.clone());
+                    *roll = Some(done.clone());
+                } else {
+                    seeded.push(InstanceProgress::default());
                 }
             }
+            entry.instances = Instances::from(seeded);
         }
         let mut live = lock(&self.live);
         live.retain(|e| !e.is_for(&entry.namespace, node, &entry.enclosing_fan_out_lineage));

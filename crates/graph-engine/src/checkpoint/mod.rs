@@ -48,8 +48,10 @@
 //! # }
 //! ```
 
+mod delta;
 pub(crate) mod engine;
 mod fan_out;
+mod instances;
 mod memory;
 mod migration;
 mod positions;
@@ -58,7 +60,9 @@ pub(crate) mod runtime;
 
 pub(crate) use fan_out::{instance_of, lineage};
 
+pub use delta::{join_instances, split_instances, FanOutWrite, PositionsWrite, SplitInstances};
 pub use fan_out::{FanOutTracker, SavedContribution};
+pub use instances::{Instances, InstancesVersion, Iter as InstancesIter};
 pub use memory::InMemoryCheckpointer;
 pub use migration::{MigrationFn, MigrationRegistry, StateMigration};
 pub use positions::Positions;

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Positions;
+use super::{Instances, Positions};
 use crate::suspension::PausedRecord;
 use crate::BoxError;
 
@@ -129,8 +129,9 @@ pub struct FanOutProgress {
     pub enclosing_fan_out_lineage: Vec<LineageEntry>,
     /// The resolved instance count.
     pub instance_count: usize,
-    /// One entry per instance.
-    pub instances: Vec<InstanceProgress>,
+    /// One entry per instance (shared with earlier records of the run; see
+    /// [`Instances`]).
+    pub instances: Instances,
 }
 
 impl FanOutProgress {
@@ -146,7 +147,7 @@ impl FanOutProgress {
             fan_out_node_name: fan_out_node_name.into(),
             enclosing_fan_out_lineage,
             instance_count,
-            instances: vec![InstanceProgress::default(); instance_count],
+            instances: Instances::new(instance_count),
         }
     }
 
@@ -156,6 +157,17 @@ impl FanOutProgress {
         self.namespace == namespace
             && self.fan_out_node_name == node
             && self.enclosing_fan_out_lineage == lineage
+    }
+
+    /// The entry's key `(namespace, node, lineage)` as one stable string (a JSON
+    /// array), for backends that store instances in rows of their own.
+    pub fn storage_key(&self) -> String {
+        let key = (
+            &self.namespace,
+            &self.fan_out_node_name,
+            &self.enclosing_fan_out_lineage,
+        );
+        serde_json::to_string(&key).unwrap_or_default()
     }
 }
 

@@ -4,11 +4,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openarmature_graph::{
-    observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, NodeEvent, ObserverEvent,
-    Registration, Target, END,
-};
-use serde_json::{json, Value};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, Target, END};
+use serde_json::Value;
+
+use crate::observe::{collector, event_json};
 
 state! {
     /// A looping counter.
@@ -21,22 +20,6 @@ state! {
         /// Recent values.
         pub recent: Vec<i64> => bounded_append(2),
     }
-}
-
-fn collector(events: &Arc<Mutex<Vec<NodeEvent>>>) -> Registration {
-    let events = Arc::clone(events);
-    Registration::new(
-        "collector",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let events = Arc::clone(&events);
-            async move {
-                if let Some(n) = e.as_node() {
-                    events.lock().unwrap().push(n.clone());
-                }
-                Ok(())
-            }
-        }),
-    )
 }
 
 #[tokio::test(start_paused = true)]
@@ -64,7 +47,7 @@ async fn dropping_the_invoke_future_stops_the_run() {
         .add_edge("a", "b")
         .add_edge("b", "c")
         .entry("a")
-        .observer(collector(&events))
+        .observer(collector("collector", &events))
         .compile()
         .unwrap();
 
@@ -111,21 +94,6 @@ async fn dropping_the_invoke_future_stops_the_run() {
     assert_eq!(c_ran.load(Ordering::SeqCst), 1);
 }
 
-fn event_json(e: &NodeEvent) -> Value {
-    json!({
-        "phase": e.phase.as_str(),
-        "node": &*e.node_name,
-        "namespace": e.namespace.to_vec(),
-        "step": e.step,
-        "attempt": e.attempt_index,
-        "pre": e.pre_state.to_json(),
-        "post": e.post_state.as_ref().map(|s| s.to_json()),
-        "error": e.error.as_ref().map(|x| json!({"category": x.category, "message": x.message})),
-        "parents": e.parent_states.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
-        "invocation_id": &*e.invocation_id,
-    })
-}
-
 fn looping_graph() -> openarmature_graph::CompiledGraph<Loop> {
     GraphBuilder::new(Loop::default())
         .add_node("tick", |s: Arc<Loop>, _c: NodeCtx| async move {
@@ -167,7 +135,7 @@ async fn run_once(graph: &openarmature_graph::CompiledGraph<Loop>) -> (Loop, Vec
             Loop::default(),
             InvokeOptions::default()
                 .invocation_id("fixed-id")
-                .observer(collector(&events)),
+                .observer(collector("collector", &events)),
         )
         .await
         .unwrap();
@@ -204,7 +172,7 @@ async fn same_inputs_give_the_same_final_state_and_event_sequence() {
 async fn minted_invocation_ids_are_distinct_and_on_every_event() {
     let graph = looping_graph();
     let events = Arc::new(Mutex::new(Vec::new()));
-    graph.attach_observer(collector(&events));
+    graph.attach_observer(collector("collector", &events));
     let a = graph
         .invoke_with(Loop::default(), InvokeOptions::default())
         .await
@@ -241,7 +209,7 @@ async fn concurrent_invocations_do_not_share_state_or_events() {
         .compile()
         .unwrap();
     let events = Arc::new(Mutex::new(Vec::new()));
-    graph.attach_observer(collector(&events));
+    graph.attach_observer(collector("collector", &events));
     let runs = (1..=3).map(|n| {
         graph.invoke_with(
             Loop {

@@ -3,6 +3,7 @@
 //! dominate `cargo test`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod observe;
 mod session_support;
 
 mod checkpoint;

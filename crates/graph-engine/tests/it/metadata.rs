@@ -5,11 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, get_invocation_metadata, observer_fn, set_invocation_metadata, state, Boundary,
     CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, Middleware, Next,
-    NodeCtx, NodeError, ObserverEvent, Registration, StateRef, END,
+    NodeCtx, NodeFuture, ObserverEvent, Registration, StateRef, END,
 };
 use serde_json::{json, Map, Value};
 
@@ -109,7 +108,7 @@ async fn serial_subgraph_writes_flow_on_in_the_parent_context() {
     );
 }
 
-type Body = BoxFuture<'static, Result<DocUpdate, NodeError>>;
+type Body = NodeFuture<'static, Doc>;
 
 /// Runs `child` once per index as concurrent dispatched instances (what a fan-out
 /// node does): each writes its own `item` and reads back.
@@ -177,7 +176,7 @@ impl Middleware<Doc> for RetryOnce {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             match next
                 .run(Arc::clone(&state), ctx.with_attempt_index(0))

@@ -3,11 +3,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    observer_fn, state, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeEvent,
-    ObserverEvent, Phase, Registration, END,
+    state, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase, END,
 };
+
+use crate::observe::collector;
 
 state! {
     /// Visited nodes.
@@ -34,7 +34,7 @@ impl Middleware<Doc> for Recorder {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             self.log
                 .lock()
@@ -69,22 +69,6 @@ fn logging_node(
         log.lock().unwrap().push(format!("run {name}"));
         futures::future::ready(Ok(DocUpdate::default().log(vec![name.to_owned()])))
     }
-}
-
-fn collector(events: &Arc<Mutex<Vec<NodeEvent>>>) -> Registration {
-    let events = Arc::clone(events);
-    Registration::new(
-        "collector",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let events = Arc::clone(&events);
-            async move {
-                if let Some(n) = e.as_node() {
-                    events.lock().unwrap().push(n.clone());
-                }
-                Ok(())
-            }
-        }),
-    )
 }
 
 #[tokio::test]
@@ -138,7 +122,7 @@ impl Middleware<Doc> for Reattempt {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             let mut last = None;
             for i in 0..self.attempts {
@@ -177,7 +161,7 @@ async fn reattempting_middleware_produces_one_event_pair_per_attempt_sharing_one
         .add_edge("flaky", END)
         .entry("first")
         .node_middleware("flaky", Arc::new(Reattempt { attempts: 3 }))
-        .observer(collector(&events))
+        .observer(collector("collector", &events))
         .compile()
         .unwrap();
     let out = graph.invoke(Doc::default()).await.unwrap();
@@ -277,7 +261,7 @@ impl Middleware<Doc> for RunTwice {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             let _first = next
                 .run(Arc::clone(&state), ctx.with_attempt_index(0))
@@ -297,7 +281,7 @@ async fn every_attempt_gets_exactly_one_terminal_event() {
         .add_node("twice", logging_node("twice", &log))
         .entry("twice")
         .node_middleware("twice", Arc::new(RunTwice))
-        .observer(collector(&events))
+        .observer(collector("collector", &events))
         .compile()
         .unwrap();
     let out = graph.invoke(Doc::default()).await.unwrap();
@@ -325,7 +309,7 @@ impl Middleware<Doc> for ShortCircuit {
         _state: Arc<Doc>,
         _ctx: NodeCtx,
         _next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             Ok(DocUpdate::default()
                 .log(vec!["cached".into()])
@@ -346,7 +330,7 @@ async fn short_circuiting_middleware_emits_no_events_and_its_update_is_merged() 
         .add_edge("cached", "c")
         .entry("a")
         .node_middleware("cached", Arc::new(ShortCircuit))
-        .observer(collector(&events))
+        .observer(collector("collector", &events))
         .compile()
         .unwrap();
     let out = graph.invoke(Doc::default()).await.unwrap();
@@ -378,7 +362,7 @@ impl Middleware<Doc> for Transform {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             let mut modified = (*state).clone();
             modified.note = "seen-by-middleware".into();
@@ -422,7 +406,7 @@ impl Middleware<Doc> for FailAfter {
         state: Arc<Doc>,
         ctx: NodeCtx,
         next: Next<'a, Doc>,
-    ) -> BoxFuture<'a, Result<DocUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Doc> {
         Box::pin(async move {
             let _ = next.run(state, ctx).await?;
             Err("post-phase failed".into())
@@ -438,7 +422,7 @@ async fn middleware_post_phase_failure_completes_the_attempt_with_an_error() {
         .add_node("a", logging_node("a", &log))
         .entry("a")
         .node_middleware("a", Arc::new(FailAfter))
-        .observer(collector(&events))
+        .observer(collector("collector", &events))
         .compile()
         .unwrap();
     let err = graph.invoke(Doc::default()).await.unwrap_err();

@@ -8,10 +8,11 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openarmature_graph::{
     observer_fn, state, timeout_from_secs, BoxError, CompiledGraph, DrainSummary, GraphBuilder,
-    InvokeOptions, NodeCtx, NodeError, NodeEvent, Observer, ObserverEvent, Phase, PhaseSet,
-    Registration, END,
+    InvokeOptions, NodeCtx, NodeError, Observer, ObserverEvent, Phase, PhaseSet, Registration, END,
 };
 use serde_json::{json, Value};
+
+use crate::observe::{collector, event_json};
 
 state! {
     /// Visited nodes.
@@ -65,22 +66,6 @@ fn labeller(label: &'static str, log: Log) -> Registration {
     )
 }
 
-/// An observer collecting every node event.
-fn collector(name: &'static str, events: Arc<Mutex<Vec<NodeEvent>>>) -> Registration {
-    Registration::new(
-        name,
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let events = Arc::clone(&events);
-            async move {
-                if let Some(n) = e.as_node() {
-                    events.lock().unwrap().push(n.clone());
-                }
-                Ok(())
-            }
-        }),
-    )
-}
-
 /// An observer that sleeps `delay` (virtual) per event, then counts it.
 fn slow_counter(name: &'static str, delay: Duration, count: Arc<AtomicUsize>) -> Registration {
     Registration::new(
@@ -107,22 +92,6 @@ async fn guarded<F: std::future::Future>(f: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(3600), f)
         .await
         .expect("operation hung")
-}
-
-fn event_json(e: &NodeEvent) -> Value {
-    json!({
-        "phase": e.phase.as_str(),
-        "node": &*e.node_name,
-        "namespace": e.namespace.to_vec(),
-        "step": e.step,
-        "attempt": e.attempt_index,
-        "pre": e.pre_state.to_json(),
-        "post": e.post_state.as_ref().map(|s| s.to_json()),
-        "error": e.error.as_ref().map(|x| json!({"category": x.category, "message": x.message})),
-        "parents": e.parent_states.iter().map(|s| s.to_json()).collect::<Vec<_>>(),
-        "invocation_id": &*e.invocation_id,
-        "correlation_id": e.correlation_id.as_deref(),
-    })
 }
 
 #[tokio::test(start_paused = true)]
@@ -178,19 +147,18 @@ async fn phase_subscription_filters_delivery() {
     let all = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
         .observer(
-            collector("completed-only", Arc::clone(&completed))
+            collector("completed-only", &completed)
                 .phases(PhaseSet::new(&[Phase::Completed]).unwrap()),
         )
         .observer(
-            collector("started-only", Arc::clone(&started))
-                .phases(PhaseSet::new(&[Phase::Started]).unwrap()),
+            collector("started-only", &started).phases(PhaseSet::new(&[Phase::Started]).unwrap()),
         )
         .compile()
         .unwrap();
     graph
         .invoke_with(
             Trail::default(),
-            InvokeOptions::default().observer(collector("all", Arc::clone(&all))),
+            InvokeOptions::default().observer(collector("all", &all)),
         )
         .await
         .unwrap();
@@ -309,7 +277,7 @@ async fn observer_panicking_synchronously_in_on_event_is_isolated() {
 async fn events_of_a_three_step_run_have_the_spec_shape() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
-        .observer(collector("c", Arc::clone(&events)))
+        .observer(collector("c", &events))
         .compile()
         .unwrap();
     let done = graph
@@ -368,7 +336,7 @@ async fn failed_node_completed_event_carries_the_error() {
         .add_edge("a", "b")
         .add_edge("b", END)
         .entry("a")
-        .observer(collector("c", Arc::clone(&events)))
+        .observer(collector("c", &events))
         .compile()
         .unwrap();
     graph.invoke(Trail::default()).await.unwrap_err();
@@ -669,7 +637,7 @@ async fn event_json_is_serialisable_for_assertions() {
     // Sanity check of the helper used by the determinism test.
     let events = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
-        .observer(collector("c", Arc::clone(&events)))
+        .observer(collector("c", &events))
         .compile()
         .unwrap();
     graph.invoke(Trail::default()).await.unwrap();

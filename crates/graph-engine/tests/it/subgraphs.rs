@@ -10,6 +10,8 @@ use openarmature_graph::{
 };
 use serde_json::json;
 
+use crate::observe::collector;
+
 state! {
     /// The outer pipeline.
     #[derive(Default, PartialEq)]
@@ -113,21 +115,6 @@ fn initial() -> Parent {
         log: vec!["start".into()],
         count: 0,
     }
-}
-
-fn collector(name: &'static str, events: Arc<Mutex<Vec<NodeEvent>>>) -> Registration {
-    Registration::new(
-        name,
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let events = Arc::clone(&events);
-            async move {
-                if let Some(n) = e.as_node() {
-                    events.lock().unwrap().push(n.clone());
-                }
-                Ok(())
-            }
-        }),
-    )
 }
 
 fn labeller(label: &'static str, log: Arc<Mutex<Vec<String>>>) -> Registration {
@@ -240,7 +227,7 @@ async fn inner_events_carry_namespace_and_parent_states_and_wrapper_emits_none()
         .compile()
         .unwrap();
     let graph = parent_graph(sub(child))
-        .observer(collector("all", Arc::clone(&events)))
+        .observer(collector("all", &events))
         .compile()
         .unwrap();
     graph.invoke(initial()).await.unwrap();
@@ -350,7 +337,7 @@ async fn subgraph_attached_observer_sees_only_inner_events_in_spec_order() {
 async fn subgraph_run_directly_has_top_level_lineage() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let child = child_graph(Arc::new(Mutex::new(Vec::new())))
-        .observer(collector("c", Arc::clone(&events)))
+        .observer(collector("c", &events))
         .compile()
         .unwrap();
     let out = child.invoke(child_defaults()).await.unwrap();
@@ -394,7 +381,7 @@ fn failing_child(category_kind: &'static str) -> CompiledGraph<Child> {
 async fn inner_node_failure_surfaces_with_inner_category_namespace_and_parent_state() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let graph = parent_graph(sub(failing_child("node")))
-        .observer(collector("all", Arc::clone(&events)))
+        .observer(collector("all", &events))
         .compile()
         .unwrap();
     let err = graph.invoke(initial()).await.unwrap_err();
@@ -433,7 +420,7 @@ async fn inner_node_failure_surfaces_with_inner_category_namespace_and_parent_st
 async fn inner_routing_error_keeps_its_category_in_the_parent() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let graph = parent_graph(sub(failing_child("routing")))
-        .observer(collector("all", Arc::clone(&events)))
+        .observer(collector("all", &events))
         .compile()
         .unwrap();
     let err = graph.invoke(initial()).await.unwrap_err();
@@ -493,7 +480,7 @@ async fn nested_subgraphs_extend_namespace_and_parent_states() {
         .compile()
         .unwrap();
     let graph = parent_graph(sub(middle))
-        .observer(collector("all", Arc::clone(&events)))
+        .observer(collector("all", &events))
         .compile()
         .unwrap();
     let out = graph.invoke(initial()).await.unwrap();

@@ -11,7 +11,7 @@ use openarmature_graph::checkpoint::{
 };
 use openarmature_graph::suspension::{suspend, suspend_with, OnResume, SignalDescriptor};
 use openarmature_graph::{
-    state, BoxError, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError,
+    state, BoxError, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeFuture,
     RuntimeCategory, SubgraphNode, END,
 };
 use serde_json::json;
@@ -39,7 +39,7 @@ impl Middleware<Job> for Swallow {
         state: Arc<Job>,
         ctx: NodeCtx,
         next: Next<'a, Job>,
-    ) -> BoxFuture<'a, Result<JobUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Job> {
         Box::pin(async move {
             self.0.lock().unwrap().push("pre");
             let result = next.run(state, ctx).await;
@@ -199,7 +199,7 @@ async fn suspend_from_middleware_or_outside_an_invocation_is_unsupported_context
             state: Arc<Job>,
             ctx: NodeCtx,
             next: Next<'a, Job>,
-        ) -> BoxFuture<'a, Result<JobUpdate, NodeError>> {
+        ) -> NodeFuture<'a, Job> {
             Box::pin(async move {
                 // Even swallowed, the refused call fails the invocation.
                 let _ = suspend::<()>(SignalDescriptor::new("nope"));

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use openarmature_graph::{
-    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, Registration, END,
+    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, ObserverEvent,
+    Registration, END,
 };
 use openarmature_llm::{
     CompletionRequest, Message, OpenAiProvider, Provider, RuntimeConfig, Transport, WireRequest,
@@ -265,10 +266,49 @@ impl Fixture {
 
     /// (d) One node issuing `n` concurrent `complete()` calls inside itself; with
     /// `observed`, a no-op observer is attached (typed LLM events built and
-    /// delivered).
+    /// delivered; the parts built on first read stay unbuilt).
     pub fn graph(&self, n: usize, observed: bool) -> CompiledGraph<Calls> {
+        let graph = self.graph_plain(n);
+        if observed {
+            graph.attach_observer(Registration::new(
+                "noop",
+                observer_fn(|event| async move {
+                    black_box(event);
+                    Ok(())
+                }),
+            ));
+        }
+        graph
+    }
+
+    /// (d') The same node with an observer that reads every LLM event's request
+    /// messages and parameters and its response text, as a span or trace exporter
+    /// does (the parts built on first read are built, on the delivery worker).
+    pub fn graph_reading(&self, n: usize) -> CompiledGraph<Calls> {
+        let graph = self.graph_plain(n);
+        graph.attach_observer(Registration::new(
+            "reader",
+            observer_fn(|event| async move {
+                let (request, response) = match &*event {
+                    ObserverEvent::LlmAttempt(e) => (Some(&e.request), None),
+                    ObserverEvent::LlmCompletion(e) => (Some(&e.request), Some(&e.response)),
+                    _ => (None, None),
+                };
+                if let Some(request) = request {
+                    black_box(request.input_messages.len() + request.request_params.len());
+                }
+                if let Some(response) = response {
+                    black_box(response.output_content.as_deref().map(str::len));
+                }
+                Ok(())
+            }),
+        ));
+        graph
+    }
+
+    fn graph_plain(&self, n: usize) -> CompiledGraph<Calls> {
         let provider = Arc::clone(&self.provider);
-        let graph = GraphBuilder::new(Calls::default())
+        GraphBuilder::new(Calls::default())
             .add_node("ask", move |_s: Arc<Calls>, ctx: NodeCtx| {
                 let provider = Arc::clone(&provider);
                 async move {
@@ -286,17 +326,7 @@ impl Fixture {
             .add_edge("ask", END)
             .entry("ask")
             .compile()
-            .expect("graph");
-        if observed {
-            graph.attach_observer(Registration::new(
-                "noop",
-                observer_fn(|event| async move {
-                    black_box(event);
-                    Ok(())
-                }),
-            ));
-        }
-        graph
+            .expect("graph")
     }
 }
 

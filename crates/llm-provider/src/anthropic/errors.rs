@@ -15,13 +15,10 @@
 //! The message is `error.message` verbatim (else `HTTP <status>`); `error.type` is
 //! kept as the error type.
 
-use std::time::SystemTime;
-
 use reqwest::header::HeaderMap;
 
-use crate::error::{ErrorCategory, LlmError, ProviderFailure};
-use crate::openai::errors::{is_content_rejection, read_error_body, ErrorBody};
-use crate::openai::retry_after;
+use crate::error::{ErrorCategory, LlmError};
+use crate::openai::errors::{is_content_rejection, read_error_body, status_error, ErrorBody};
 
 fn is_model_not_found(e: &ErrorBody) -> bool {
     let message = e
@@ -47,21 +44,14 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
         400 if is_content_rejection(&e) => ErrorCategory::ProviderUnsupportedContentBlock,
         other => ErrorCategory::of_status(other),
     };
-    let retry_after = if category.is_transient() {
-        retry_after(headers, SystemTime::now())
-    } else {
-        None
-    };
-    let mut failure = ProviderFailure::new(
-        e.message
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| format!("HTTP {status}")),
-    );
-    failure.status = Some(status);
-    failure.error_type = e.kind.or(e.code);
-    failure.retry_after = retry_after;
-    LlmError::from_failure(category, failure)
+    status_error(
+        category,
+        status,
+        headers,
+        e.message,
+        e.kind.or(e.code),
+        None,
+    )
 }
 
 #[cfg(test)]

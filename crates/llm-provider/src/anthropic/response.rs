@@ -13,16 +13,12 @@ use crate::error::{LlmError, StructuredOutputInvalid};
 use crate::message::{
     AssistantMessage, Content, ContentBlock, RedactedThinkingBlock, ThinkingBlock, ToolCall,
 };
-use crate::response::{FinishReason, Response, Usage};
+use crate::response::{counter, invalid, FinishReason, Response, Usage};
 use crate::schema::{canonical_string, describe_violations, parse_structured};
 use crate::validate::Prepared;
 
 use super::request::SYNTHETIC_TOOL_NAME;
 use super::StructuredOutputPath;
-
-fn invalid(message: impl Into<String>) -> LlmError {
-    LlmError::invalid_response(message)
-}
 
 /// The §8.2.2 `stop_reason` table.
 fn finish_reason(stop_reason: Option<&str>) -> FinishReason {
@@ -271,14 +267,6 @@ fn tool_call(
         arguments: input,
         signature: None,
     })
-}
-
-/// A counter: a JSON non-negative integer; anything else is "not reported".
-fn counter(v: Option<&Value>) -> Option<u64> {
-    match v {
-        Some(Value::Number(n)) => n.as_u64(),
-        _ => None,
-    }
 }
 
 /// §8.2.2 usage: `input_tokens` / `output_tokens`, and their sum as the total (not

@@ -15,13 +15,13 @@
 //! kept as the error type. A rate limit's wait comes from `Retry-After`, else from a
 //! `google.rpc.RetryInfo` detail's `retryDelay` (e.g. `"37s"`).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::error::{ErrorCategory, LlmError, ProviderFailure};
-use crate::openai::retry_after;
+use crate::error::{ErrorCategory, LlmError};
+use crate::openai::errors::status_error;
 
 /// The `error` object of a Gemini error body, leniently read.
 struct ErrorBody {
@@ -116,20 +116,14 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
         }
         other => ErrorCategory::of_status(other),
     };
-    let retry_after = if category.is_transient() {
-        retry_after(headers, SystemTime::now()).or(e.retry_delay)
-    } else {
-        None
-    };
-    let mut failure = ProviderFailure::new(
-        e.message
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| format!("HTTP {status}")),
-    );
-    failure.status = Some(status);
-    failure.error_type = e.status;
-    failure.retry_after = retry_after;
-    LlmError::from_failure(category, failure)
+    status_error(
+        category,
+        status,
+        headers,
+        e.message,
+        e.status,
+        e.retry_delay,
+    )
 }
 
 #[cfg(test)]

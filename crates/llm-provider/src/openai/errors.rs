@@ -131,25 +131,37 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &[u8]) -> LlmE
         503 if is_model_not_loaded(&e) => ErrorCategory::ProviderModelNotLoaded,
         other => ErrorCategory::of_status(other),
     };
-    // Kept for every transient answer: a 503 may carry `Retry-After` too (RFC 9110).
-    let retry_after = if category.is_transient() {
-        retry_after(headers, SystemTime::now())
-    } else {
-        None
-    };
-    let mut failure = ProviderFailure::new(
-        e.message
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| format!("HTTP {status}")),
-    );
-    failure.status = Some(status);
-    failure.error_type = if context_window {
+    let error_type = if context_window {
         Some(CONTEXT_LENGTH_EXCEEDED.to_owned())
     } else {
         e.kind.or(e.code)
     };
-    failure.retry_after = retry_after;
+    status_error(category, status, headers, e.message, error_type, None)
+}
+
+/// The error of a non-2xx answer mapped to `category`: the body's message (else
+/// `HTTP <status>`), the status, the provider's error type and, for a transient
+/// category only, the wait the answer asks for: the headers' [`retry_after`], else
+/// `body_delay` (a delay the body itself states). Kept for every transient answer:
+/// a 503 may carry `Retry-After` too (RFC 9110).
+pub(crate) fn status_error(
+    category: ErrorCategory,
+    status: u16,
+    headers: &HeaderMap,
+    message: Option<String>,
+    error_type: Option<String>,
+    body_delay: Option<Duration>,
+) -> LlmError {
+    let mut failure = ProviderFailure::new(
+        message
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("HTTP {status}")),
+    );
+    failure.status = Some(status);
+    failure.error_type = error_type;
+    if category.is_transient() {
+        failure.retry_after = retry_after(headers, SystemTime::now()).or(body_delay);
+    }
     LlmError::from_failure(category, failure)
 }
 

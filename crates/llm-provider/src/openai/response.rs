@@ -9,13 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::error::{LlmError, StructuredOutputInvalid};
 use crate::message::{AssistantMessage, Content, ToolCall};
-use crate::response::{FinishReason, Response, Usage};
+use crate::response::{counter, invalid, FinishReason, Response, Usage};
 use crate::schema::{describe_violations, parse_structured};
 use crate::validate::Prepared;
-
-fn invalid(message: impl Into<String>) -> LlmError {
-    LlmError::invalid_response(message)
-}
 
 /// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
 ///
@@ -207,14 +203,6 @@ fn tool_call(
         arguments: Some(arguments),
         signature: None,
     })
-}
-
-/// A counter: a JSON non-negative integer; anything else is "not reported".
-fn counter(v: Option<&Value>) -> Option<u64> {
-    match v {
-        Some(Value::Number(n)) => n.as_u64(),
-        _ => None,
-    }
 }
 
 /// §8.1.2 usage: `prompt_tokens`, `completion_tokens`, `total_tokens`, and

@@ -53,7 +53,7 @@ pub(crate) fn attempt_attributes(
             attr::GEN_AI_REQUEST_MODEL,
             e.request.model.clone(),
         ));
-        for (name, value) in &e.request.request_params {
+        for (name, value) in e.request.request_params.iter() {
             if let Some(v) = param_value(value) {
                 attrs.push(KeyValue::new(
                     format!("{}{name}", attr::GEN_AI_REQUEST_PREFIX),
@@ -79,7 +79,7 @@ pub(crate) fn attempt_attributes(
         }
     }
     let (response, failure) = match &e.outcome {
-        LlmAttemptOutcome::Completed(r) => (Some(r), None),
+        LlmAttemptOutcome::Completed(r) => (Some(&**r), None),
         LlmAttemptOutcome::Failed { failure, response } => (
             response.as_ref(),
             Some(Failure {

@@ -144,7 +144,7 @@ impl Metrics {
     fn on_attempt(&self, e: &LlmAttemptEvent) {
         let base = base_dimensions(&e.request);
         let (response, error_category) = match &e.outcome {
-            LlmAttemptOutcome::Completed(r) => (Some(r), None),
+            LlmAttemptOutcome::Completed(r) => (Some(&**r), None),
             LlmAttemptOutcome::Failed { failure, response } => {
                 (response.as_ref(), Some(failure.error_category.as_str()))
             }

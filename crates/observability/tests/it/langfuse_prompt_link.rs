@@ -53,7 +53,7 @@ fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
                         request,
                         0,
                         None,
-                        LlmAttemptOutcome::Completed(response),
+                        LlmAttemptOutcome::Completed(Arc::new(response)),
                         Some(1.0),
                     )));
                 })

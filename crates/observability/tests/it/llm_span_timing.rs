@@ -57,7 +57,7 @@ async fn a_slow_observer_does_not_move_the_llm_span_end() {
                     request,
                     0,
                     None,
-                    LlmAttemptOutcome::Completed(response),
+                    LlmAttemptOutcome::Completed(Arc::new(response)),
                     Some(5.0),
                 )));
                 *mark.lock().unwrap() = Some(SystemTime::now());

@@ -72,7 +72,7 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
     ctx.dispatch_event(attempt(
         1,
         Some(RetryReason::Reask),
-        LlmAttemptOutcome::Completed(reply(30, 4)),
+        LlmAttemptOutcome::Completed(Arc::new(reply(30, 4))),
     ));
     ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
         site.clone(),

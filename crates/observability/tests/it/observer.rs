@@ -71,14 +71,14 @@ fn llm_graph() -> CompiledGraph<Doc> {
                 total_tokens: Some(6),
                 ..LlmUsage::default()
             };
-            let reply = LlmAttemptOutcome::Completed(LlmResponseSummary::new(
+            let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
                 Some("gpt-test-2024".into()),
                 Some("cc-1".into()),
                 usage,
                 Some("stop".into()),
                 Some("hello".into()),
                 None,
-            ));
+            )));
             for (i, reason, outcome) in
                 [(0, None, failed), (1, Some(RetryReason::Transient), reply)]
             {
@@ -314,7 +314,7 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
                         .cloned()
                         .unwrap(),
                 );
-                let reply = LlmAttemptOutcome::Completed(LlmResponseSummary::new(
+                let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
                     None,
                     None,
                     LlmUsage::default(),
@@ -323,7 +323,7 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
                     Some(vec![
                         json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
                     ]),
-                ));
+                )));
                 ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
                     ctx.call_site(),
                     request,

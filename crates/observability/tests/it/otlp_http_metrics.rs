@@ -52,7 +52,7 @@ fn report(ctx: &NodeCtx) {
         request,
         0,
         None,
-        LlmAttemptOutcome::Completed(response),
+        LlmAttemptOutcome::Completed(Arc::new(response)),
         Some(250.0),
     )));
 }

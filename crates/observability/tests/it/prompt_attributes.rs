@@ -42,7 +42,7 @@ fn report(ctx: &NodeCtx, usage: LlmUsage) {
         request,
         0,
         None,
-        LlmAttemptOutcome::Completed(response),
+        LlmAttemptOutcome::Completed(Arc::new(response)),
         Some(1.0),
     )));
 }

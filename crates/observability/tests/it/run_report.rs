@@ -92,7 +92,7 @@ async fn extract(s: Arc<Item>, ctx: NodeCtx) -> Result<ItemUpdate, NodeError> {
                 &call,
                 0,
                 None,
-                LlmAttemptOutcome::Completed(reply(10)),
+                LlmAttemptOutcome::Completed(Arc::new(reply(10))),
             );
             completed(&ctx, &call, 10);
         }
@@ -127,7 +127,7 @@ async fn extract(s: Arc<Item>, ctx: NodeCtx) -> Result<ItemUpdate, NodeError> {
                 &call,
                 2,
                 Some(RetryReason::Reask),
-                LlmAttemptOutcome::Completed(reply(12)),
+                LlmAttemptOutcome::Completed(Arc::new(reply(12))),
             );
             completed(&ctx, &call, 12);
         }

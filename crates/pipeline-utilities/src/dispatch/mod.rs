@@ -192,18 +192,20 @@ pub(crate) struct DispatchSite {
     pub(crate) correlation_id: Option<Arc<str>>,
     pub(crate) fan_out: Arc<str>,
     pub(crate) instance_count: usize,
+    pub(crate) concurrency: usize,
     pub(crate) node_attempt: u32,
 }
 
 impl DispatchSite {
     /// The site of the fan-out node `ctx` runs, about to dispatch `instance_count`
-    /// instances.
-    pub(crate) fn new(ctx: &NodeCtx, instance_count: usize) -> Self {
+    /// instances, at most `concurrency` at once.
+    pub(crate) fn new(ctx: &NodeCtx, instance_count: usize, concurrency: usize) -> Self {
         DispatchSite {
             invocation_id: ctx.invocation_id().into(),
             correlation_id: ctx.correlation_id().map(Arc::from),
             fan_out: fan_out_path(ctx).into(),
             instance_count,
+            concurrency,
             node_attempt: ctx.attempt_index(),
         }
     }
@@ -234,6 +236,7 @@ fn fan_out_path(ctx: &NodeCtx) -> String {
 pub struct InstanceRequest<'a, C: State> {
     key: InstanceKey,
     instance_count: usize,
+    concurrency: usize,
     node_attempt: u32,
     state: Arc<C>,
     graph: &'a CompiledGraph<C>,
@@ -256,6 +259,7 @@ impl<'a, C: State> InstanceRequest<'a, C> {
                 index,
             },
             instance_count: site.instance_count,
+            concurrency: site.concurrency,
             node_attempt: site.node_attempt,
             state,
             graph,
@@ -272,6 +276,13 @@ impl<'a, C: State> InstanceRequest<'a, C> {
     /// hint: the indices run `0..instance_count`).
     pub fn instance_count(&self) -> usize {
         self.instance_count
+    }
+
+    /// The fan-out's concurrency bound in this execution (1 to `instance_count`): at
+    /// most this many `dispatch` calls are pending at once, so a chunking dispatcher
+    /// never waits for more than this many requests to fill a chunk.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// The attempt index of this instance run: 0, or the attempt a re-attempting

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{is_carrier, InstanceEntry, NodeCtx, NodeError, State};
+use openarmature_graph::{is_carrier, InstanceEntry, NodeCtx, NodeError, NodeFuture, State};
 use serde_json::Value;
 
 use super::fan_in::Contribution;
@@ -105,13 +104,12 @@ impl<P: State, C: State> FanOutNode<P, C> {
                 .await?;
             return Ok(self.contribution_of(&done));
         }
-        let target =
-            move |state: Arc<C>, ictx: NodeCtx| -> BoxFuture<'_, Result<C::Update, NodeError>> {
-                Box::pin(async move {
-                    let done = self.run_subgraph(site, index, state, &ictx).await?;
-                    self.project(&done)
-                })
-            };
+        let target = move |state: Arc<C>, ictx: NodeCtx| -> NodeFuture<'_, C> {
+            Box::pin(async move {
+                let done = self.run_subgraph(site, index, state, &ictx).await?;
+                self.project(&done)
+            })
+        };
         let update = openarmature_graph::run_chain(
             &self.instance_middleware,
             initial,

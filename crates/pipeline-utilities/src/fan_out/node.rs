@@ -5,12 +5,11 @@
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use openarmature_graph::checkpoint::FanOutTracker;
 use openarmature_graph::{
-    CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, State,
-    StateRef,
+    CompileError, CompileWarning, FanOutConfig, Node, NodeConfig, NodeCtx, NodeError, NodeFuture,
+    State, StateRef,
 };
 use serde_json::Value;
 
@@ -75,7 +74,7 @@ impl<P: State, C: State> FanOutNode<P, C> {
 }
 
 impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
-    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> BoxFuture<'_, Result<P::Update, NodeError>> {
+    fn run(&self, state: Arc<P>, ctx: NodeCtx) -> NodeFuture<'_, P> {
         Box::pin(async move {
             // Reuse what the engine resolved at entry (callables run once, §9.2).
             let resolved = match ctx.node_config() {
@@ -111,7 +110,7 @@ impl<P: State, C: State> Node<P> for FanOutNode<P, C> {
             let site = self
                 .dispatcher
                 .as_ref()
-                .map(|_| DispatchSite::new(&ctx, count));
+                .map(|_| DispatchSite::new(&ctx, count, limit));
             // What every instance context shares, built once.
             let entry = ctx.instance_entry(Arc::clone(&state) as StateRef);
             let (parent, entry, site) = (&*state, &entry, site.as_ref());

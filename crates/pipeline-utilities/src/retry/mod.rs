@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use openarmature_graph::{Middleware, Next, NodeCtx, NodeError, State, StateView};
+use openarmature_graph::{Middleware, Next, NodeCtx, NodeError, NodeFuture, State, StateView};
 
 pub use backoff::{Backoff, Constant, Exponential, FullJitter, Linear};
 pub use budget::{BudgetSnapshot, RetryBudget, TokenBucket, TokenBucketConfig};
@@ -271,12 +271,7 @@ impl RetryMiddleware {
 }
 
 impl<S: State> Middleware<S> for RetryMiddleware {
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<S::Update, NodeError>> {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
         Box::pin(async move {
             let view: &dyn StateView = &*state;
             self.config

@@ -247,9 +247,9 @@ fn nested(script: &Arc<Script>, store: &InMemoryCheckpointer) -> CompiledGraph<O
 
 fn inner_entry(lineage: Vec<LineageEntry>, done: &[i64]) -> FanOutProgress {
     let mut entry = FanOutProgress::new(vec!["outer".into()], "inner", lineage, 3);
-    for (slot, v) in entry.instances.iter_mut().zip(done) {
-        slot.state = InstanceState::Completed;
-        slot.result = json!(v);
+    for (i, v) in done.iter().enumerate() {
+        entry.instances[i].state = InstanceState::Completed;
+        entry.instances[i].result = json!(v);
     }
     entry
 }

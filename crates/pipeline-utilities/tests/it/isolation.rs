@@ -7,11 +7,10 @@ use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
     category_of, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState, DynUpdate,
-    FieldType, GraphBuilder, Middleware, Next, NodeCtx, NodeError, Phase, State, StateView,
-    SubgraphFailure, SubgraphNode, END,
+    FieldType, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase, State,
+    StateView, SubgraphFailure, SubgraphNode, END,
 };
 use openarmature_pipeline::FailureIsolationMiddleware;
 use serde_json::json;
@@ -466,12 +465,7 @@ async fn derived_category_is_the_outermost_categorised_non_carrier_link() {
 struct Recover;
 
 impl Middleware<S> for Recover {
-    fn call<'a>(
-        &'a self,
-        state: Arc<S>,
-        ctx: NodeCtx,
-        next: Next<'a, S>,
-    ) -> BoxFuture<'a, Result<SUpdate, NodeError>> {
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
         Box::pin(async move {
             match next.run(state, ctx).await {
                 Ok(update) => Ok(update),

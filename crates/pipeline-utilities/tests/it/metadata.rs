@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
     get_invocation_metadata, set_invocation_metadata, CategorizedError, CompiledGraph,
-    GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError, END,
+    GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeFuture, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -64,7 +63,7 @@ impl Middleware<Item> for TagItem {
         state: Arc<Item>,
         ctx: NodeCtx,
         next: Next<'a, Item>,
-    ) -> BoxFuture<'a, Result<ItemUpdate, NodeError>> {
+    ) -> NodeFuture<'a, Item> {
         Box::pin(async move {
             set_invocation_metadata([("item", json!(state.x))])?;
             next.run(state, ctx).await

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use openarmature_graph::checkpoint::{CheckpointFilter, CheckpointRecord, Checkpointer};
+use openarmature_graph::checkpoint::{
+    CheckpointFilter, CheckpointRecord, Checkpointer, FanOutProgress, InstanceProgress,
+    InstanceState,
+};
 use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
 use openarmature_pipeline::{SqliteCheckpointError, SqliteCheckpointer};
 use serde_json::json;
@@ -289,4 +292,100 @@ async fn legacy_rows_keep_their_positions() {
         back.completed_positions.to_vec(),
         (0..4).map(at).collect::<Vec<_>>()
     );
+}
+
+fn count(path: &std::path::Path, sql: &str) -> i64 {
+    rusqlite_conn(path)
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A record with `positions` positions and one top-level fan-out of `width` instances.
+fn with_fan_out(id: &str, positions: u64, width: usize) -> CheckpointRecord {
+    let fan_out = FanOutProgress::new(vec![], "fan", vec![], width);
+    with_positions(id, 0..positions).with_fan_out_progress(vec![fan_out])
+}
+
+fn completed(result: serde_json::Value) -> InstanceProgress {
+    let mut p = InstanceProgress::default();
+    p.state = InstanceState::Completed;
+    p.result = result;
+    p
+}
+
+/// §10.11 progress stored incrementally: the record row holds each fan-out without
+/// its instances, every started instance has one row (a save upserts only the changed
+/// ones: an unchanged instance's row is never rewritten), and the rows of a fan-out
+/// that ended are deleted with its entry.
+#[tokio::test]
+async fn fan_out_instances_are_rows_written_when_they_change() {
+    let db = TempDb::new("instances");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    let mut live = with_fan_out("inv", 1, 500);
+    store.save("inv", live.clone()).await.unwrap();
+    let rows = "SELECT COUNT(*) FROM openarmature_checkpoint_instances";
+    assert_eq!(count(&db.0, rows), 0, "not_started instances have no row");
+    for i in 0..20 {
+        live.fan_out_progress[0]
+            .instances
+            .set(i, completed(json!(i)));
+        store.save("inv", live.clone()).await.unwrap();
+    }
+    assert_eq!(count(&db.0, rows), 20);
+    // Tamper with instance 0's row: a later save must not rewrite it (only instance 20
+    // changed), which shows saves write the changed instances only.
+    rusqlite_conn(&db.0)
+        .execute(
+            "UPDATE openarmature_checkpoint_instances SET progress = ?1 WHERE idx = 0",
+            [serde_json::to_string(&completed(json!("tampered"))).unwrap()],
+        )
+        .unwrap();
+    live.fan_out_progress[0]
+        .instances
+        .set(20, completed(json!(20)));
+    store.save("inv", live.clone()).await.unwrap();
+    let back = store.load("inv").await.unwrap().unwrap();
+    assert_eq!(
+        back.fan_out_progress[0].instances[0].result,
+        json!("tampered")
+    );
+    assert_eq!(back.fan_out_progress[0].instances[20].result, json!(20));
+    assert_eq!(back.fan_out_progress[0].instances.len(), 500);
+    let inline = "SELECT json_array_length(record, '$.fan_out_progress[0].instances')
+                  FROM openarmature_checkpoints";
+    assert_eq!(count(&db.0, inline), 0);
+
+    live.fan_out_progress.clear();
+    store.save("inv", live.clone()).await.unwrap();
+    assert_eq!(count(&db.0, rows), 0);
+    assert_eq!(store.load("inv").await.unwrap(), Some(live));
+}
+
+/// A row written before the instance tables existed (instances inside the record JSON)
+/// loads as before, and its next save moves them into rows.
+#[tokio::test]
+async fn legacy_rows_keep_their_fan_out_instances() {
+    let db = TempDb::new("legacy-fan");
+    let store = SqliteCheckpointer::open(&db.0).unwrap();
+    let mut legacy = with_fan_out("old", 2, 3);
+    legacy.fan_out_progress[0]
+        .instances
+        .set(1, completed(json!("one")));
+    rusqlite_conn(&db.0)
+        .execute(
+            "INSERT INTO openarmature_checkpoints
+               (invocation_id, correlation_id, last_saved_at_ns, completed_node_count, record)
+             VALUES ('old', 'c', 1, 2, ?1)",
+            [serde_json::to_string(&legacy).unwrap()],
+        )
+        .unwrap();
+    let mut back = store.load("old").await.unwrap().unwrap();
+    assert_eq!(back.fan_out_progress, legacy.fan_out_progress);
+    back.fan_out_progress[0]
+        .instances
+        .set(2, completed(json!("two")));
+    store.save("old", back.clone()).await.unwrap();
+    let rows = "SELECT COUNT(*) FROM openarmature_checkpoint_instances";
+    assert_eq!(count(&db.0, rows), 2);
+    assert_eq!(store.load("old").await.unwrap(), Some(back));
 }

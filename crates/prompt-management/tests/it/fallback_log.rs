@@ -3,12 +3,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use openarmature_prompt::{
-    BoxFuture, InMemoryBackend, Prompt, PromptBackend, PromptError, PromptManager,
-};
+use openarmature_prompt::{InMemoryBackend, Prompt, PromptBackend, PromptError, PromptManager};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+use crate::support::Down;
 
 /// One captured log record: level, target and its fields rendered as text.
 #[derive(Debug, Clone)]
@@ -51,24 +51,6 @@ impl<S: Subscriber> Layer<S> for Capture {
             target: event.metadata().target().to_owned(),
             fields,
         });
-    }
-}
-
-struct Down(&'static str);
-
-impl PromptBackend for Down {
-    fn fetch<'a>(
-        &'a self,
-        name: &'a str,
-        label: &'a str,
-        _ttl: Option<u64>,
-    ) -> BoxFuture<'a, Result<Prompt, PromptError>> {
-        let why = self.0;
-        Box::pin(async move { Err(PromptError::store_unavailable(name, label, why)) })
-    }
-
-    fn describe(&self) -> String {
-        format!("down:{}", self.0)
     }
 }
 

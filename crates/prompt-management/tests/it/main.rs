@@ -8,3 +8,4 @@ mod filesystem;
 mod group_scope;
 mod manager;
 mod render;
+mod support;

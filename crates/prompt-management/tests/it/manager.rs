@@ -10,24 +10,7 @@ use openarmature_prompt::{
 };
 use serde_json::{json, Map, Value};
 
-/// A backend that is always unreachable.
-struct Down(&'static str);
-
-impl PromptBackend for Down {
-    fn fetch<'a>(
-        &'a self,
-        name: &'a str,
-        label: &'a str,
-        _ttl: Option<u64>,
-    ) -> BoxFuture<'a, Result<Prompt, PromptError>> {
-        let why = self.0;
-        Box::pin(async move { Err(PromptError::store_unavailable(name, label, why)) })
-    }
-
-    fn describe(&self) -> String {
-        format!("down:{}", self.0)
-    }
-}
+use crate::support::Down;
 
 /// Records every fetch it sees, then delegates.
 struct Recording {

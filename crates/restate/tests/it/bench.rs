@@ -2,7 +2,9 @@
 //! `cargo test -p openarmature-restate --test it -- --ignored fleet_throughput --nocapture`
 //! after `source .ci/services.sh && oa_services_start`): items/s of a fan-out over a
 //! latency-bound mock LLM, in one worker's process vs dispatched over 1 and 3 workers,
-//! and the per-item cost of durable dispatch with no latency and no concurrency.
+//! the per-item cost of durable dispatch with no latency and no concurrency, and
+//! dispatched in chunks of 1 / 16 / 64 instances per job. `OA_BENCH=chunks` runs only
+//! the chunk rows.
 //! Prints figures; asserts only that every item completed.
 
 use std::time::{Duration, Instant};
@@ -18,6 +20,7 @@ use crate::Servers;
 
 struct Case {
     graph: &'static str,
+    chunk: usize,
     workers: usize,
     latency: Duration,
     concurrency: usize,
@@ -28,6 +31,7 @@ pub async fn fleet_throughput(servers: Servers) {
     let ms = Duration::from_millis;
     let cases = [
         Case {
+            chunk: 1,
             graph: "batch",
             workers: 1,
             latency: ms(200),
@@ -35,6 +39,7 @@ pub async fn fleet_throughput(servers: Servers) {
             items: 1000,
         },
         Case {
+            chunk: 1,
             graph: "dispatched",
             workers: 1,
             latency: ms(200),
@@ -42,6 +47,7 @@ pub async fn fleet_throughput(servers: Servers) {
             items: 1000,
         },
         Case {
+            chunk: 1,
             graph: "dispatched",
             workers: 3,
             latency: ms(200),
@@ -49,6 +55,7 @@ pub async fn fleet_throughput(servers: Servers) {
             items: 1000,
         },
         Case {
+            chunk: 1,
             graph: "batch",
             workers: 1,
             latency: ms(0),
@@ -56,6 +63,7 @@ pub async fn fleet_throughput(servers: Servers) {
             items: 200,
         },
         Case {
+            chunk: 1,
             graph: "dispatched",
             workers: 1,
             latency: ms(0),
@@ -63,6 +71,22 @@ pub async fn fleet_throughput(servers: Servers) {
             items: 200,
         },
     ];
+    let chunk_rows = [1, 16, 64].into_iter().flat_map(|chunk| {
+        [ms(0), ms(200)].map(|latency| Case {
+            graph: "dispatched",
+            chunk,
+            workers: 3,
+            latency,
+            concurrency: 64,
+            items: 640,
+        })
+    });
+    let only_chunks = std::env::var("OA_BENCH").is_ok_and(|b| b == "chunks");
+    let cases: Vec<Case> = if only_chunks {
+        chunk_rows.collect()
+    } else {
+        cases.into_iter().chain(chunk_rows).collect()
+    };
     for case in cases {
         let schema = unique_name("oa_restate_bench");
         // Connecting creates and migrates the schema the workers share.
@@ -73,6 +97,7 @@ pub async fn fleet_throughput(servers: Servers) {
         let fleet = Fleet {
             graph: case.graph,
             concurrency: case.concurrency,
+            chunk: case.chunk,
             ingress: servers.ingress.clone(),
             pg_url: servers.postgres.clone(),
             pg_schema: schema,
@@ -98,8 +123,9 @@ pub async fn fleet_throughput(servers: Servers) {
         #[allow(clippy::cast_precision_loss)]
         let rate = case.items as f64 / elapsed.as_secs_f64();
         println!(
-            "restate bench: {:<10} workers {} latency {:>3} ms concurrency {:>2} items {:>4}: {:.2} s, {rate:.1} items/s, {per_item_ms:.2} ms/item, requests {}",
+            "restate bench: {:<10} chunk {:>2} workers {} latency {:>3} ms concurrency {:>2} items {:>4}: {:.2} s, {rate:.1} items/s, {per_item_ms:.2} ms/item, requests {}",
             case.graph,
+            case.chunk,
             case.workers,
             case.latency.as_millis(),
             case.concurrency,

@@ -3,7 +3,7 @@
 //! and the deployment registered with the Restate server through the balancer.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -11,11 +11,13 @@ use tokio::process::{Child, Command};
 /// What every worker of a fleet is started with.
 #[derive(Clone)]
 pub struct Fleet {
-    /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job) or
-    /// `approval`.
+    /// `batch` (in-process fan-out), `dispatched` (each instance a Restate job, or
+    /// `chunk` consecutive instances per job) or `approval`.
     pub graph: &'static str,
     /// The fan-out's concurrency bound.
     pub concurrency: usize,
+    /// Instances per Restate job (`dispatched`).
+    pub chunk: usize,
     pub ingress: String,
     pub pg_url: String,
     pub pg_schema: String,
@@ -50,41 +52,10 @@ impl Cluster {
         let lb_port = free_port();
         let dir = std::env::temp_dir().join(openarmature_testkit::services::unique_name("oa_lb"));
         std::fs::create_dir_all(&dir).unwrap();
-        let servers: String = ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                format!("    server w{i} 127.0.0.1:{p} proto h2 check inter 200ms fall 1 rise 1\n")
-            })
-            .collect();
-        let config = format!(
-            "global\n    maxconn 2000\n\
-             defaults\n    mode http\n    timeout connect 1s\n    timeout client 10m\n    timeout server 10m\n    retries 3\n    option redispatch 1\n\
-             frontend restate_in\n    bind 127.0.0.1:{lb_port} proto h2\n    default_backend workers\n\
-             backend workers\n    balance roundrobin\n{servers}"
-        );
-        let cfg = dir.join("haproxy.cfg");
-        std::fs::write(&cfg, config).unwrap();
-        let haproxy = Command::new(haproxy)
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("haproxy starts");
-        let lb_url = format!("http://127.0.0.1:{lb_port}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(("127.0.0.1", lb_port))
+        let haproxy = crate::balancer::start(std::path::Path::new(haproxy), &dir, lb_port, &ports)
             .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "haproxy did not listen");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // Give the health checks one round so every server is up.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+            .expect("haproxy starts and listens");
+        let lb_url = format!("http://127.0.0.1:{lb_port}");
         openarmature_restate::register_deployment(admin, &lb_url)
             .await
             .expect("deployment registers through the balancer");
@@ -135,6 +106,7 @@ async fn spawn(fleet: &Fleet, i: usize, port: u16) -> Child {
         .env("OA_MOCK_URL", &fleet.mock_url)
         .env("OA_INGRESS_URL", &fleet.ingress)
         .env("OA_CONCURRENCY", fleet.concurrency.to_string())
+        .env("OA_CHUNK", fleet.chunk.to_string())
         .env("OA_PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -174,8 +146,10 @@ pub fn worker_main() {
         let worker = match get("OA_GRAPH").as_str() {
             "batch" => openarmature_restate::Worker::new(super::graphs::batch(store, &mock, None)),
             "dispatched" => {
+                let chunk = get("OA_CHUNK").parse().unwrap();
                 let dispatcher =
-                    openarmature_restate::RestateDispatcher::new(get("OA_INGRESS_URL"));
+                    openarmature_restate::RestateDispatcher::new(get("OA_INGRESS_URL"))
+                        .chunk_size(chunk);
                 openarmature_restate::Worker::new(super::graphs::batch(
                     store,
                     &mock,

@@ -1,9 +1,10 @@
 //! One worker SIGKILLed in the middle of a fan-out of a few hundred LLM items, then
 //! restarted: the invocation completes with every item in order; no item recorded
 //! complete before the kill is asked again; the requests sent twice are at most those
-//! in flight at the kill. Twice: with the fan-out in the parent's process (the worker
-//! running it is killed), and with each instance a Restate job (the worker running
-//! the parent turn is killed, with the instances it was serving).
+//! in flight at the kill. Three times: with the fan-out in the parent's process (the
+//! worker running it is killed), with each instance a Restate job, and with chunks of
+//! [`CHUNK`] consecutive instances per job (the worker running the parent turn is
+//! killed, with the instances or chunks it was serving).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -26,6 +27,9 @@ const ITEMS: i64 = 300;
 const WORKERS: usize = 3;
 /// The kill comes once this many items were asked.
 const KILL_AFTER: usize = 100;
+/// Instances per Restate job in the chunked run (the concurrency bound holds two
+/// chunks).
+const CHUNK: usize = 4;
 
 /// The newest record of the invocation keyed `key`.
 async fn newest(store: &dyn Checkpointer, key: &str) -> CheckpointRecord {
@@ -62,15 +66,54 @@ fn parent_worker(record: &CheckpointRecord) -> String {
         .to_owned()
 }
 
+/// Which worker the kill hits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Victim {
+    /// The one running the parent turn.
+    Parent,
+    /// Another one, the last to have sent an LLM request (running instances).
+    Other,
+}
+
 pub async fn in_process(servers: Servers) {
-    scenario(servers, "batch").await;
+    scenario(servers, "batch", 1, Victim::Parent).await;
 }
 
 pub async fn dispatched(servers: Servers) {
-    scenario(servers, "dispatched").await;
+    scenario(servers, "dispatched", 1, Victim::Parent).await;
 }
 
-async fn scenario(servers: Servers, graph: &'static str) {
+pub async fn chunked(servers: Servers) {
+    scenario(servers, "dispatched", CHUNK, Victim::Parent).await;
+}
+
+pub async fn chunk_worker(servers: Servers) {
+    scenario(servers, "dispatched", CHUNK, Victim::Other).await;
+}
+
+/// How many chunk jobs of the invocation keyed `key` Restate ran (its admin API's
+/// invocation table: the chunk jobs' idempotency keys start with the key).
+async fn chunk_jobs(admin: &str, key: &str) -> usize {
+    let query = format!(
+        "select count(*) as n from sys_invocation where target = 'OpenArmatureInstance/run_chunk' and idempotency_key like '{key}/%'"
+    );
+    let answer: serde_json::Value = reqwest::Client::new()
+        .post(format!("{admin}/query"))
+        .header("accept", "application/json")
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    answer["rows"][0]["n"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or_else(|| panic!("no count in {answer}"))
+}
+
+async fn scenario(servers: Servers, graph: &'static str, chunk: usize, target: Victim) {
     let schema = unique_name("oa_restate_kill");
     let backend = PgBackend::connect(PgConfig::new(&servers.postgres).schema(&schema))
         .await
@@ -80,6 +123,7 @@ async fn scenario(servers: Servers, graph: &'static str) {
     let fleet = Fleet {
         graph,
         concurrency: CONCURRENCY,
+        chunk,
         ingress: servers.ingress.clone(),
         pg_url: servers.postgres.clone(),
         pg_schema: schema,
@@ -105,7 +149,17 @@ async fn scenario(servers: Servers, graph: &'static str) {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let victim = parent_worker(&newest(&*store, &key).await);
+    let parent = parent_worker(&newest(&*store, &key).await);
+    let victim = match target {
+        Victim::Parent => parent.clone(),
+        Victim::Other => mock
+            .arrivals()
+            .iter()
+            .rev()
+            .find(|a| a.worker != parent && a.worker != "parent")
+            .map(|a| a.worker.clone())
+            .expect("instances ran on another worker than the parent"),
+    };
     let index = Cluster::index(&victim);
     cluster.kill(index).await;
     let killed_at = Instant::now();
@@ -164,10 +218,16 @@ async fn scenario(servers: Servers, graph: &'static str) {
         .filter(|a| a.worker == victim && in_flight.contains(&a.item))
         .map(|a| a.item)
         .collect();
+    let mode = if chunk > 1 {
+        format!("{graph}, {chunk} per job")
+    } else {
+        graph.to_owned()
+    };
     println!(
-        "restate kill ({graph}): {ITEMS} items over {WORKERS} workers (concurrency {CONCURRENCY}); parent {victim} SIGKILLed \
+        "restate kill ({mode}): {ITEMS} items over {WORKERS} workers (concurrency {CONCURRENCY}); {} {victim} SIGKILLed \
          after {} requests from {workers_before:?} ({} items recorded complete, {} asked but not recorded, {} of them on {victim}); \
          first request after the kill {:.0} ms later, first new item (the parent resumed) {:.0} ms later; {} requests in all, {} items asked twice {twice:?}; total {:.2} s; per worker {:?}",
+        if target == Victim::Parent { "parent" } else { "instance worker" },
         asked_at_kill.values().sum::<usize>(),
         done_at_kill.len(),
         in_flight.len(),
@@ -179,6 +239,12 @@ async fn scenario(servers: Servers, graph: &'static str) {
         total.as_secs_f64(),
         mock.per_worker(),
     );
+    if chunk > 1 {
+        // One job per chunk: the resumed parent's re-sends attached to them.
+        let jobs = chunk_jobs(&servers.admin, &key).await;
+        println!("restate kill ({mode}): {jobs} chunk jobs");
+        assert_eq!(jobs, items.len().div_ceil(chunk));
+    }
     for i in &items {
         assert!(
             counts.get(i).copied().unwrap_or(0) >= 1,

@@ -7,7 +7,9 @@
 //! unless OPENARMATURE_REQUIRE_SERVICES=1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod balancer;
 mod bench;
+mod chunking;
 mod cluster;
 mod graphs;
 mod kill;
@@ -55,6 +57,17 @@ where
     })
 }
 
+/// A trial needing no server: `body` on a fresh runtime.
+fn local_test(
+    name: &'static str,
+    body: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Trial {
+    Trial::test(name, move || {
+        runtime().block_on(body);
+        Ok(())
+    })
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -72,14 +85,34 @@ fn main() -> ExitCode {
     // The fleets share one Restate server and one service name: one at a time.
     args.test_threads = Some(1);
     let trials = vec![
-        Trial::test("a_graph_without_checkpointer_is_refused", || {
-            runtime().block_on(local::without_checkpointer());
-            Ok(())
-        }),
-        Trial::test("an_unreachable_ingress_is_restate_unavailable", || {
-            runtime().block_on(local::unreachable_ingress());
-            Ok(())
-        }),
+        local_test(
+            "a_graph_without_checkpointer_is_refused",
+            local::without_checkpointer(),
+        ),
+        local_test(
+            "an_unreachable_ingress_is_restate_unavailable",
+            local::unreachable_ingress(),
+        ),
+        local_test(
+            "consecutive_instances_travel_as_one_chunk_job",
+            chunking::consecutive_instances_travel_as_one_job(),
+        ),
+        local_test(
+            "a_chunk_never_exceeds_the_concurrency_bound",
+            chunking::a_chunk_never_exceeds_the_concurrency_bound(),
+        ),
+        local_test(
+            "chunk_size_one_sends_every_instance_alone",
+            chunking::chunk_size_one_sends_every_instance_alone(),
+        ),
+        local_test(
+            "an_instance_a_chunk_answer_lacks_is_sent_alone",
+            chunking::an_instance_the_answer_lacks_is_sent_alone(),
+        ),
+        local_test(
+            "a_resumed_chunked_run_sends_only_unrecorded_instances",
+            chunking::a_resumed_run_sends_only_unrecorded_instances_in_partial_chunks(),
+        ),
         fleet_test(
             "a_killed_worker_resumes_the_fan_out_without_repaying_llm_calls",
             kill::in_process,
@@ -87,6 +120,14 @@ fn main() -> ExitCode {
         fleet_test(
             "a_killed_parent_resumes_a_dispatched_fan_out_attaching_to_its_instances",
             kill::dispatched,
+        ),
+        fleet_test(
+            "a_killed_parent_resumes_a_chunked_fan_out_rerunning_only_unjournaled_instances",
+            kill::chunked,
+        ),
+        fleet_test(
+            "a_killed_chunk_worker_reruns_only_the_chunk_instances_not_journaled",
+            kill::chunk_worker,
         ),
         fleet_test(
             "a_suspended_run_resumes_on_another_worker",

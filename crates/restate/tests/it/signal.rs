@@ -22,6 +22,7 @@ pub async fn resumes_elsewhere(servers: Servers) {
     let store: Arc<dyn Checkpointer> = Arc::new(backend.checkpointer());
     let fleet = Fleet {
         graph: "approval",
+        chunk: 1,
         concurrency: 1,
         ingress: servers.ingress.clone(),
         pg_url: servers.postgres.clone(),

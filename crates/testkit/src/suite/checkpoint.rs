@@ -48,6 +48,13 @@ pub const CHECKPOINT_CASES: &[Case] = &[
     ("a_failed_run_resumes_from_a_reopened_store", |b, s| {
         Box::pin(graph_resume(b, s))
     }),
+    (
+        "a_wide_fan_out_saved_per_instance_loads_equal_from_a_fresh_store",
+        |b, s| Box::pin(super::checkpoint_wide::wide_fan_out(b, s)),
+    ),
+    ("interleaved_histories_of_one_id_never_mix", |b, s| {
+        Box::pin(super::checkpoint_wide::interleaved_histories(b, s))
+    }),
 ];
 
 fn record(id: &str, corr: &str, log: &[&str]) -> CheckpointRecord {

@@ -11,6 +11,7 @@
 //! ```
 
 mod checkpoint;
+mod checkpoint_wide;
 mod paused;
 mod session;
 

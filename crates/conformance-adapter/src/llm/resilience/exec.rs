@@ -51,33 +51,6 @@ pub(super) struct Outcome {
     pub(super) events: Vec<ExtensionEvent>,
 }
 
-/// The attempt signal in the upstream runner's shape.
-fn attempt_info(record: &AttemptRecord<'_>) -> AttemptInfo {
-    let (category, message, finish_reason, output_content) = match record.outcome {
-        Ok(r) => (
-            None,
-            String::new(),
-            Some(r.finish_reason.as_str().to_owned()),
-            None,
-        ),
-        Err(e) => (
-            Some(e.category().as_str().to_owned()),
-            e.to_string(),
-            e.structured_output()
-                .map(|s| s.finish_reason.as_str().to_owned()),
-            e.structured_output().map(|s| s.output_content.clone()),
-        ),
-    };
-    AttemptInfo {
-        index: record.attempt_index,
-        reason: record.retry_reason,
-        category,
-        message,
-        finish_reason,
-        output_content,
-    }
-}
-
 /// The error a graph run (or a node-level retry loop) ended with, as an
 /// [`LlmError`] of its derived category: the typed error itself when the chain's
 /// category is its own, else one rebuilt from the category (e.g. the node-level
@@ -170,7 +143,7 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
     let log = Arc::clone(&attempts);
     let direct_usage = (!in_graph).then(|| usage.clone());
     request = request.on_attempt(move |record: &AttemptRecord<'_>| {
-        push(&log, attempt_info(record));
+        push(&log, AttemptInfo::of(record));
         if let Some(u) = &direct_usage {
             u.on_attempt(record);
         }

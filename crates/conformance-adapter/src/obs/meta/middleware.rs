@@ -5,9 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    set_invocation_metadata, DynState, DynUpdate, Middleware, Next, NodeCtx, NodeError,
+    set_invocation_metadata, DynState, Middleware, Next, NodeCtx, NodeFuture,
 };
 use openarmature_pipeline::retry::{CategoryClassifier, Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
@@ -51,7 +50,7 @@ impl Middleware<DynState> for AugmentFromItem {
         state: Arc<DynState>,
         ctx: NodeCtx,
         next: Next<'a, DynState>,
-    ) -> BoxFuture<'a, Result<DynUpdate, NodeError>> {
+    ) -> NodeFuture<'a, DynState> {
         Box::pin(async move {
             let item = state.get(&self.item_field).cloned().unwrap_or(Value::Null);
             let entries: Map<String, Value> = self

@@ -37,16 +37,15 @@ pub(crate) mod queryable;
 
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    get_invocation_metadata, set_invocation_metadata, CategorizedError, CompileError,
-    CompileWarning, DynState, DynUpdate, InvocationMetadata, Node, NodeConfig, NodeCtx, NodeError,
+    get_invocation_metadata, set_invocation_metadata, CategorizedError, DynState, DynUpdate,
+    InvocationMetadata, Node, NodeCtx, NodeError,
 };
 use serde_json::{Map, Value};
 
 pub(crate) use self::middleware::{instance_middleware, node_middleware};
 use self::queryable::Queryable;
-use crate::shared::lock;
+use crate::shared::{lock, Around, AroundNode};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -268,7 +267,7 @@ pub(crate) fn wrap(
             per_attempt.push((attempt, steps(&entry, true)?));
         }
     }
-    Ok(Arc::new(MetaNode {
+    Ok(Around::node(MetaNode {
         name: name.to_owned(),
         inner: node,
         steps: steps(spec, false)?,
@@ -347,41 +346,27 @@ impl MetaNode {
     }
 }
 
-impl Node<DynState> for MetaNode {
-    fn run(
-        &self,
-        state: Arc<DynState>,
-        ctx: NodeCtx,
-    ) -> BoxFuture<'_, Result<DynUpdate, NodeError>> {
-        Box::pin(async move {
-            let mut writes = Vec::new();
-            self.run_steps(&self.steps, &ctx, &mut writes).await?;
-            if !self.per_attempt.is_empty() {
-                let attempt = ctx.attempt_index();
-                let steps = self
-                    .per_attempt
-                    .iter()
-                    .find(|(a, _)| *a == attempt)
-                    .map(|(_, s)| s.as_slice())
-                    .ok_or_else(|| format!("per_attempt_behavior has no attempt {attempt}"))?;
-                self.run_steps(steps, &ctx, &mut writes).await?;
-            }
-            let mut update = self.inner.run(state, ctx).await?;
-            writes.append(&mut update.fields);
-            update.fields = writes;
-            Ok(update)
-        })
+impl AroundNode for MetaNode {
+    fn inner(&self) -> &Arc<dyn Node<DynState>> {
+        &self.inner
     }
 
-    fn event_config(&self, name: &str, state: &DynState) -> Option<NodeConfig> {
-        self.inner.event_config(name, state)
-    }
-
-    fn emits_node_events(&self) -> bool {
-        self.inner.emits_node_events()
-    }
-
-    fn check(&self, name: &str, parent: &DynState) -> Result<Vec<CompileWarning>, CompileError> {
-        self.inner.check(name, parent)
+    async fn run(&self, state: Arc<DynState>, ctx: NodeCtx) -> Result<DynUpdate, NodeError> {
+        let mut writes = Vec::new();
+        self.run_steps(&self.steps, &ctx, &mut writes).await?;
+        if !self.per_attempt.is_empty() {
+            let attempt = ctx.attempt_index();
+            let steps = self
+                .per_attempt
+                .iter()
+                .find(|(a, _)| *a == attempt)
+                .map(|(_, s)| s.as_slice())
+                .ok_or_else(|| format!("per_attempt_behavior has no attempt {attempt}"))?;
+            self.run_steps(steps, &ctx, &mut writes).await?;
+        }
+        let mut update = self.inner.run(state, ctx).await?;
+        writes.append(&mut update.fields);
+        update.fields = writes;
+        Ok(update)
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::LlmUsage;
+use super::{EventMap, EventMessages, LlmUsage};
 use crate::vocab::prompt::{PromptContext, PromptGroupIdentity, PromptIdentity, TokenBudget};
 use crate::CallSite;
 
@@ -53,11 +53,13 @@ pub struct LlmRequestSummary {
     /// the call gets a new `call_id` but the same logical call id. `None` when the
     /// emitter did not derive one.
     pub logical_call_id: Option<String>,
-    /// The message list sent, in llm-provider §3 shape, inline image bytes redacted.
-    /// Shared: the attempt and terminal events of one call point at the same list.
-    pub input_messages: Arc<[Value]>,
-    /// The declared sampling parameters that were set (GenAI names, no prefix).
-    pub request_params: Map<String, Value>,
+    /// The message list sent, in llm-provider §3 shape, inline image bytes redacted
+    /// (rendered on first read; see [`EventMessages`]). Shared: the attempt and
+    /// terminal events of one call point at the same list.
+    pub input_messages: EventMessages,
+    /// The declared sampling parameters that were set (GenAI names, no prefix),
+    /// built on first read (see [`EventMap`]).
+    pub request_params: EventMap,
     /// The `RuntimeConfig` extras pass-through bag.
     pub request_extras: Map<String, Value>,
     /// The prompt-context binding active when the call was made (graph-engine §6
@@ -76,12 +78,32 @@ impl LlmRequestSummary {
         request_params: Map<String, Value>,
         request_extras: Map<String, Value>,
     ) -> Self {
+        LlmRequestSummary::from_parts(
+            provider,
+            model,
+            call_id,
+            input_messages.into(),
+            request_params.into(),
+            request_extras,
+        )
+    }
+
+    /// [`LlmRequestSummary::new`] with the messages and parameters given as
+    /// [`Deferred`](crate::vocab::Deferred) parts (built when an observer first reads them).
+    pub fn from_parts(
+        provider: impl Into<String>,
+        model: impl Into<String>,
+        call_id: impl Into<String>,
+        input_messages: EventMessages,
+        request_params: EventMap,
+        request_extras: Map<String, Value>,
+    ) -> Self {
         LlmRequestSummary {
             provider: provider.into(),
             model: model.into(),
             call_id: call_id.into(),
             logical_call_id: None,
-            input_messages: input_messages.into(),
+            input_messages,
             request_params,
             request_extras,
             prompt_context: PromptContext::default(),
@@ -199,10 +221,11 @@ impl LlmFailure {
 pub struct LlmCompletionEvent {
     /// The calling node.
     pub site: CallSite,
-    /// The request (the caller's messages and config).
-    pub request: LlmRequestSummary,
-    /// The response.
-    pub response: LlmResponseSummary,
+    /// The request (the caller's messages and config), shared with the call's
+    /// attempt events when it is the same.
+    pub request: Arc<LlmRequestSummary>,
+    /// The response, shared with the final attempt's event.
+    pub response: Arc<LlmResponseSummary>,
     /// Wall-clock latency of the whole call, in milliseconds.
     pub latency_ms: Option<f64>,
 }
@@ -211,14 +234,14 @@ impl LlmCompletionEvent {
     /// A completion event.
     pub fn new(
         site: CallSite,
-        request: LlmRequestSummary,
-        response: LlmResponseSummary,
+        request: impl Into<Arc<LlmRequestSummary>>,
+        response: impl Into<Arc<LlmResponseSummary>>,
         latency_ms: Option<f64>,
     ) -> Self {
         LlmCompletionEvent {
             site,
-            request,
-            response,
+            request: request.into(),
+            response: response.into(),
             latency_ms,
         }
     }
@@ -230,8 +253,9 @@ impl LlmCompletionEvent {
 pub struct LlmFailedEvent {
     /// The calling node.
     pub site: CallSite,
-    /// The request (the caller's messages and config).
-    pub request: LlmRequestSummary,
+    /// The request (the caller's messages and config), shared with the call's
+    /// attempt events when it is the same.
+    pub request: Arc<LlmRequestSummary>,
     /// The raised error.
     pub failure: LlmFailure,
     /// The response that failed validation (`structured_output_invalid` only).
@@ -244,14 +268,14 @@ impl LlmFailedEvent {
     /// A failure event.
     pub fn new(
         site: CallSite,
-        request: LlmRequestSummary,
+        request: impl Into<Arc<LlmRequestSummary>>,
         failure: LlmFailure,
         response: Option<LlmResponseSummary>,
         latency_ms: Option<f64>,
     ) -> Self {
         LlmFailedEvent {
             site,
-            request,
+            request: request.into(),
             failure,
             response,
             latency_ms,
@@ -262,9 +286,12 @@ impl LlmFailedEvent {
 /// How one wire attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+// The success variant shares its summary with the completion event; the failure's
+// record is built on the failure path only, inside a heap-allocated event.
+#[allow(clippy::large_enum_variant)]
 pub enum LlmAttemptOutcome {
-    /// The attempt returned a response.
-    Completed(LlmResponseSummary),
+    /// The attempt returned a response (shared with the call's completion event).
+    Completed(Arc<LlmResponseSummary>),
     /// The attempt raised; `response` is set for `structured_output_invalid`.
     Failed {
         /// The error surface.
@@ -284,7 +311,7 @@ pub struct LlmAttemptEvent {
     /// The calling node.
     pub site: CallSite,
     /// This attempt's request (its working transcript and effective config).
-    pub request: LlmRequestSummary,
+    pub request: Arc<LlmRequestSummary>,
     /// 0-based call-level attempt index.
     pub attempt_index: u32,
     /// Why this attempt was scheduled (`None` on attempt 0).
@@ -302,7 +329,7 @@ impl LlmAttemptEvent {
     /// An attempt event.
     pub fn new(
         site: CallSite,
-        request: LlmRequestSummary,
+        request: impl Into<Arc<LlmRequestSummary>>,
         attempt_index: u32,
         retry_reason: Option<RetryReason>,
         outcome: LlmAttemptOutcome,
@@ -310,7 +337,7 @@ impl LlmAttemptEvent {
     ) -> Self {
         LlmAttemptEvent {
             site,
-            request,
+            request: request.into(),
             attempt_index,
             retry_reason,
             outcome,

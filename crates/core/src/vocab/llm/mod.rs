@@ -5,6 +5,7 @@
 mod events;
 mod token;
 
+pub use super::deferred::{EventMap, EventMessages};
 pub use events::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
     LlmRequestSummary, LlmResponseSummary, RetryReason,

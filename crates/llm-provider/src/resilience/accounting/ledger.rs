@@ -27,35 +27,44 @@ pub(super) fn unit(
     (namespace.to_vec(), fan_out.to_vec(), branches.to_vec())
 }
 
-fn render_unit(unit: &Unit) -> String {
-    let mut s = unit.0.join("/");
-    let tags: Vec<String> = unit
-        .1
-        .iter()
-        .flatten()
-        .map(|i| format!("fan_out={i}"))
-        .chain(unit.2.iter().flatten().map(|b| format!("branch={b}")))
-        .collect();
-    if !tags.is_empty() {
-        s.push('[');
-        s.push_str(&tags.join(","));
-        s.push(']');
-    }
-    s
-}
-
 /// Extension 0001: the logical call id of the `ordinal`-th call a node attempt made
 /// in the node execution at `step` (`"<invocation_id>:<node path>[<lineage>]@<step>#<ordinal>"`).
+/// Written straight from the lineage (no copy of its parts).
 pub(crate) fn logical_call_id(
     invocation_id: &str,
     lineage: &Lineage,
     step: u64,
     ordinal: u32,
 ) -> String {
-    format!(
-        "{invocation_id}:{}@{step}#{ordinal}",
-        render_unit(&unit_of(lineage))
-    )
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(invocation_id.len() + 32);
+    s.push_str(invocation_id);
+    s.push(':');
+    for (i, name) in lineage.namespace.iter().enumerate() {
+        if i > 0 {
+            s.push('/');
+        }
+        s.push_str(name);
+    }
+    let mut tagged = false;
+    let mut open = |s: &mut String| {
+        s.push(if tagged { ',' } else { '[' });
+        tagged = true;
+    };
+    for i in lineage.fan_out_index_chain.iter().flatten() {
+        open(&mut s);
+        let _ = write!(s, "fan_out={i}");
+    }
+    for b in lineage.branch_name_chain.iter().flatten() {
+        open(&mut s);
+        s.push_str("branch=");
+        s.push_str(b);
+    }
+    if tagged {
+        s.push(']');
+    }
+    let _ = write!(s, "@{step}#{ordinal}");
+    s
 }
 
 /// The node execution a unit is in: its step, and per node attempt the number of
@@ -166,5 +175,44 @@ impl Invocation {
             calls: self.calls.clone(),
             unattributed: self.unattributed.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn lineage(fan_out: &[Option<usize>], branches: &[Option<&str>]) -> Lineage {
+        Lineage {
+            namespace: Arc::from(vec!["outer".to_owned(), "ask".to_owned()]),
+            attempt_index: 0,
+            fan_out_index: None,
+            branch_name: None,
+            fan_out_index_chain: Arc::from(fan_out.to_vec()),
+            branch_name_chain: branches.iter().map(|b| b.map(str::to_owned)).collect(),
+        }
+    }
+
+    #[test]
+    fn logical_call_ids_name_the_path_the_lineage_step_and_ordinal() {
+        assert_eq!(
+            logical_call_id("inv", &lineage(&[None, None], &[None, None]), 3, 0),
+            "inv:outer/ask@3#0"
+        );
+        assert_eq!(
+            logical_call_id(
+                "inv",
+                &lineage(&[Some(2), None, Some(7)], &[None, Some("b"), None]),
+                12,
+                4
+            ),
+            "inv:outer/ask[fan_out=2,fan_out=7,branch=b]@12#4"
+        );
+        assert_eq!(
+            logical_call_id("inv", &lineage(&[], &[Some("x")]), 1, 1),
+            "inv:outer/ask[branch=x]@1#1"
+        );
     }
 }

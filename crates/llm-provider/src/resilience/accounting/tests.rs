@@ -397,7 +397,7 @@ async fn events_without_a_call_id_are_billed_not_dropped() {
                 request,
                 0,
                 None,
-                LlmAttemptOutcome::Completed(summary),
+                LlmAttemptOutcome::Completed(Arc::new(summary)),
                 None,
             )));
             Ok::<SUpdate, NodeError>(SUpdate::default())

@@ -1,0 +1,69 @@
+//! Spec: pipeline-utilities §10.11 — checkpoint workloads shared by the backends'
+//! benches: the saves a run makes during a fan-out, replayed straight against a
+//! Checkpointer (no graph around them), so a bench measures the store alone.
+
+use std::time::Duration;
+
+use openarmature_graph::checkpoint::{
+    CheckpointRecord, Checkpointer, FanOutProgress, InstanceProgress, InstanceState, NodePosition,
+};
+use serde_json::json;
+
+/// Replays the saves of one fan-out of `width` instances finishing one after the other,
+/// as the engine makes them: the run's record (one completed position before the
+/// fan-out, a small state) with the fan-out's progress, re-saved after every finished
+/// instance (`width` saves). A backend whose save re-encodes the whole progress costs
+/// O(width) per save; an incremental one a constant.
+///
+/// # Panics
+/// When a save fails (a bench has nothing better to do with the error).
+pub async fn fan_out_saves(store: &dyn Checkpointer, invocation_id: &str, width: usize) {
+    let start = NodePosition::new(Vec::new(), "prepare", 0, 0, None);
+    let mut live = CheckpointRecord::new(
+        invocation_id,
+        "bench",
+        json!({"label": "fan-out bench"}),
+        vec![start],
+        "1",
+    )
+    .with_fan_out_progress(vec![FanOutProgress::new(
+        Vec::new(),
+        "fan",
+        Vec::new(),
+        width,
+    )]);
+    for i in 0..width {
+        let mut done = InstanceProgress::default();
+        done.state = InstanceState::Completed;
+        done.result = json!({"index": i, "label": "a short result"});
+        live.fan_out_progress[0].instances[i] = done;
+        live.last_saved_at += Duration::from_micros(1);
+        store
+            .save_fan_out_internal(invocation_id, live.clone())
+            .await
+            .unwrap_or_else(|e| panic!("save of instance {i} failed: {e}"));
+    }
+}
+
+/// Runs `iters` fan-outs of [`fan_out_saves`] on `rt` and returns the time they took
+/// (criterion's `iter_custom`); the invocation is deleted after each, untimed, so
+/// every fan-out starts on an empty store.
+///
+/// # Panics
+/// When a save or the delete fails.
+pub fn timed_fan_outs(
+    rt: &tokio::runtime::Runtime,
+    store: &dyn Checkpointer,
+    width: usize,
+    iters: u64,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let started = std::time::Instant::now();
+        rt.block_on(fan_out_saves(store, "fan", width));
+        total += started.elapsed();
+        rt.block_on(store.delete("fan"))
+            .unwrap_or_else(|e| panic!("delete failed: {e}"));
+    }
+    total
+}
