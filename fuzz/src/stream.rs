@@ -6,7 +6,8 @@
 //! outcome does not depend on how the body is cut into pieces (one piece, or pieces
 //! of 1 to 64 bytes: the same response and deltas, or the same error category); the
 //! reported deltas add up to the assembled text; the response passes the checks of
-//! every decoded answer ([`crate::llm::check`]).
+//! every decoded answer ([`crate::llm::check`]); an error has a §7 category (an
+//! in-stream error event carries its own, so any of them).
 
 use std::sync::Mutex;
 
@@ -64,9 +65,17 @@ pub fn check(data: &[u8], decoder: Decode) {
     let (size, body) = selector(rest);
     let call = llm::call(pick);
     let (whole, whole_deltas) = decode(decoder, call, &[body]);
-    // A stream cut before it completed is `provider_unavailable` (it may be retried).
-    if !matches!(&whole, Err(e) if e.category() == ErrorCategory::ProviderUnavailable) {
-        llm::check(200, call, &whole);
+    match &whole {
+        Ok(_) => llm::check(200, call, &whole),
+        // A 2xx stream may still fail with any §7 category: cut before it completed
+        // (`provider_unavailable`), or an in-stream error event carrying its own status.
+        Err(error) => {
+            assert!(
+                ErrorCategory::ALL.contains(&error.category()),
+                "a stream error outside the §7 categories: {error:?}"
+            );
+            let _ = format!("{error} {error:?}");
+        }
     }
     let piece = usize::from(size % 64) + 1;
     let pieces: Vec<&[u8]> = body.chunks(piece).collect();

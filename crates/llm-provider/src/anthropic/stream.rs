@@ -188,7 +188,25 @@ impl Assembler {
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(format!("stream delta `{key}` must be a string")))
         };
-        match delta.get("type").and_then(Value::as_str) {
+        let kind = delta.get("type").and_then(Value::as_str);
+        let block_type = block.body.get("type").and_then(Value::as_str);
+        let expected = match kind {
+            Some("text_delta") => Some("text"),
+            Some("thinking_delta" | "signature_delta") => Some("thinking"),
+            _ => None,
+        };
+        if let Some(expected) = expected {
+            // A delta for a block of another type would be reported to the caller
+            // but dropped from the assembled response (or mis-assembled).
+            if block_type != Some(expected) {
+                return Err(invalid(format!(
+                    "a {} for content block {index} of type {}",
+                    kind.unwrap_or_default(),
+                    block_type.unwrap_or("(none)")
+                )));
+            }
+        }
+        match kind {
             Some("text_delta") => {
                 let t = text("text")?;
                 append(&mut block.body, "text", t);

@@ -159,3 +159,38 @@ fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
     let text = serde_json::to_value(&response.message).unwrap();
     assert!(text.to_string().contains("wok"), "{text}");
 }
+
+/// Found by `anthropic_sse`: `text_delta`s for a block of an unknown type ("tetx")
+/// were reported to the caller while the assembled response dropped the block, so a
+/// streaming consumer saw text the response did not have. A text or thinking delta
+/// for a block of another type is `provider_invalid_response`.
+#[test]
+fn anthropic_a_text_delta_for_a_block_of_another_type_is_invalid() {
+    let provider = openarmature_llm::AnthropicProvider::builder("m")
+        .base_url("http://127.0.0.1:9/v1")
+        .build()
+        .unwrap();
+    let request = ask().config(openarmature_llm::RuntimeConfig::default().max_tokens(64));
+    let wire = WireRequest::of(&request, &request.messages, &request.config);
+    let events = [
+        json!({"type": "message_start", "message": {"id": "m1", "type": "message",
+               "role": "assistant", "model": "claude-test", "content": [],
+               "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tetx", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "text_delta", "text": "Hello"}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let deltas = std::sync::Mutex::new(Vec::<String>::new());
+    let sink = |_: DeltaKind, text: &str| deltas.lock().unwrap().push(text.to_owned());
+    let error = provider
+        .decode_stream(&wire, &[body.as_bytes()], &sink)
+        .unwrap_err();
+    assert_eq!(error.category(), ErrorCategory::ProviderInvalidResponse);
+    assert!(error.to_string().contains("tetx"), "{error}");
+    assert!(deltas.into_inner().unwrap().is_empty());
+}
