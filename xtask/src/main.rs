@@ -10,6 +10,8 @@
 //! - `msrv`: each member's declared `rust-version` against the locked packages it builds.
 //! - `package`: packaging metadata and `cargo package --list` for every
 //!   publishable crate.
+//! - `fuzz`: builds the libFuzzer targets of `fuzz/` and runs each for a fixed
+//!   time on its seed corpus.
 //! - `soak [--seconds N] [--release]`: the main example's soak (memory, tasks,
 //!   outcomes under injected faults at full rate).
 //!
@@ -20,6 +22,7 @@ use std::process::ExitCode;
 
 mod bench;
 mod conformance;
+mod fuzz;
 mod msrv;
 mod package;
 mod soak;
@@ -84,6 +87,15 @@ Commands:
         categories, rust-version, [package.metadata.docs.rs]) and run `cargo
         package --list`, failing when README.md or LICENSE is not in the package.
 
+  fuzz [--seconds N] [--build-only] [FILTER]
+        Build every libFuzzer target of fuzz/ (cargo fuzz, AddressSanitizer),
+        then run each (or those whose name contains FILTER) for N seconds
+        (default 20) on its seed corpus fuzz/corpus/<target>/, new inputs going
+        to a scratch directory. Fails on any crash, leak, out-of-memory (2 GiB)
+        or per-input timeout (10 s); the failing input is left under
+        fuzz/artifacts/<target>/. Runs on the active toolchain with
+        RUSTC_BOOTSTRAP=1. Needs
+        cargo-fuzz (`cargo install cargo-fuzz --locked`).
   soak [--seconds N] [--release]
         Run the resilient_extraction example's soak for N seconds (default 60):
         the pipeline at full rate against its embedded server injecting 5xx, 429
@@ -109,6 +121,10 @@ fn main() -> ExitCode {
         "bench" => bench::run(rest),
         "msrv" => msrv::run(rest),
         "package" => package::run(rest),
+        "fuzz" => match fuzz::Options::parse(rest) {
+            Ok(options) => fuzz::run(&options),
+            Err(message) => usage_error(&message),
+        },
         "soak" => match soak::Options::parse(rest) {
             Ok(options) => soak::run(&options),
             Err(message) => usage_error(&message),

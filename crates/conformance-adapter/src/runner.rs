@@ -16,7 +16,12 @@ fn load(path: &Path) -> Result<Value, AdapterError> {
         file: path.to_path_buf(),
         source,
     })?;
-    let doc: Value = serde_norway::from_str(&text).map_err(|e| AdapterError::SchemaInvalid {
+    parse(path, &text)
+}
+
+/// Parses a fixture's text (`path` names it in errors) and checks its version pin.
+fn parse(path: &Path, text: &str) -> Result<Value, AdapterError> {
+    let doc: Value = serde_norway::from_str(text).map_err(|e| AdapterError::SchemaInvalid {
         file: path.to_path_buf(),
         location: "document".into(),
         message: format!("invalid YAML: {e}"),
@@ -74,8 +79,13 @@ fn case_names(root: &Y<'_>) -> Result<Option<Vec<String>>, AdapterError> {
     let Some(cases) = root.get("cases") else {
         return Ok(None);
     };
+    let list = cases.seq()?;
+    if list.is_empty() {
+        // A fixture that lists no case would pass while checking nothing.
+        return Err(cases.invalid("`cases` lists no case (a fixture must run at least one)"));
+    }
     let mut names = Vec::new();
-    for (i, case) in cases.seq()?.iter().enumerate() {
+    for (i, case) in list.iter().enumerate() {
         let name = match case.get("name") {
             Some(n) => n.str()?.to_owned(),
             None => format!("case-{}", i + 1),
@@ -93,7 +103,26 @@ fn case_names(root: &Y<'_>) -> Result<Option<Vec<String>>, AdapterError> {
 /// # Errors
 /// Returns an [`AdapterError`] when the file cannot be read or parsed.
 pub fn list_cases(capability: &str, path: &Path) -> Result<Vec<CaseId>, AdapterError> {
-    let doc = load(path)?;
+    let text = std::fs::read_to_string(path).map_err(|source| AdapterError::Io {
+        file: path.to_path_buf(),
+        source,
+    })?;
+    list_cases_in(capability, path, &text)
+}
+
+/// [`list_cases`] over a fixture's text already read (`path` names the fixture and
+/// appears in errors; it is not read). Never panics on bad input: anything that is
+/// not a fixture is a typed [`AdapterError`].
+///
+/// # Errors
+/// Returns an [`AdapterError`] when the text is not a valid fixture document (YAML,
+/// a mapping, a supported `conformance_version`, well-formed `cases`).
+pub fn list_cases_in(
+    capability: &str,
+    path: &Path,
+    text: &str,
+) -> Result<Vec<CaseId>, AdapterError> {
+    let doc = parse(path, text)?;
     let fixture = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -111,10 +140,22 @@ pub fn list_cases(capability: &str, path: &Path) -> Result<Vec<CaseId>, AdapterE
 
 /// Runs one case and reports its outcome. Never panics on bad fixture input.
 pub fn run_case(path: &Path, id: &CaseId) -> CaseOutcome {
-    let doc = match load(path) {
-        Ok(doc) => doc,
-        Err(e) => return CaseOutcome::Failed(e.to_string()),
-    };
+    match load(path) {
+        Ok(doc) => run_loaded(&doc, path, id),
+        Err(e) => CaseOutcome::Failed(e.to_string()),
+    }
+}
+
+/// [`run_case`] over a fixture's text already read (`path` names the fixture; it
+/// is not read). Never panics on bad fixture input.
+pub fn run_case_in(path: &Path, text: &str, id: &CaseId) -> CaseOutcome {
+    match parse(path, text) {
+        Ok(doc) => run_loaded(&doc, path, id),
+        Err(e) => CaseOutcome::Failed(e.to_string()),
+    }
+}
+
+fn run_loaded(doc: &Value, path: &Path, id: &CaseId) -> CaseOutcome {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -123,7 +164,7 @@ pub fn run_case(path: &Path, id: &CaseId) -> CaseOutcome {
         Ok(rt) => rt,
         Err(e) => return CaseOutcome::Failed(format!("cannot start a runtime: {e}")),
     };
-    let result = runtime.block_on(run(&doc, path, id));
+    let result = runtime.block_on(run(doc, path, id));
     match result {
         Ok(()) => CaseOutcome::Passed,
         Err(message) => CaseOutcome::Failed(message),

@@ -43,7 +43,7 @@ pub use error::{
     status_of, ApiError, REQUEST_BODY_TOO_LARGE, REQUEST_JSON_MALFORMED, REQUEST_TIMEOUT,
     SERVER_SHUTTING_DOWN, TURN_TIMEOUT,
 };
-pub use serve::{serve, serve_with};
+pub use serve::{serve, serve_io, serve_with};
 pub use workflow::{outbound_response, workflow_router};
 
 /// The crate README's Rust code blocks, compiled as doc tests, so its example cannot

@@ -43,10 +43,7 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+    let builder = connection_builder(limits);
     loop {
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             break;
@@ -75,6 +72,37 @@ pub async fn serve_with(
     graceful.shutdown().await;
     shutdown.idle().await;
     Ok(())
+}
+
+/// The HTTP/1.1 connection settings [`serve_with`] serves every connection with.
+fn connection_builder(limits: &Limits) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder
+}
+
+/// Serves `router` on one already-accepted connection `io` until the client closes
+/// it, with the connection settings of [`serve_with`] (HTTP/1.1 parsing, the
+/// header-read timeout): what [`serve_with`] runs for each accepted socket, over
+/// any byte stream.
+///
+/// The request parsing alone, without a socket: the entry point of the fuzz
+/// targets (`fuzz/` in the repository). Not part of the stable API.
+///
+/// # Errors
+/// The connection's HTTP error (a malformed request is answered with a 4xx first
+/// where HTTP/1.1 allows one).
+#[doc(hidden)]
+pub async fn serve_io<I>(io: I, router: Router, limits: &Limits) -> Result<(), hyper::Error>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(router);
+    connection_builder(limits)
+        .serve_connection(TokioIo::new(io), service)
+        .await
 }
 
 fn is_transient(e: &std::io::Error) -> bool {

@@ -54,55 +54,135 @@ pub(crate) async fn exchange(
 ///
 /// # Errors
 /// `provider_unavailable` for a transport failure or a stream cut before it
-/// completed; `provider_invalid_response` for a malformed line or a stream over `cap`
-/// bytes; the assembler's errors.
+/// completed; as [`SseReader`] otherwise.
 async fn read(
     mut response: reqwest::Response,
     cap: usize,
     assembler: &mut dyn Assemble,
     sink: &dyn DeltaSink,
 ) -> Result<(), LlmError> {
-    let mut decoder = SseDecoder::new(cap);
-    let mut events = Vec::new();
-    let mut total = 0usize;
+    let mut reader = SseReader::new(cap);
     while !assembler.is_done() {
         let piece = response
             .chunk()
             .await
             .map_err(|e| LlmError::from(TransportError::from(e)))?;
-        let Some(piece) = piece else {
-            decoder.finish(&mut events)?;
-            drain(assembler, &mut events, sink)?;
-            break;
-        };
-        total = total.saturating_add(piece.len());
-        if total > cap {
-            return Err(TransportError::too_large(cap).into());
+        match piece {
+            Some(piece) => reader.push(&piece, assembler, sink)?,
+            None => break,
         }
-        decoder.push(&piece, &mut events)?;
-        drain(assembler, &mut events, sink)?;
     }
-    if !assembler.completed() {
-        return Err(LlmError::unavailable(
-            "the stream ended before the response was complete",
-        ));
-    }
-    Ok(())
+    reader.finish(assembler, sink)
 }
 
-fn drain(
+/// What a stream arriving in `pieces` makes of `assembler`: [`read`] without a
+/// network (the providers' `decode_stream`, the fuzz targets' entry point).
+///
+/// # Errors
+/// As [`SseReader`].
+pub(crate) fn decode(
+    pieces: &[&[u8]],
+    cap: usize,
     assembler: &mut dyn Assemble,
-    events: &mut Vec<SseEvent>,
     sink: &dyn DeltaSink,
 ) -> Result<(), LlmError> {
-    for event in events.drain(..) {
-        // Events after the end marker are ignored.
+    let mut reader = SseReader::new(cap);
+    for piece in pieces {
         if assembler.is_done() {
             break;
         }
-        assembler.event(&event, sink)?;
+        reader.push(piece, assembler, sink)?;
     }
-    Ok(())
+    reader.finish(assembler, sink)
+}
+
+/// The incremental reading of one 2xx event stream: decoding, the size cap, and
+/// feeding the assembler, piece by piece.
+///
+/// The outcome never depends on where the body was cut into pieces: each line is
+/// decoded and its event handled before the next line is read, so the stream's own
+/// order decides (an error event before a malformed line is the error; nothing
+/// after the end marker is decoded).
+pub(crate) struct SseReader {
+    decoder: SseDecoder,
+    events: Vec<SseEvent>,
+    total: usize,
+    cap: usize,
+}
+
+impl SseReader {
+    /// A reader refusing a stream over `cap` bytes.
+    pub(crate) fn new(cap: usize) -> Self {
+        SseReader {
+            decoder: SseDecoder::new(cap),
+            events: Vec::new(),
+            total: 0,
+            cap,
+        }
+    }
+
+    /// Feeds one piece of the body (ignored once the end marker was seen).
+    ///
+    /// # Errors
+    /// `provider_invalid_response` for a malformed line or a stream over the cap;
+    /// the assembler's errors.
+    pub(crate) fn push(
+        &mut self,
+        piece: &[u8],
+        assembler: &mut dyn Assemble,
+        sink: &dyn DeltaSink,
+    ) -> Result<(), LlmError> {
+        self.total = self.total.saturating_add(piece.len());
+        if self.total > self.cap {
+            return Err(TransportError::too_large(self.cap).into());
+        }
+        for line in piece.split_inclusive(|b| *b == b'\n') {
+            if assembler.is_done() {
+                break;
+            }
+            self.decoder.push(line, &mut self.events)?;
+            self.drain(assembler, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The end of the body: a pending event is dispatched, then the stream must
+    /// have completed.
+    ///
+    /// # Errors
+    /// As [`SseReader::push`]; `provider_unavailable` for a stream that ended before
+    /// the response was complete.
+    pub(crate) fn finish(
+        &mut self,
+        assembler: &mut dyn Assemble,
+        sink: &dyn DeltaSink,
+    ) -> Result<(), LlmError> {
+        if !assembler.is_done() {
+            self.decoder.finish(&mut self.events)?;
+            self.drain(assembler, sink)?;
+        }
+        if !assembler.completed() {
+            return Err(LlmError::unavailable(
+                "the stream ended before the response was complete",
+            ));
+        }
+        Ok(())
+    }
+
+    fn drain(
+        &mut self,
+        assembler: &mut dyn Assemble,
+        sink: &dyn DeltaSink,
+    ) -> Result<(), LlmError> {
+        for event in self.events.drain(..) {
+            // Events after the end marker are ignored.
+            if assembler.is_done() {
+                break;
+            }
+            assembler.event(&event, sink)?;
+        }
+        Ok(())
+    }
 }
 
 /// One dispatched event.
@@ -113,6 +193,9 @@ pub(crate) struct SseEvent {
     /// The `data` lines, joined with `\n`.
     pub(crate) data: String,
 }
+
+/// The `data` of the event that ends an OpenAI-compatible stream (§8.1.6).
+pub(crate) const DONE: &str = "[DONE]";
 
 /// The incremental decoder.
 #[derive(Debug)]

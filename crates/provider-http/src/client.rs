@@ -73,6 +73,16 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// An answer read some other way (a recorded or synthesized one), for the code
+    /// that decodes replies.
+    pub fn new(status: u16, headers: HeaderMap, body: Vec<u8>) -> Self {
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
     /// A 2xx status.
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)

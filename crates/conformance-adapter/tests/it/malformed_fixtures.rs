@@ -619,6 +619,17 @@ fn cases_must_be_a_list() {
 }
 
 #[test]
+fn an_empty_case_list_is_rejected_not_silently_passed() {
+    let fixture = TempFixture::new("no-cases", "cases: []\n");
+    let err = fixture.list().expect_err("a fixture with no case");
+    assert_eq!(err.category(), INVALID);
+    assert_mentions(
+        &err.to_string(),
+        &["cases", "no case", &fixture.file_name()],
+    );
+}
+
+#[test]
 fn duplicate_case_names_are_rejected() {
     let case = indent(VALID, 4);
     let yaml = format!("cases:\n  - name: same\n{case}  - name: same\n{case}");

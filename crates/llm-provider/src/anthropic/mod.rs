@@ -241,6 +241,16 @@ impl AnthropicProvider {
                     .body(body),
             )
             .await?;
+        self.answer(&request, &prepared, &reply)
+    }
+
+    /// One answer: its §8.2.3 error, or the §8.2.2 response.
+    fn answer(
+        &self,
+        request: &WireRequest<'_>,
+        prepared: &validate::Prepared,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
         if !reply.is_success() {
             return Err(errors::from_status(
                 reply.status,
@@ -250,10 +260,53 @@ impl AnthropicProvider {
         }
         response::parse(
             &reply.body,
-            &prepared,
+            prepared,
             request.response_schema,
-            self.path(&request),
+            self.path(request),
         )
+    }
+
+    /// What `send()` makes of one answer to `request`: the §8.2.3 error for a non-2xx
+    /// status, else the §8.2.2 response mapping (tool calls and `response_schema`
+    /// validated on the request's structured-output path). The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the answer maps to.
+    #[doc(hidden)]
+    pub fn decode_reply(
+        &self,
+        request: &WireRequest<'_>,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        self.answer(request, &prepared, reply)
+    }
+
+    /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
+    /// `pieces` (extension 0006): decoded incrementally, deltas reported to `sink`, the
+    /// response assembled and mapped like an atomic one. The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the stream maps to.
+    #[doc(hidden)]
+    pub fn decode_stream(
+        &self,
+        request: &WireRequest<'_>,
+        pieces: &[&[u8]],
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema, self.path(request))
     }
 
     /// `ready()`: the model's entry in the models API answers 2xx.

@@ -114,7 +114,7 @@ impl Assemble for Assembler {
             .to_owned();
         match kind.as_str() {
             "message_start" => self.start(&map),
-            "content_block_start" => self.block_start(&map),
+            "content_block_start" => self.block_start(&map, sink),
             "content_block_delta" => self.block_delta(&map, sink),
             "content_block_stop" => Ok(()),
             "message_delta" => self.message_delta(&map),
@@ -139,11 +139,28 @@ impl Assembler {
         Ok(())
     }
 
-    fn block_start(&mut self, event: &Map<String, Value>) -> Result<(), LlmError> {
+    fn block_start(
+        &mut self,
+        event: &Map<String, Value>,
+        sink: &dyn DeltaSink,
+    ) -> Result<(), LlmError> {
         let index = index_of(event)?;
         let body = object(event.get("content_block"), "content_block")?.clone();
         if self.blocks.iter().any(|b| b.index == index) {
             return Err(invalid(format!("content block {index} started twice")));
+        }
+        // A block may start with text already in it (the API sends it empty, but
+        // the stream does not promise that): it is reported like a delta, so the
+        // deltas always add up to the assembled text.
+        let initial = match body.get("type").and_then(Value::as_str) {
+            Some("text") => body.get("text").map(|t| (DeltaKind::Content, t)),
+            Some("thinking") => body.get("thinking").map(|t| (DeltaKind::Reasoning, t)),
+            _ => None,
+        };
+        if let Some((kind, Value::String(t))) = initial {
+            if !t.is_empty() {
+                sink.on_delta(kind, t);
+            }
         }
         self.blocks.push(Block {
             index,
@@ -171,7 +188,25 @@ impl Assembler {
                 .and_then(Value::as_str)
                 .ok_or_else(|| invalid(format!("stream delta `{key}` must be a string")))
         };
-        match delta.get("type").and_then(Value::as_str) {
+        let kind = delta.get("type").and_then(Value::as_str);
+        let block_type = block.body.get("type").and_then(Value::as_str);
+        let expected = match kind {
+            Some("text_delta") => Some("text"),
+            Some("thinking_delta" | "signature_delta") => Some("thinking"),
+            _ => None,
+        };
+        if let Some(expected) = expected {
+            // A delta for a block of another type would be reported to the caller
+            // but dropped from the assembled response (or mis-assembled).
+            if block_type != Some(expected) {
+                return Err(invalid(format!(
+                    "a {} for content block {index} of type {}",
+                    kind.unwrap_or_default(),
+                    block_type.unwrap_or("(none)")
+                )));
+            }
+        }
+        match kind {
             Some("text_delta") => {
                 let t = text("text")?;
                 append(&mut block.body, "text", t);

@@ -148,6 +148,8 @@ impl GeminiProvider {
         Ok((prepared, body))
     }
 
+    /// Sends with the key header and reads the answer, capping the body; a non-2xx
+    /// answer is its §8.3.3 error.
     async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
         let builder = builder.header(ACCEPT, "application/json");
         let builder = match &self.api_key {
@@ -155,15 +157,7 @@ impl GeminiProvider {
             None => builder,
         };
         let reply = self.http.execute(builder).await?;
-        if reply.is_success() {
-            Ok(reply)
-        } else {
-            Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ))
-        }
+        success(reply)
     }
 
     /// One streamed attempt (extension 0006): the same body on the streaming
@@ -207,9 +201,68 @@ impl GeminiProvider {
         response::parse(&reply.body, &prepared, request.response_schema)
     }
 
+    /// What `send()` makes of one answer to `request`: the §8.3.3 error for a non-2xx
+    /// status, else the §8.3.2 response mapping (tool calls and `response_schema`
+    /// validated). The request is validated first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the answer maps to.
+    #[doc(hidden)]
+    pub fn decode_reply(
+        &self,
+        request: &WireRequest<'_>,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        if !reply.is_success() {
+            return Err(error_of(reply));
+        }
+        response::parse(&reply.body, &prepared, request.response_schema)
+    }
+
+    /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
+    /// `pieces` (extension 0006): decoded incrementally, deltas reported to `sink`, the
+    /// response assembled and mapped like an atomic one. The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the stream maps to.
+    #[doc(hidden)]
+    pub fn decode_stream(
+        &self,
+        request: &WireRequest<'_>,
+        pieces: &[&[u8]],
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema)
+    }
+
     /// §5 `ready()`: the model's metadata resource answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
         self.execute(self.http.get(&self.model_url)).await.map(drop)
+    }
+}
+
+/// A non-2xx answer's §8.3.3 error.
+fn error_of(reply: &Reply) -> LlmError {
+    errors::from_status(reply.status, &reply.headers, &reply.body)
+}
+
+/// The answer when it is 2xx, else its error.
+fn success(reply: Reply) -> Result<Reply, LlmError> {
+    if reply.is_success() {
+        Ok(reply)
+    } else {
+        Err(error_of(&reply))
     }
 }
 

@@ -73,8 +73,6 @@ pub(crate) fn parse_value(
         _ => return Err(invalid("`candidates` must be a non-empty list")),
     };
     let mut finish_reason = finish_reason(candidate.get("finishReason"));
-    // Read leniently when the provider itself reported a degraded answer.
-    let lenient = finish_reason == FinishReason::Error;
     let parts = match candidate.get("content") {
         None | Some(Value::Null) => &[][..],
         Some(Value::Object(content)) => {
@@ -106,6 +104,10 @@ pub(crate) fn parse_value(
     if parts.iter().any(|p| p.get("functionCall").is_some()) {
         finish_reason = FinishReason::ToolCalls;
     }
+    // Read leniently only when the reported finish reason is `error` (§3): a
+    // `functionCall` part makes it `tool_calls`, whatever the raw `finishReason`
+    // said, so its calls are checked against the declared tools.
+    let lenient = finish_reason == FinishReason::Error;
     let message = message(parts, prepared, lenient)?;
 
     let parsed = match (prepared.response_schema.as_ref(), response_schema) {

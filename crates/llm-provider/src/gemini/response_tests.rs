@@ -112,9 +112,16 @@ fn tool_calls_strict_and_lenient() {
             .as_str(),
         "provider_invalid_response"
     );
-    let lenient = with(json!("oops"), "MALFORMED_FUNCTION_CALL").unwrap();
-    assert_eq!(lenient.message.tool_calls[0].arguments, None);
-    assert_eq!(lenient.finish_reason, FinishReason::ToolCalls);
+    // A `functionCall` part makes the reported finish reason `tool_calls` whatever
+    // the raw `finishReason`: a non-error response, so a malformed call is refused
+    // (§3), not surfaced leniently.
+    for raw in ["MALFORMED_FUNCTION_CALL", "OTHER", ""] {
+        assert_eq!(
+            with(json!("oops"), raw).unwrap_err().category().as_str(),
+            "provider_invalid_response",
+            "{raw}"
+        );
+    }
 }
 
 #[test]

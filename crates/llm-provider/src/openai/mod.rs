@@ -198,6 +198,48 @@ impl OpenAiProvider {
         assembler.response(&prepared, request.response_schema)
     }
 
+    /// What `send()` makes of one answer to `request`: the §8.1.3 error for a non-2xx
+    /// status, else the §8.1.2 response mapping (tool calls and `response_schema`
+    /// validated). The request is validated first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the answer maps to.
+    #[doc(hidden)]
+    pub fn decode_reply(
+        &self,
+        request: &WireRequest<'_>,
+        reply: &Reply,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        answer(reply, &prepared, request.response_schema)
+    }
+
+    /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
+    /// `pieces` (§8.1.6): decoded incrementally, deltas reported to `sink`, the
+    /// response assembled and mapped like an atomic one. The request is validated
+    /// first, as before a send.
+    ///
+    /// The decoding path alone, without a network: the entry point of the fuzz
+    /// targets (`fuzz/` in the repository). Not part of the stable API.
+    ///
+    /// # Errors
+    /// The pre-send validation error, or what the stream maps to.
+    #[doc(hidden)]
+    pub fn decode_stream(
+        &self,
+        request: &WireRequest<'_>,
+        pieces: &[&[u8]],
+        sink: &dyn DeltaSink,
+    ) -> Result<Response, LlmError> {
+        let (prepared, _) = self.prepare(request)?;
+        let mut assembler = stream::Assembler::default();
+        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        assembler.response(&prepared, request.response_schema)
+    }
+
     /// Adds the `Accept` and `Authorization` headers.
     fn with_auth(&self, builder: reqwest::RequestBuilder, accept: &str) -> reqwest::RequestBuilder {
         let builder = builder.header(ACCEPT, accept);
@@ -231,14 +273,7 @@ impl OpenAiProvider {
                     .body(body),
             )
             .await?;
-        if !reply.is_success() {
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
-        response::parse(&reply.body, &prepared, request.response_schema)
+        answer(&reply, &prepared, request.response_schema)
     }
 
     async fn ready_once(&self) -> Result<(), LlmError> {
@@ -282,6 +317,22 @@ impl OpenAiProvider {
             )),
         }
     }
+}
+
+/// One non-streamed answer: its §8.1.3 error, or the §8.1.2 response.
+fn answer(
+    reply: &Reply,
+    prepared: &validate::Prepared,
+    response_schema: Option<&Value>,
+) -> Result<Response, LlmError> {
+    if !reply.is_success() {
+        return Err(errors::from_status(
+            reply.status,
+            &reply.headers,
+            &reply.body,
+        ));
+    }
+    response::parse(&reply.body, prepared, response_schema)
 }
 
 impl Provider for OpenAiProvider {

@@ -21,7 +21,7 @@ use super::response::parse_value;
 use crate::error::LlmError;
 use crate::message::{Content, ContentBlock, ThinkingBlock};
 use crate::response::Response;
-use crate::sse::{Assemble, SseEvent};
+use crate::sse::{Assemble, SseEvent, DONE};
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate::Prepared;
 
@@ -80,7 +80,7 @@ impl Assemble for Assembler {
     /// mid-stream `error` chunk.
     fn event(&mut self, event: &SseEvent, sink: &dyn DeltaSink) -> Result<(), LlmError> {
         let data = event.data.trim();
-        if data == "[DONE]" {
+        if data == DONE {
             self.done = true;
             return Ok(());
         }

@@ -6,6 +6,7 @@ mod support;
 
 mod anthropic;
 mod call_level_retry;
+mod fuzz_findings;
 mod gemini_provider;
 mod hostile_server;
 mod resilience_retry_after;
