@@ -157,7 +157,7 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// Waits until every event of the invocations active now is delivered, or the
-    /// timeout elapses; on timeout the delivery workers are cancelled and the graph
+    /// timeout elapses; on timeout their delivery is cancelled and the graph
     /// stays usable (graph-engine §6 *Drain*). Worst case without a timeout: as long
     /// as the slowest observer takes for all queued events.
     pub async fn drain(&self, timeout: Option<Duration>) -> DrainSummary {

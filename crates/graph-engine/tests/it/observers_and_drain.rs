@@ -647,3 +647,98 @@ async fn event_json_is_serialisable_for_assertions() {
     assert_eq!(first["node"], json!("a"));
     assert_eq!(first["post"], Value::Null);
 }
+
+/// An observer recording, per event, whether it ran inside a spawned task.
+fn task_recorder(log: Arc<Mutex<Vec<bool>>>) -> Registration {
+    Registration::new(
+        "where",
+        observer_fn(move |_e: Arc<ObserverEvent>| {
+            let log = Arc::clone(&log);
+            async move {
+                log.lock().unwrap().push(tokio::task::try_id().is_some());
+                Ok(())
+            }
+        }),
+    )
+}
+
+#[tokio::test]
+async fn a_drain_delivers_the_queued_events_itself_when_no_delivery_has_started() {
+    // Single-threaded: the delivery run spawned by the first event cannot start
+    // before the test body yields, so the drain finds the events queued and
+    // delivers them on its own caller (no task), in order.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let order = new_log();
+    let graph = builder()
+        .observer(task_recorder(Arc::clone(&log)))
+        .observer(labeller("order", Arc::clone(&order)))
+        .compile()
+        .unwrap();
+    graph.invoke(Trail::default()).await.unwrap();
+    assert!(log.lock().unwrap().is_empty(), "nothing delivered yet");
+    assert_eq!(graph.drain(None).await, CLEAN);
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![false; 6],
+        "all on the drain's caller"
+    );
+    assert_eq!(order.lock().unwrap().len(), 6);
+    // The stale run, when it gets to run, delivers nothing twice.
+    tokio::task::yield_now().await;
+    assert_eq!(log.lock().unwrap().len(), 6);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drain_given_up_mid_delivery_loses_nothing_and_keeps_the_order() {
+    // The caller abandons a per-invocation drain (its own timeout) while the drain
+    // is delivering inline: the interrupted event goes back first in line, from the
+    // interrupted observer, and a delivery run finishes the queue.
+    let log = new_log();
+    let slow_once = Arc::new(AtomicBool::new(true));
+    let graph = builder()
+        .observer(labeller("fast", Arc::clone(&log)))
+        .observer(Registration::new(
+            "slow",
+            observer_fn({
+                let log = Arc::clone(&log);
+                let slow_once = Arc::clone(&slow_once);
+                move |_e: Arc<ObserverEvent>| {
+                    let log = Arc::clone(&log);
+                    let slow = slow_once.swap(false, Ordering::SeqCst);
+                    async move {
+                        if slow {
+                            tokio::time::sleep(Duration::from_secs(10)).await;
+                        }
+                        log.lock().unwrap().push("slow".to_owned());
+                        Ok(())
+                    }
+                }
+            }),
+        ))
+        .compile()
+        .unwrap();
+    let done = graph
+        .invoke_with(
+            Trail::default(),
+            InvokeOptions::default().invocation_id("y"),
+        )
+        .await
+        .unwrap();
+    let abandoned = tokio::time::timeout(
+        Duration::from_secs(1),
+        graph.drain_events_for(&done.invocation_id, None),
+    )
+    .await;
+    assert!(abandoned.is_err(), "the caller gave up");
+    assert_eq!(*log.lock().unwrap(), vec!["fast"]);
+    assert_eq!(guarded(graph.drain(None)).await, CLEAN);
+    let expected: Vec<String> = (0..6)
+        .flat_map(|_| ["fast", "slow"])
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        *log.lock().unwrap(),
+        expected,
+        "every event once per observer, in order"
+    );
+}

@@ -1,0 +1,300 @@
+//! Spec: graph-engine §6 *Event delivery*, *Drain*, *Per-invocation drain*.
+//!
+//! One invocation's delivery lane: the queued events, who is delivering them, and
+//! the counters drains read. Delivery is strictly serial: at most one deliverer holds
+//! the lane at a time — a *delivery run* (a task spawned when an event arrives and
+//! nobody is delivering; it ends when the queue is empty, so an idle lane parks no
+//! task and ending the invocation wakes nobody), or a drain that found the lane idle
+//! or its run not yet started and delivers on its own task (it waits anyway; taking
+//! the events itself saves two thread wake-ups: the run's and its own).
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures::FutureExt;
+use tokio::sync::watch;
+
+use super::Registry;
+use crate::error::BoxError;
+use crate::observer::{ObserverErrorSink, ObserverEvent, Registration};
+
+/// What drains wait for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Progress {
+    delivered: u64,
+    finished: bool,
+}
+
+pub(super) struct Envelope {
+    pub(super) event: Arc<ObserverEvent>,
+    pub(super) recipients: Arc<[Registration]>,
+    /// The first recipient not served yet (an interrupted inline delivery resumes
+    /// there).
+    pub(super) next: usize,
+}
+
+/// Who holds the lane.
+enum Runner {
+    /// Nobody: the next event spawns a run.
+    Idle,
+    /// A run was spawned and has not started; a drain may take its place (the run
+    /// then finds its ticket stale and ends).
+    Scheduled(u64),
+    /// A run or a drain is delivering.
+    Delivering,
+    /// Every event is delivered and the invocation ended, or a process-wide drain
+    /// cancelled the lane: later events are dropped.
+    Finished,
+}
+
+struct LaneState {
+    pending: VecDeque<Envelope>,
+    runner: Runner,
+    /// The invocation ended: no event follows.
+    closed: bool,
+    next_ticket: u64,
+    /// The latest spawned run (a process-wide drain's timeout aborts it).
+    abort: Option<tokio::task::AbortHandle>,
+}
+
+/// One invocation's delivery lane, registered for drains while it has work.
+pub(super) struct Lane {
+    pub(super) key: u64,
+    pub(super) invocation_id: Arc<str>,
+    registry: Arc<Registry>,
+    sink: ObserverErrorSink,
+    pub(super) emitted: AtomicU64,
+    progress: watch::Sender<Progress>,
+    state: Mutex<LaneState>,
+}
+
+impl Lane {
+    pub(super) fn new(
+        key: u64,
+        invocation_id: Arc<str>,
+        registry: Arc<Registry>,
+        sink: ObserverErrorSink,
+    ) -> Lane {
+        Lane {
+            key,
+            invocation_id,
+            registry,
+            sink,
+            emitted: AtomicU64::new(0),
+            progress: watch::channel(Progress::default()).0,
+            state: Mutex::new(LaneState {
+                pending: VecDeque::new(),
+                runner: Runner::Idle,
+                closed: false,
+                next_ticket: 0,
+                abort: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues one event; spawns a run when nobody is delivering. Never waits.
+    pub(super) fn push(self: &Arc<Self>, envelope: Envelope) {
+        let mut state = self.lock();
+        if state.closed || matches!(state.runner, Runner::Finished) {
+            return;
+        }
+        self.emitted.fetch_add(1, Ordering::SeqCst);
+        state.pending.push_back(envelope);
+        if matches!(state.runner, Runner::Idle) {
+            self.schedule(&mut state);
+        }
+    }
+
+    /// Spawns a run for the queued events (the caller holds the lock). Outside a
+    /// runtime (a future dropped at shutdown) the lane stays idle with its events
+    /// queued: the next event or a drain delivers them.
+    fn schedule(self: &Arc<Self>, state: &mut LaneState) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            state.runner = Runner::Idle;
+            return;
+        };
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.runner = Runner::Scheduled(ticket);
+        let handle = runtime.spawn(run(Arc::clone(self), ticket));
+        state.abort = Some(handle.abort_handle());
+    }
+
+    /// The invocation ended: a lane with nothing left finishes now; otherwise the
+    /// deliverer finishes it after the last event.
+    pub(super) fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        if matches!(state.runner, Runner::Idle) && state.pending.is_empty() {
+            self.finish(&mut state);
+        }
+    }
+
+    fn finish(&self, state: &mut LaneState) {
+        state.runner = Runner::Finished;
+        state.pending.clear();
+        self.progress.send_modify(|p| p.finished = true);
+        self.registry.remove(self.key);
+    }
+
+    /// Cancels delivery (a process-wide drain's timeout): the run is aborted and
+    /// what was not delivered never will be. Returns the undelivered count.
+    pub(super) fn cancel(&self) -> u64 {
+        let mut state = self.lock();
+        if matches!(state.runner, Runner::Finished) {
+            return 0;
+        }
+        if let Some(abort) = state.abort.take() {
+            abort.abort();
+        }
+        let undelivered = self.undelivered(self.emitted.load(Ordering::SeqCst));
+        self.finish(&mut state);
+        undelivered
+    }
+
+    /// Events up to `target` not delivered yet.
+    pub(super) fn undelivered(&self, target: u64) -> u64 {
+        target.saturating_sub(self.progress.borrow().delivered)
+    }
+
+    /// Delivers the queued events on the caller's task, up to the `target`-th event
+    /// (all with `None`), when nobody is delivering or the spawned run has not
+    /// started. Otherwise returns at once (the run delivers them).
+    pub(super) async fn deliver_inline(self: &Arc<Self>, target: Option<u64>) {
+        {
+            let mut state = self.lock();
+            match state.runner {
+                Runner::Idle if !state.pending.is_empty() => {}
+                Runner::Scheduled(_) => {}
+                _ => return,
+            }
+            state.runner = Runner::Delivering;
+        }
+        self.deliver(target).await;
+    }
+
+    /// The delivery loop of whoever holds the lane: one event at a time, in order;
+    /// then it lets the lane go (to a new run when events remain past `target`).
+    async fn deliver(self: &Arc<Self>, target: Option<u64>) {
+        let mut hold = Hold {
+            lane: self,
+            current: None,
+        };
+        loop {
+            let envelope = {
+                let mut state = self.lock();
+                let reached = target.is_some_and(|t| self.progress.borrow().delivered >= t);
+                match state.pending.pop_front() {
+                    Some(envelope) if !reached => envelope,
+                    Some(envelope) => {
+                        state.pending.push_front(envelope);
+                        self.schedule(&mut state);
+                        return;
+                    }
+                    None if state.closed => {
+                        self.finish(&mut state);
+                        return;
+                    }
+                    None => {
+                        state.runner = Runner::Idle;
+                        return;
+                    }
+                }
+            };
+            deliver_one(hold.current.insert(envelope), &self.sink).await;
+            hold.current = None;
+            // Waiters are only notified while a drain waits: counting costs no
+            // wake-up otherwise.
+            self.progress.send_if_modified(|p| {
+                p.delivered += 1;
+                self.progress.receiver_count() > 0
+            });
+        }
+    }
+
+    /// Waits until `target` events are delivered or the lane finished.
+    pub(super) async fn wait_delivered(&self, target: u64) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(|p| p.delivered >= target || p.finished).await;
+    }
+
+    /// Waits until the lane finished.
+    pub(super) async fn wait_finished(&self) {
+        let mut rx = self.progress.subscribe();
+        let _ = rx.wait_for(|p| p.finished).await;
+    }
+}
+
+/// The lane held by a deliverer. Dropped in the middle of an event (a drain's
+/// caller gave up on it), it puts the event back first in line, from the recipient
+/// that was interrupted, and hands the lane to a new run: nothing is lost and the
+/// order holds.
+struct Hold<'a> {
+    lane: &'a Arc<Lane>,
+    current: Option<Envelope>,
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        let Some(envelope) = self.current.take() else {
+            return;
+        };
+        let mut state = self.lane.lock();
+        if matches!(state.runner, Runner::Finished) {
+            return;
+        }
+        state.pending.push_front(envelope);
+        self.lane.schedule(&mut state);
+    }
+}
+
+/// A spawned delivery run: takes the lane unless a drain took it first.
+async fn run(lane: Arc<Lane>, ticket: u64) {
+    {
+        let mut state = lane.lock();
+        if !matches!(state.runner, Runner::Scheduled(t) if t == ticket) {
+            return;
+        }
+        state.runner = Runner::Delivering;
+    }
+    lane.deliver(None).await;
+}
+
+/// Delivers one event to each of its recipients in registration order.
+/// Advances `envelope.next` past each recipient served.
+async fn deliver_one(envelope: &mut Envelope, sink: &ObserverErrorSink) {
+    let Envelope {
+        event,
+        recipients,
+        next,
+    } = envelope;
+    for (index, registration) in recipients.iter().enumerate().skip(*next) {
+        if !registration.wants(event) {
+            *next = index + 1;
+            continue;
+        }
+        // A panic while creating the future or while polling it is contained.
+        let event = Arc::clone(event);
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+            registration.observer.on_event(event)
+        })) {
+            Ok(call) => AssertUnwindSafe(call).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => sink(&registration.name, &err),
+            Err(_) => {
+                let err: BoxError = "observer panicked".into();
+                sink(&registration.name, &err);
+            }
+        }
+        *next = index + 1;
+    }
+}
