@@ -112,22 +112,44 @@ fn openai_stream_outcome_does_not_depend_on_the_cut() {
     }
 }
 
-/// Found by `anthropic_sse`: a `content_block_start` carrying text already (the API
-/// sends it empty, nothing promises it) put that text in the assembled response but
-/// reported no delta for it, so a streaming consumer saw "ok" and the response said
-/// "wok". The initial text (or thinking) is reported like a delta.
-#[test]
-fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
+type Deltas = Vec<(DeltaKind, String)>;
+
+/// An Anthropic stream of `events` (between a `message_start` and the closing
+/// `message_delta` / `message_stop`) decoded as one piece: the outcome and the
+/// deltas reported on the way.
+fn anthropic_stream(events: &[serde_json::Value]) -> (Result<Response, LlmError>, Deltas) {
     let provider = openarmature_llm::AnthropicProvider::builder("m")
         .base_url("http://127.0.0.1:9/v1")
         .build()
         .unwrap();
     let request = ask().config(openarmature_llm::RuntimeConfig::default().max_tokens(64));
     let wire = WireRequest::of(&request, &request.messages, &request.config);
-    let events = [
-        json!({"type": "message_start", "message": {"id": "m1", "type": "message",
-               "role": "assistant", "model": "claude-test", "content": [],
-               "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 0}}}),
+    let start = json!({"type": "message_start", "message": {"id": "m1", "type": "message",
+        "role": "assistant", "model": "claude-test", "content": [],
+        "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 0}}});
+    let end = [
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ];
+    let body: String = std::iter::once(&start)
+        .chain(events)
+        .chain(&end)
+        .map(|e| format!("data: {e}\n\n"))
+        .collect();
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let sink = |kind: DeltaKind, text: &str| deltas.lock().unwrap().push((kind, text.to_owned()));
+    let result = provider.decode_stream(&wire, &[body.as_bytes()], &sink);
+    (result, deltas.into_inner().unwrap())
+}
+
+/// Found by `anthropic_sse`: a `content_block_start` carrying text already (the API
+/// sends it empty, nothing promises it) put that text in the assembled response but
+/// reported no delta for it, so a streaming consumer saw "ok" and the response said
+/// "wok". The initial text (or thinking) is reported like a delta.
+#[test]
+fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
+    let (response, deltas) = anthropic_stream(&[
         json!({"type": "content_block_start", "index": 0,
                "content_block": {"type": "thinking", "thinking": "hm, "}}),
         json!({"type": "content_block_delta", "index": 0,
@@ -136,17 +158,8 @@ fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
                "content_block": {"type": "text", "text": "w"}}),
         json!({"type": "content_block_delta", "index": 1,
                "delta": {"type": "text_delta", "text": "ok"}}),
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-               "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ];
-    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-    let deltas = std::sync::Mutex::new(Vec::new());
-    let sink = |kind: DeltaKind, text: &str| deltas.lock().unwrap().push((kind, text.to_owned()));
-    let response = provider
-        .decode_stream(&wire, &[body.as_bytes()], &sink)
-        .unwrap();
-    let deltas = deltas.into_inner().unwrap();
+    ]);
+    let response = response.unwrap();
     let joined = |kind: DeltaKind| -> String {
         deltas
             .iter()
@@ -166,31 +179,14 @@ fn anthropic_stream_deltas_add_up_to_the_text_when_a_block_starts_non_empty() {
 /// for a block of another type is `provider_invalid_response`.
 #[test]
 fn anthropic_a_text_delta_for_a_block_of_another_type_is_invalid() {
-    let provider = openarmature_llm::AnthropicProvider::builder("m")
-        .base_url("http://127.0.0.1:9/v1")
-        .build()
-        .unwrap();
-    let request = ask().config(openarmature_llm::RuntimeConfig::default().max_tokens(64));
-    let wire = WireRequest::of(&request, &request.messages, &request.config);
-    let events = [
-        json!({"type": "message_start", "message": {"id": "m1", "type": "message",
-               "role": "assistant", "model": "claude-test", "content": [],
-               "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 0}}}),
+    let (result, deltas) = anthropic_stream(&[
         json!({"type": "content_block_start", "index": 0,
                "content_block": {"type": "tetx", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0,
                "delta": {"type": "text_delta", "text": "Hello"}}),
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-               "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ];
-    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-    let deltas = std::sync::Mutex::new(Vec::<String>::new());
-    let sink = |_: DeltaKind, text: &str| deltas.lock().unwrap().push(text.to_owned());
-    let error = provider
-        .decode_stream(&wire, &[body.as_bytes()], &sink)
-        .unwrap_err();
+    ]);
+    let error = result.unwrap_err();
     assert_eq!(error.category(), ErrorCategory::ProviderInvalidResponse);
     assert!(error.to_string().contains("tetx"), "{error}");
-    assert!(deltas.into_inner().unwrap().is_empty());
+    assert!(deltas.is_empty());
 }
