@@ -23,8 +23,9 @@ use std::time::{Duration, SystemTime};
 pub use self::builder::{OtelObserverBuilder, PayloadCapTooSmall};
 
 use futures::future::BoxFuture;
+use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
 use openarmature_graph::{
-    BoxError, CompiledGraph, Completed, GraphError, InvokeOptions, NodeCtx, Observer,
+    BoxError, CallSite, CompiledGraph, Completed, GraphError, InvokeOptions, NodeCtx, Observer,
     ObserverEvent, Registration, State,
 };
 use opentelemetry::global::BoxedTracer;
@@ -484,12 +485,7 @@ impl OtelObserver {
                 state.on_node(&shared.tracer, &shared.config, e);
             }
             ObserverEvent::LlmAttempt(e) => {
-                let state = self.state_for(
-                    &mut inner,
-                    &e.site.invocation_id,
-                    e.site.correlation_id.as_deref(),
-                    SystemTime::now(),
-                );
+                let state = self.state_at(&mut inner, &e.site);
                 state.on_llm_attempt(&shared.tracer, &shared.config, e);
             }
             ObserverEvent::Extension(e) => {
@@ -515,22 +511,12 @@ impl OtelObserver {
             // §5.5.11: one tool span per instrumented execution, from its terminal event.
             ObserverEvent::ToolCall(e) => {
                 let (call, outcome) = state::ToolOutcome::of_success(e);
-                let state = self.state_for(
-                    &mut inner,
-                    &call.site.invocation_id,
-                    call.site.correlation_id.as_deref(),
-                    SystemTime::now(),
-                );
+                let state = self.state_at(&mut inner, &call.site);
                 state.on_tool(&shared.tracer, &shared.config, call, outcome);
             }
             ObserverEvent::ToolCallFailed(e) => {
                 let (call, outcome) = state::ToolOutcome::of_failure(e);
-                let state = self.state_for(
-                    &mut inner,
-                    &call.site.invocation_id,
-                    call.site.correlation_id.as_deref(),
-                    SystemTime::now(),
-                );
+                let state = self.state_at(&mut inner, &call.site);
                 state.on_tool(&shared.tracer, &shared.config, call, outcome);
             }
             // §5.5.8 / §5.5.13: one span per embedding / rerank call, from its terminal event.
@@ -542,36 +528,10 @@ impl OtelObserver {
             }
             // §5.5.15: an exceeded token budget also makes a WARNING log record.
             ObserverEvent::LlmCompletion(e) if shared.config.logger.is_some() => {
-                let user = lenient_user(&e.site.metadata);
-                if let Some(log) =
-                    budget_log::budget_warning(&e.site, &e.request, Some(&e.response), &user)
-                {
-                    let state = self.state_for(
-                        &mut inner,
-                        &e.site.invocation_id,
-                        e.site.correlation_id.as_deref(),
-                        SystemTime::now(),
-                    );
-                    let mut log = log;
-                    log.record.attributes.extend(state.session.clone());
-                    state.pending_logs.push(log);
-                }
+                self.budget_log(&mut inner, &e.site, &e.request, Some(&e.response));
             }
             ObserverEvent::LlmFailed(e) if shared.config.logger.is_some() => {
-                let user = lenient_user(&e.site.metadata);
-                if let Some(log) =
-                    budget_log::budget_warning(&e.site, &e.request, e.response.as_ref(), &user)
-                {
-                    let state = self.state_for(
-                        &mut inner,
-                        &e.site.invocation_id,
-                        e.site.correlation_id.as_deref(),
-                        SystemTime::now(),
-                    );
-                    let mut log = log;
-                    log.record.attributes.extend(state.session.clone());
-                    state.pending_logs.push(log);
-                }
+                self.budget_log(&mut inner, &e.site, &e.request, e.response.as_ref());
             }
             // Other terminal LLM events, failure-isolation events and kinds added later
             // do not drive spans (LLM spans come from the per-attempt signal).
@@ -581,6 +541,33 @@ impl OtelObserver {
 }
 
 impl OtelObserver {
+    /// The state of the invocation a call at `site` belongs to (begun lazily now).
+    fn state_at<'m>(&self, inner: &'m mut Inner, site: &CallSite) -> &'m mut InvState {
+        self.state_for(
+            inner,
+            &site.invocation_id,
+            site.correlation_id.as_deref(),
+            SystemTime::now(),
+        )
+    }
+
+    /// §5.5.15: queues the WARNING log record of a call that exceeded its token
+    /// budget (nothing when it did not).
+    fn budget_log(
+        &self,
+        inner: &mut Inner,
+        site: &CallSite,
+        request: &LlmRequestSummary,
+        response: Option<&LlmResponseSummary>,
+    ) {
+        let user = lenient_user(&site.metadata);
+        if let Some(mut log) = budget_log::budget_warning(site, request, response, &user) {
+            let state = self.state_at(inner, site);
+            log.record.attributes.extend(state.session.clone());
+            state.pending_logs.push(log);
+        }
+    }
+
     fn on_retrieval(&self, inner: &mut Inner, event: &ObserverEvent) {
         let shared = &*self.shared;
         let site = match event {
@@ -590,12 +577,7 @@ impl OtelObserver {
             ObserverEvent::RerankFailed(e) => &e.site,
             _ => return,
         };
-        let state = self.state_for(
-            inner,
-            &site.invocation_id,
-            site.correlation_id.as_deref(),
-            SystemTime::now(),
-        );
+        let state = self.state_at(inner, site);
         let (tracer, config) = (&shared.tracer, &shared.config);
         match event {
             ObserverEvent::Embedding(e) => state.on_embedding(tracer, config, e),
