@@ -73,17 +73,6 @@ impl NodeError {
     pub fn is<T: StdError + 'static>(&self) -> bool {
         self.inner.is::<T>()
     }
-
-    /// This error as a plain [`BoxError`]: the wrapped error itself when nothing would
-    /// be lost (no category captured, or the wrapped error is a [`CategorizedError`]
-    /// carrying it), else this `NodeError`, boxed.
-    pub fn into_box_error(self) -> BoxError {
-        if self.category.is_none() || self.inner.is::<CategorizedError>() {
-            self.inner
-        } else {
-            Box::new(self)
-        }
-    }
 }
 
 impl<E: Categorized + StdError + Send + Sync + 'static> From<E> for NodeError {
@@ -187,7 +176,7 @@ mod tests {
         assert!(err.is_transient());
         assert_eq!(err.to_string(), "typed provider_rate_limit");
         assert!(err.is::<Typed>());
-        let boxed = err.into_box_error();
+        let boxed: BoxError = Box::new(err);
         // Boxed again, the category is still there and the typed error reachable.
         let again = NodeError::from(boxed);
         assert_eq!(again.category(), Some(Category::PROVIDER_RATE_LIMIT));
@@ -202,11 +191,10 @@ mod tests {
         let boxed: BoxError = Box::new(CategorizedError::new(Category::ROUTING_ERROR, "r"));
         let from_box = NodeError::from(boxed);
         assert_eq!(from_box.category(), Some(Category::ROUTING_ERROR));
-        // A CategorizedError carries its own category: unwrapping loses nothing.
-        assert!(from_box.into_box_error().is::<CategorizedError>());
+        assert!(from_box.into_inner().is::<CategorizedError>());
         let io = NodeError::from(std::io::Error::other("disk"));
         assert_eq!(io.category(), None);
-        assert!(io.into_box_error().is::<std::io::Error>());
+        assert!(io.into_inner().is::<std::io::Error>());
     }
 
     #[test]
