@@ -100,17 +100,7 @@ pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Va
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     body.insert("query".into(), Value::String(request.query.clone()));
-    body.insert(
-        "documents".into(),
-        Value::Array(
-            request
-                .documents
-                .iter()
-                .cloned()
-                .map(Value::String)
-                .collect(),
-        ),
-    );
+    body.insert("documents".into(), wire::strings(&request.documents, None));
     body
 }
 

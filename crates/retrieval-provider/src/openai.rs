@@ -17,8 +17,8 @@ use crate::embedding::EmbeddingResponse;
 use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::extras;
 use crate::stitch::{self, Chunk};
+use crate::{extras, wire};
 
 /// OpenAI's per-request input cap.
 pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
@@ -97,7 +97,7 @@ impl OpenAiEmbeddings {
         };
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.endpoint.model.clone()));
-        body.insert("input".into(), prefixed(input, prefix));
+        body.insert("input".into(), wire::strings(input, prefix));
         if let Some(d) = config.dimensions {
             extras::insert_managed(&mut body, &config.extras, "dimensions", Value::from(d))?;
         }
@@ -116,16 +116,6 @@ impl OpenAiEmbeddings {
             .await?;
         Chunk::from_data(raw, "prompt_tokens")
     }
-}
-
-/// `input` as a wire string list, each string behind `prefix` when one applies.
-pub(crate) fn prefixed(input: &[String], prefix: Option<&str>) -> Value {
-    Value::Array(
-        input
-            .iter()
-            .map(|s| Value::String(format!("{}{s}", prefix.unwrap_or(""))))
-            .collect(),
-    )
 }
 
 impl EmbeddingProvider for OpenAiEmbeddings {

@@ -127,10 +127,7 @@ impl CohereEmbeddings {
         body.insert("model".into(), Value::String(self.endpoint.model.clone()));
         let input_type = wire_input_type(config.input_type.as_deref())?;
         extras::insert_managed(&mut body, bag, "input_type", Value::from(input_type))?;
-        body.insert(
-            "texts".into(),
-            Value::Array(input.iter().cloned().map(Value::String).collect()),
-        );
+        body.insert("texts".into(), wire::strings(input, None));
         body.insert(
             "embedding_types".into(),
             embedding_types(bag.get("embedding_types")),

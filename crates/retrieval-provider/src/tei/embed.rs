@@ -15,7 +15,7 @@ use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::stitch::{self, Chunk};
-use crate::{extras, openai, vectors};
+use crate::{extras, vectors, wire};
 
 /// Builds a [`TeiEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
 /// base URL, transport) plus `chunk_size`, `prompt_name` and `prefixes`.
@@ -107,7 +107,7 @@ impl TeiEmbeddings {
             _ => None,
         };
         let mut body = Map::new();
-        body.insert("inputs".into(), openai::prefixed(input, prefix));
+        body.insert("inputs".into(), wire::strings(input, prefix));
         if let Some(p) = prompt {
             extras::insert_managed(&mut body, &config.extras, "prompt_name", Value::String(p))?;
         }

@@ -80,10 +80,7 @@ impl TeiRerank {
     ) -> Result<Value, RetrievalError> {
         let mut body = Map::new();
         body.insert("query".into(), Value::String(query.to_owned()));
-        body.insert(
-            "texts".into(),
-            Value::Array(texts.iter().cloned().map(Value::String).collect()),
-        );
+        body.insert("texts".into(), wire::strings(texts, None));
         extras::insert_managed(&mut body, &config.extras, TRUNCATE, Value::Bool(false))?;
         let echo = Value::Bool(config.return_documents.unwrap_or(false));
         extras::insert_managed(&mut body, &config.extras, "return_text", echo)?;
