@@ -131,6 +131,8 @@ mod spans;
 #[cfg(feature = "providers")]
 mod sse;
 mod stream;
+#[cfg(test)]
+mod test_support;
 mod tool;
 mod tool_scope;
 pub mod typed;

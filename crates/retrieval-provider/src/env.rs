@@ -101,8 +101,8 @@ mod sealed {
         /// The vendor's variables.
         const VARS: &'static super::VendorVars;
 
-        /// The provider's builder bound to `model` (its `builder`).
-        fn fresh(model: String) -> ProviderBuilder<Self>;
+        /// The provider's `builder`: a builder bound to a model.
+        const BUILDER: fn(String) -> ProviderBuilder<Self>;
     }
 }
 
@@ -143,7 +143,7 @@ pub trait FromEnv: sealed::Vendor {
         model: impl Into<String>,
         vars: impl VarLookup,
     ) -> Result<ProviderBuilder<Self>, EnvError> {
-        Self::VARS.configure(Self::fresh(model.into()), &vars)
+        Self::VARS.configure((Self::BUILDER)(model.into()), &vars)
     }
 }
 
@@ -151,37 +151,27 @@ impl<P: sealed::Vendor> FromEnv for P {}
 
 impl sealed::Vendor for OpenAiEmbeddings {
     const VARS: &'static VendorVars = &OPENAI;
-    fn fresh(model: String) -> ProviderBuilder<Self> {
-        Self::builder(model)
-    }
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 impl sealed::Vendor for CohereEmbeddings {
     const VARS: &'static VendorVars = &COHERE;
-    fn fresh(model: String) -> ProviderBuilder<Self> {
-        Self::builder(model)
-    }
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 impl sealed::Vendor for CohereRerank {
     const VARS: &'static VendorVars = &COHERE;
-    fn fresh(model: String) -> ProviderBuilder<Self> {
-        Self::builder(model)
-    }
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 impl sealed::Vendor for JinaEmbeddings {
     const VARS: &'static VendorVars = &JINA;
-    fn fresh(model: String) -> ProviderBuilder<Self> {
-        Self::builder(model)
-    }
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 impl sealed::Vendor for JinaRerank {
     const VARS: &'static VendorVars = &JINA;
-    fn fresh(model: String) -> ProviderBuilder<Self> {
-        Self::builder(model)
-    }
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 #[cfg(test)]

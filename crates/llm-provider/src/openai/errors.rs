@@ -207,51 +207,21 @@ mod tests {
 
     #[test]
     fn status_table() {
-        let cat = |status, body: &str| {
-            from_status(status, &HeaderMap::new(), body.as_bytes())
-                .category()
-                .as_str()
-        };
-        assert_eq!(cat(401, "{}"), "provider_authentication");
-        assert_eq!(
-            cat(404, r#"{"error":{"code":"model_not_found","message":"m"}}"#),
-            "provider_invalid_model"
+        // `<status> <category> <body>`.
+        crate::test_support::assert_status_table(
+            from_status,
+            |_, body| body.to_owned(),
+            r#"401 authentication {}
+               404 invalid_model {"error":{"code":"model_not_found","message":"m"}}
+               404 invalid_model {"error":"model 'x' not found"}
+               404 invalid_request not json
+               503 model_not_loaded {"error":{"type":"model_not_loaded","message":"m"}}
+               503 unavailable {"error":{"type":"service_unavailable","message":"down"}}
+               500 unavailable
+               400 unsupported_content_block {"error":{"code":"image_content_not_supported","message":"m"}}
+               400 invalid_request {"error":{"code":"bad_request","message":"missing required field"}}
+               429 rate_limit {}"#,
         );
-        assert_eq!(
-            cat(404, r#"{"error":"model 'x' not found"}"#),
-            "provider_invalid_model"
-        );
-        assert_eq!(cat(404, "not json"), "provider_invalid_request");
-        assert_eq!(
-            cat(
-                503,
-                r#"{"error":{"type":"model_not_loaded","message":"m"}}"#
-            ),
-            "provider_model_not_loaded"
-        );
-        assert_eq!(
-            cat(
-                503,
-                r#"{"error":{"type":"service_unavailable","message":"down"}}"#
-            ),
-            "provider_unavailable"
-        );
-        assert_eq!(cat(500, ""), "provider_unavailable");
-        assert_eq!(
-            cat(
-                400,
-                r#"{"error":{"code":"image_content_not_supported","message":"m"}}"#
-            ),
-            "provider_unsupported_content_block"
-        );
-        assert_eq!(
-            cat(
-                400,
-                r#"{"error":{"code":"bad_request","message":"missing required field"}}"#
-            ),
-            "provider_invalid_request"
-        );
-        assert_eq!(cat(429, "{}"), "provider_rate_limit");
         let e = from_status(
             503,
             &HeaderMap::new(),

@@ -8,18 +8,17 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::LlmAttemptOutcome;
 use openarmature_graph::{
-    category_of, observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent,
-    Registration, END,
+    category_of, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END,
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig, Message,
-    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid, Transport,
+    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
 use serde_json::{json, Value};
 
-use crate::support::{completion, Server, Step};
+use crate::support::{completion, Step};
 
 fn down(message: &str) -> Step {
     Step::json(
@@ -61,14 +60,7 @@ fn recording(request: CompletionRequest) -> (CompletionRequest, Log) {
     (request, log)
 }
 
-async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
-    let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
-    (server, provider)
-}
+use crate::support::openai as provider;
 
 fn person_schema() -> Value {
     json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -299,21 +291,7 @@ state! {
     }
 }
 
-fn recorder() -> (Registration, Arc<Mutex<Vec<Arc<ObserverEvent>>>>) {
-    let events: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
-    let sink = Arc::clone(&events);
-    let reg = Registration::new(
-        "rec",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let sink = Arc::clone(&sink);
-            async move {
-                sink.lock().unwrap().push(e);
-                Ok::<(), openarmature_graph::BoxError>(())
-            }
-        }),
-    );
-    (reg, events)
-}
+use crate::support::recorder;
 
 fn asking_graph(
     p: OpenAiProvider,

@@ -233,10 +233,7 @@ async fn rate_limit_exposes_retry_after() {
         },
     ];
     let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
+    let provider = crate::support::openai_at(&server, "m");
     let request = CompletionRequest::new(vec![Message::user("hi")]);
     let first = provider.complete(&request).await.unwrap_err();
     assert_eq!(first.retry_after(), Some(Duration::from_secs(7)));
