@@ -1,8 +1,17 @@
 //! Helpers the crate's unit tests share (compiled only for `cargo test`).
 
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Mutex;
+
+use proptest::prelude::*;
 use reqwest::header::HeaderMap;
+use serde_json::Value;
 
 use crate::error::LlmError;
+use crate::sse::{Assemble, SseEvent};
+use crate::stream::DeltaKind;
+use crate::validate::Prepared;
 
 /// A wire mapping's error mapper: status, headers, body → the §7 error.
 pub(crate) type ErrorMapper = fn(u16, &HeaderMap, &[u8]) -> LlmError;
@@ -33,4 +42,78 @@ pub(crate) fn assert_status_table(
 /// `rest` split at its first `": "` into a vendor error kind and a message.
 pub(crate) fn kind_and_message(rest: &str) -> (&str, &str) {
     rest.split_once(": ").unwrap_or((rest, ""))
+}
+
+/// The `get` tool's arguments schema the tests declare: `{city: string}`, `city`
+/// required; `strict` adds `additionalProperties: false`.
+pub(crate) fn city_schema(strict: bool) -> Value {
+    let mut schema = serde_json::json!({"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    if strict {
+        schema["additionalProperties"] = Value::Bool(false);
+    }
+    schema
+}
+
+/// A validated request declaring one tool, `name` with `arguments`, and
+/// `response_schema` when given.
+pub(crate) fn prepared_with(
+    name: &str,
+    arguments: &Value,
+    response_schema: Option<&Value>,
+) -> Prepared {
+    Prepared {
+        tools: vec![(name.into(), crate::schema::compile(arguments, "t").unwrap())],
+        response_schema: response_schema.map(|s| crate::schema::compile(s, "s").unwrap()),
+    }
+}
+
+/// [`prepared_with`] the strict `get` tool: what the response tests declare.
+pub(crate) fn prepared(response_schema: Option<&Value>) -> Prepared {
+    prepared_with("get", &city_schema(true), response_schema)
+}
+
+/// The deltas a sink saw, in order.
+pub(crate) type Deltas = Vec<(DeltaKind, String)>;
+
+/// Feeds `events` to a fresh assembler, stopping at the first error: the assembler,
+/// the outcome and the deltas reported.
+pub(crate) fn feed<A: Assemble + Default>(
+    events: impl IntoIterator<Item = SseEvent>,
+) -> (A, Result<(), LlmError>, Deltas) {
+    let seen = Mutex::new(Vec::new());
+    let sink = |k: DeltaKind, t: &str| seen.lock().unwrap().push((k, t.to_owned()));
+    let mut a = A::default();
+    let mut outcome = Ok(());
+    for event in events {
+        outcome = outcome.and_then(|()| a.event(&event, &sink));
+    }
+    (a, outcome, seen.into_inner().unwrap())
+}
+
+/// An arbitrary JSON value for the never-panics properties: scalars (and the
+/// `words` a mapping reacts to) nested up to four levels, object keys drawn from
+/// `keys` or random.
+pub(crate) fn json_value(
+    keys: &'static [&'static str],
+    words: &'static [&'static str],
+) -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ".{0,12}".prop_map(Value::from),
+        prop::sample::select(words).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, move |inner| {
+        let key = prop_oneof![prop::sample::select(keys).prop_map(str::to_owned), ".{0,6}"];
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(key, inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
 }
