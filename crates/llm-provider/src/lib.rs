@@ -139,6 +139,7 @@ pub mod typed;
 // The pre-send checks and schema compilation the wire mappings run.
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod validate;
+mod wire_client;
 
 #[cfg(feature = "providers")]
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};
