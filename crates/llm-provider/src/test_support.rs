@@ -9,6 +9,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::LlmError;
+use crate::response::Usage;
 use crate::sse::{Assemble, SseEvent};
 use crate::stream::DeltaKind;
 use crate::validate::Prepared;
@@ -93,11 +94,10 @@ pub(crate) fn feed<A: Assemble + Default>(
 
 /// An arbitrary JSON value for the never-panics properties: scalars (and the
 /// `words` a mapping reacts to) nested up to four levels, object keys drawn from
-/// `keys` or random.
-pub(crate) fn json_value(
-    keys: &'static [&'static str],
-    words: &'static [&'static str],
-) -> impl Strategy<Value = Value> {
+/// `keys` or random (both lists space-separated).
+pub(crate) fn json_value(keys: &'static str, words: &'static str) -> impl Strategy<Value = Value> {
+    let keys: Vec<&'static str> = keys.split_whitespace().collect();
+    let words: Vec<&'static str> = words.split_whitespace().collect();
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
@@ -109,11 +109,24 @@ pub(crate) fn json_value(
         prop::sample::select(words).prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, move |inner| {
-        let key = prop_oneof![prop::sample::select(keys).prop_map(str::to_owned), ".{0,6}"];
+        let key = prop_oneof![
+            prop::sample::select(keys.clone()).prop_map(str::to_owned),
+            ".{0,6}"
+        ];
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::btree_map(key, inner, 0..5)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// A response's prompt, completion, total and cached token counts.
+pub(crate) fn token_counts(usage: &Usage) -> [Option<u64>; 4] {
+    [
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        usage.total_tokens,
+        usage.cached_tokens,
+    ]
 }

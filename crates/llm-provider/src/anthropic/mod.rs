@@ -102,7 +102,7 @@ pub enum StructuredOutputPath {
 
 /// A provider speaking the Anthropic Messages API (§8.2). Cheap to clone; concurrent
 /// calls go to the wire concurrently (§8.2.4). `Debug` never prints the API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct AnthropicProvider {
     /// The client; `anthropic-version` is one of its fixed headers.
     client: WireClient,
@@ -114,17 +114,6 @@ pub struct AnthropicProvider {
     streaming: bool,
     provider_name: String,
     fallback_directive: String,
-}
-
-impl std::fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("messages_url", &self.messages_url)
-            .field("model", &self.model)
-            .field("api_key", &self.client.key_shown())
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl AnthropicProvider {

@@ -38,13 +38,8 @@ fn text_thinking_and_usage() {
     assert_eq!(r.content(), Some("hi"));
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert_eq!(
-        (
-            r.usage.prompt_tokens,
-            r.usage.completion_tokens,
-            r.usage.total_tokens,
-            r.usage.cached_tokens
-        ),
-        (Some(3), Some(2), Some(5), None)
+        crate::test_support::token_counts(&r.usage),
+        [Some(3), Some(2), Some(5), None]
     );
     let r = parse_value(
         message(
@@ -195,8 +190,8 @@ mod props {
 
     fn json_value() -> impl Strategy<Value = Value> {
         crate::test_support::json_value(
-            &["type", "text", "input", "name", "id", "content", "usage"],
-            &["text", "tool_use", "thinking", "get", "end_turn"],
+            "type text input name id content usage",
+            "text tool_use thinking get end_turn",
         )
     }
 

@@ -74,7 +74,7 @@ pub(super) const API_KEY_HEADER: &str = "x-goog-api-key";
 /// A provider speaking the Gemini `generateContent` API (§8.3). Cheap to clone;
 /// concurrent calls go to the wire concurrently (§8.3.4). `Debug` never prints the
 /// API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct GeminiProvider {
     pub(super) client: WireClient,
     pub(super) generate_url: String,
@@ -87,17 +87,6 @@ pub struct GeminiProvider {
     pub(super) capabilities: ModelCapabilities,
     pub(super) provider_name: String,
     pub(super) fallback_directive: String,
-}
-
-impl std::fmt::Debug for GeminiProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GeminiProvider")
-            .field("generate_url", &self.generate_url)
-            .field("model", &self.model)
-            .field("api_key", &self.client.key_shown())
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl GeminiProvider {

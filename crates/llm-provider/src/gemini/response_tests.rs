@@ -23,13 +23,8 @@ fn text_usage_and_raw() {
     assert_eq!(r.content(), Some("ab"));
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert_eq!(
-        (
-            r.usage.prompt_tokens,
-            r.usage.completion_tokens,
-            r.usage.total_tokens,
-            r.usage.cached_tokens
-        ),
-        (Some(12), None, Some(18), Some(4))
+        crate::test_support::token_counts(&r.usage),
+        [Some(12), None, Some(18), Some(4)]
     );
     assert_eq!(r.raw["usageMetadata"]["candidatesTokenCount"], "x");
     assert_eq!(
@@ -159,21 +154,9 @@ mod props {
 
     fn json_value() -> impl Strategy<Value = Value> {
         crate::test_support::json_value(
-            &[
-                "candidates",
-                "content",
-                "parts",
-                "text",
-                "thought",
-                "functionCall",
-                "args",
-                "name",
-                "finishReason",
-                "usageMetadata",
-                "promptFeedback",
-            ],
-            &["STOP", "model", "get", "x"],
-        )
+"candidates content parts text thought functionCall args name finishReason usageMetadata promptFeedback",
+"STOP model get x",
+)
     }
 
     proptest! {

@@ -101,7 +101,7 @@ impl ProviderBuilder<OpenAiProvider> {
 /// A provider speaking the OpenAI-compatible Chat Completions API (§8.1). Cheap to
 /// clone; concurrent calls go to the wire concurrently (§8.1.4). `Debug` never
 /// prints the API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct OpenAiProvider {
     client: WireClient,
     chat_url: String,
@@ -110,18 +110,6 @@ pub struct OpenAiProvider {
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-}
-
-impl std::fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiProvider")
-            .field("chat_url", &self.chat_url)
-            .field("model", &self.model)
-            .field("api_key", &self.client.key_shown())
-            .field("max_response_bytes", &self.client.http.max_response_bytes())
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OpenAiProvider {

@@ -233,13 +233,8 @@ mod tests {
         .unwrap();
         assert_eq!(r.content(), Some("hi"));
         assert_eq!(
-            (
-                r.usage.prompt_tokens,
-                r.usage.completion_tokens,
-                r.usage.total_tokens,
-                r.usage.cached_tokens
-            ),
-            (None, Some(5), None, Some(0))
+            crate::test_support::token_counts(&r.usage),
+            [None, Some(5), None, Some(0)]
         );
         assert_eq!(r.raw["usage"]["prompt_tokens"], "abc");
     }
@@ -299,34 +294,9 @@ mod tests {
 
         fn json() -> impl Strategy<Value = Value> {
             crate::test_support::json_value(
-                &[
-                    "choices",
-                    "message",
-                    "content",
-                    "tool_calls",
-                    "function",
-                    "arguments",
-                    "name",
-                    "id",
-                    "usage",
-                    "finish_reason",
-                    "role",
-                    "prompt_tokens",
-                    "error",
-                ],
-                &[
-                    "stop",
-                    "length",
-                    "tool_calls",
-                    "error",
-                    "function_call",
-                    "assistant",
-                    "get",
-                    "{\"city\":\"B\"}",
-                    "{\"name\":\"x\",\"age\":3}",
-                    "{",
-                ],
-            )
+"choices message content tool_calls function arguments name id usage finish_reason role prompt_tokens error",
+"stop length tool_calls error function_call assistant get {\"city\":\"B\"} {\"name\":\"x\",\"age\":3} {",
+)
         }
 
         /// Bodies shaped like chat completions, with arbitrary parts.

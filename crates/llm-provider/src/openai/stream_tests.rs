@@ -67,21 +67,9 @@ mod props {
 
     fn chunk() -> impl Strategy<Value = Value> {
         crate::test_support::json_value(
-            &[
-                "choices",
-                "delta",
-                "content",
-                "reasoning",
-                "tool_calls",
-                "function",
-                "arguments",
-                "index",
-                "usage",
-                "finish_reason",
-                "error",
-            ],
-            &["stop", "tool_calls", "{\"a\":", "1}"],
-        )
+"choices delta content reasoning tool_calls function arguments index usage finish_reason error",
+"stop tool_calls {\"a\": 1}",
+)
     }
 
     proptest! {
