@@ -178,14 +178,7 @@ impl sealed::Vendor for JinaRerank {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl VarLookup {
-        move |name: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
+    use openarmature_http::env::from_pairs as vars;
 
     fn conn<P>(b: &ProviderBuilder<P>) -> (&str, &str, Option<&str>) {
         (
