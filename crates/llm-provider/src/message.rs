@@ -441,6 +441,17 @@ impl From<AssistantMessage> for Message {
     }
 }
 
+/// The text of `blocks`' text blocks, in order (thinking blocks and the rest skipped).
+pub(crate) fn text_parts(blocks: &[ContentBlock]) -> Vec<&str> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl AssistantMessage {
     /// The content as text: the string form, or the concatenated text blocks.
     pub fn text(&self) -> Option<String> {
@@ -448,13 +459,7 @@ impl AssistantMessage {
             None => None,
             Some(Content::Text(t)) => Some(t.clone()),
             Some(Content::Blocks(blocks)) => {
-                let texts: Vec<&str> = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let texts = text_parts(blocks);
                 if texts.is_empty() {
                     None
                 } else {

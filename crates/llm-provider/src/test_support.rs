@@ -130,3 +130,12 @@ pub(crate) fn token_counts(usage: &Usage) -> [Option<u64>; 4] {
         usage.cached_tokens,
     ]
 }
+
+/// One tool written twice, its schema's keys in two orders (the byte-stability tests).
+pub(crate) fn one_tool_two_key_orders() -> (crate::Tool, crate::Tool) {
+    let schema = |v: Value| crate::Tool::new("t", "d", v);
+    (
+        schema(serde_json::json!({"type": "object", "properties": {"a": {}, "b": {}}})),
+        schema(serde_json::json!({"properties": {"b": {}, "a": {}}, "type": "object"})),
+    )
+}

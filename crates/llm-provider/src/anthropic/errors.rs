@@ -18,14 +18,12 @@
 use reqwest::header::HeaderMap;
 
 use crate::error::{ErrorCategory, LlmError};
-use crate::openai::errors::{is_content_rejection, read_error_body, status_error, ErrorBody};
+use crate::openai::errors::{
+    is_content_rejection, lower, read_error_body, status_error, ErrorBody,
+};
 
 fn is_model_not_found(e: &ErrorBody) -> bool {
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let message = lower(&e.message);
     let not_found = e.kind.as_deref() == Some("not_found_error");
     (not_found && (message.is_empty() || message.contains("model")))
         || (message.contains("model")

@@ -187,16 +187,7 @@ fn structured_output_paths() {
 
 #[test]
 fn byte_stable() {
-    let a = Tool::new(
-        "t",
-        "d",
-        json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-    );
-    let b = Tool::new(
-        "t",
-        "d",
-        json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-    );
+    let (a, b) = crate::test_support::one_tool_two_key_orders();
     let msgs = [Message::user("x")];
     let c1 = cfg()
         .temperature(0.5)

@@ -221,13 +221,7 @@ fn content(mut blocks: Vec<ContentBlock>) -> Option<Content> {
 }
 
 fn content_text(blocks: &[ContentBlock]) -> Option<String> {
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let texts = crate::message::text_parts(blocks);
     (!texts.is_empty()).then(|| texts.concat())
 }
 

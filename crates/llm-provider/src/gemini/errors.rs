@@ -21,7 +21,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{ErrorCategory, LlmError};
-use crate::openai::errors::status_error;
+use crate::openai::errors::{lower, status_error};
 
 /// The `error` object of a Gemini error body, leniently read.
 struct ErrorBody {
@@ -73,11 +73,7 @@ fn parse_delay(text: &str) -> Option<Duration> {
 /// A message saying the model refused a content part (unsupported media type,
 /// unsupported or unreachable file URI).
 fn is_content_rejection(e: &ErrorBody) -> bool {
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let message = lower(&e.message);
     let subject = [
         "mime type",
         "mimetype",

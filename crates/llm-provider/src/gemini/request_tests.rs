@@ -215,16 +215,7 @@ fn parts_images_and_signatures() {
 
 #[test]
 fn byte_stable_across_key_orders() {
-    let a = Tool::new(
-        "t",
-        "d",
-        json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-    );
-    let b = Tool::new(
-        "t",
-        "d",
-        json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-    );
+    let (a, b) = crate::test_support::one_tool_two_key_orders();
     let c1 = RuntimeConfig::default()
         .extra("x", json!({"q": 1, "p": 2}))
         .extra("topK", json!(3));

@@ -29,6 +29,11 @@ pub(crate) struct ErrorBody {
     pub(crate) code: Option<String>,
 }
 
+/// A body field lowercased (`""` when absent), for the case-insensitive checks.
+pub(crate) fn lower(field: &Option<String>) -> String {
+    field.as_deref().unwrap_or_default().to_ascii_lowercase()
+}
+
 pub(crate) fn read_error_body(body: &[u8]) -> ErrorBody {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
@@ -60,13 +65,9 @@ fn contains_any(haystack: &str, needles: &[&str]) -> bool {
 }
 
 fn is_model_not_found(e: &ErrorBody) -> bool {
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let code = lower(&e.code);
+    let kind = lower(&e.kind);
+    let message = lower(&e.message);
     code == "model_not_found"
         || kind == "model_not_found"
         || (message.contains("model")
@@ -77,13 +78,9 @@ fn is_model_not_found(e: &ErrorBody) -> bool {
 }
 
 fn is_model_not_loaded(e: &ErrorBody) -> bool {
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let kind = lower(&e.kind);
+    let code = lower(&e.code);
+    let message = lower(&e.message);
     kind == "model_not_loaded"
         || code == "model_not_loaded"
         || contains_any(
@@ -93,13 +90,9 @@ fn is_model_not_loaded(e: &ErrorBody) -> bool {
 }
 
 pub(crate) fn is_content_rejection(e: &ErrorBody) -> bool {
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let code = lower(&e.code);
+    let kind = lower(&e.kind);
+    let message = lower(&e.message);
     let media = [
         "image",
         "audio",

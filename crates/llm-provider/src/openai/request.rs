@@ -31,14 +31,7 @@ pub enum StructuredOutputPath {
 const STRUCTURAL: [&str; 4] = ["model", "messages", "tools", "tool_choice"];
 
 /// Declared scalar fields, managed while the caller sets them (reject arm).
-const SCALARS: [&str; 6] = [
-    "temperature",
-    "max_tokens",
-    "top_p",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-];
+const SCALARS: &[&str] = crate::config::DECLARED_FIELDS.split_at(6).0;
 
 /// The `{schema}` placeholder of a fallback directive.
 pub(crate) const SCHEMA_PLACEHOLDER: &str = "{schema}";
@@ -326,13 +319,7 @@ fn assistant_content(c: &Content) -> Value {
     match c {
         Content::Text(t) => Value::from(t.as_str()),
         Content::Blocks(blocks) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let texts = crate::message::text_parts(blocks);
             match texts.as_slice() {
                 [] => Value::Null,
                 [one] => Value::from(*one),
@@ -504,16 +491,7 @@ mod tests {
 
     #[test]
     fn byte_stable_and_thinking_stripped() {
-        let a = Tool::new(
-            "t",
-            "d",
-            json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-        );
-        let b = Tool::new(
-            "t",
-            "d",
-            json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-        );
+        let (a, b) = crate::test_support::one_tool_two_key_orders();
         let msgs = [Message::user("x")];
         let config = RuntimeConfig::default();
         let mk = |tools: &[Tool]| {
