@@ -441,6 +441,21 @@ impl From<AssistantMessage> for Message {
     }
 }
 
+/// The system messages' text joined with a blank line, `extra` (a fallback
+/// directive) last; `None` when there is none (Anthropic's `system`, Gemini's
+/// `systemInstruction`).
+pub(crate) fn system_prompt(messages: &[Message], extra: Option<&str>) -> Option<String> {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::System(s) => s.content.as_text(),
+            _ => None,
+        })
+        .chain(extra)
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
 /// The text of `blocks`' text blocks, in order (thinking blocks and the rest skipped).
 pub(crate) fn text_parts(blocks: &[ContentBlock]) -> Vec<&str> {
     blocks

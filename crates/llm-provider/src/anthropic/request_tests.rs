@@ -2,6 +2,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::schema::canonical_string;
 use crate::tool::Tool;
 
 fn req<'a>(

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
 use crate::config::RuntimeConfig;
+use crate::schema::canonical_string;
 use crate::tool::Tool;
 
 fn wire(

@@ -33,9 +33,6 @@ const STRUCTURAL: [&str; 4] = ["model", "messages", "tools", "tool_choice"];
 /// Declared scalar fields, managed while the caller sets them (reject arm).
 const SCALARS: &[&str] = crate::config::DECLARED_FIELDS.split_at(6).0;
 
-/// The `{schema}` placeholder of a fallback directive.
-pub(crate) const SCHEMA_PLACEHOLDER: &str = "{schema}";
-
 /// Builds the canonical request body bytes for one attempt.
 ///
 /// # Errors
@@ -131,7 +128,7 @@ fn messages(
 ) -> Vec<Value> {
     let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
     if let Some(schema) = fallback {
-        let directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
+        let directive = crate::schema::directive(fallback_directive, schema);
         match messages.first_mut() {
             Some(Value::Object(first))
                 if first.get("role").and_then(Value::as_str) == Some("system") =>

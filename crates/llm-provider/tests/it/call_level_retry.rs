@@ -291,7 +291,19 @@ state! {
     }
 }
 
-use crate::support::recorder;
+use crate::support::{recorder, Recorded};
+
+/// Runs `graph` once with a recording observer and drains it: the answer and the
+/// events delivered.
+async fn run_recorded(graph: &openarmature_graph::CompiledGraph<S>) -> (String, Recorded) {
+    let (reg, events) = recorder();
+    let out = graph
+        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
+        .await
+        .unwrap();
+    graph.drain(None).await;
+    (out.state.answer.clone(), events)
+}
 
 fn asking_graph(
     p: OpenAiProvider,
@@ -325,13 +337,8 @@ async fn a_call_in_a_node_dispatches_attempt_and_terminal_events() {
     let sleeps = Sleeps::default();
     let (_server, p) = provider(vec![down("d0"), Step::json(200, completion("hello"))]).await;
     let graph = asking_graph(p, Some(retry(2, &sleeps)), None);
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hello");
-    graph.drain(None).await;
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hello");
     let events = events.lock().unwrap();
     let llm: Vec<&ObserverEvent> = events
         .iter()
@@ -376,14 +383,9 @@ async fn node_level_retry_classifies_llm_errors_through_the_bridge() {
     };
     let (server, p) = provider(vec![rate_limited, Step::json(200, completion("hi"))]).await;
     let graph = asking_graph(p, None, Some(retry(2, &sleeps)));
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hi");
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hi");
     assert_eq!(server.request_count(), 2);
-    graph.drain(None).await;
     let failed = events
         .lock()
         .unwrap()
@@ -482,13 +484,8 @@ async fn a_call_without_in_node_reports_to_the_running_node() {
         .entry("ask")
         .compile()
         .unwrap();
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hello");
-    graph.drain(None).await;
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hello");
     let events = events.lock().unwrap();
     let kinds: Vec<&str> = events
         .iter()
