@@ -48,15 +48,11 @@ impl ProviderBuilder<OpenAiEmbeddings> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size outside `1..=2048`, or a client that cannot be built.
     pub fn build(self) -> Result<OpenAiEmbeddings, RetrievalError> {
-        if !(1..=MAX_INPUTS_PER_REQUEST).contains(&self.chunk_size) {
-            return Err(RetrievalError::invalid_request(format!(
-                "chunk_size must be within 1..={MAX_INPUTS_PER_REQUEST}"
-            )));
-        }
+        let chunk_size = self.checked_chunk_size(MAX_INPUTS_PER_REQUEST)?;
         let (query_prefix, document_prefix) = self.prefixes.unzip();
         Ok(OpenAiEmbeddings {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
             query_prefix,
             document_prefix,
         })

@@ -53,14 +53,10 @@ impl ProviderBuilder<CohereEmbeddings> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size outside `1..=96`, or a client that cannot be built.
     pub fn build(self) -> Result<CohereEmbeddings, RetrievalError> {
-        if !(1..=MAX_TEXTS_PER_REQUEST).contains(&self.chunk_size) {
-            return Err(RetrievalError::invalid_request(format!(
-                "chunk_size must be within 1..={MAX_TEXTS_PER_REQUEST}"
-            )));
-        }
+        let chunk_size = self.checked_chunk_size(MAX_TEXTS_PER_REQUEST)?;
         Ok(CohereEmbeddings {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
         })
     }
 }
