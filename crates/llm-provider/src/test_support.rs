@@ -139,3 +139,20 @@ pub(crate) fn one_tool_two_key_orders() -> (crate::Tool, crate::Tool) {
         schema(serde_json::json!({"properties": {"b": {}, "a": {}}, "type": "object"})),
     )
 }
+
+/// A non-streamed wire request without a tool choice.
+pub(crate) fn wire_request<'a>(
+    messages: &'a [crate::Message],
+    tools: &'a [crate::Tool],
+    config: &'a crate::RuntimeConfig,
+    response_schema: Option<&'a Value>,
+) -> crate::WireRequest<'a> {
+    crate::WireRequest {
+        messages,
+        tools,
+        config,
+        response_schema,
+        tool_choice: None,
+        stream: false,
+    }
+}

@@ -5,21 +5,7 @@ use super::*;
 use crate::schema::canonical_string;
 use crate::tool::Tool;
 
-fn req<'a>(
-    messages: &'a [Message],
-    tools: &'a [Tool],
-    config: &'a RuntimeConfig,
-    schema: Option<&'a Value>,
-) -> WireRequest<'a> {
-    WireRequest {
-        messages,
-        tools,
-        config,
-        response_schema: schema,
-        tool_choice: None,
-        stream: false,
-    }
-}
+use crate::test_support::wire_request as req;
 
 fn build(messages: &[Message], config: &RuntimeConfig) -> Result<Value, LlmError> {
     body("m", &req(messages, &[], config, None), None, "{schema}")

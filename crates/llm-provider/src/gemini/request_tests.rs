@@ -11,14 +11,7 @@ fn wire(
     schema: Option<&Value>,
     path: StructuredOutputPath,
 ) -> Result<Value, LlmError> {
-    let req = WireRequest {
-        messages,
-        tools,
-        config,
-        response_schema: schema,
-        tool_choice: None,
-        stream: false,
-    };
+    let req = crate::test_support::wire_request(messages, tools, config, schema);
     body(&req, path, "Schema: {schema}").map(|b| serde_json::from_slice(&b).unwrap())
 }
 

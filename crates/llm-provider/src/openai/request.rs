@@ -369,14 +369,7 @@ mod tests {
     use crate::tool::Tool;
 
     fn build(messages: &[Message], config: &RuntimeConfig) -> Result<Value, LlmError> {
-        let req = WireRequest {
-            messages,
-            tools: &[],
-            config,
-            response_schema: None,
-            tool_choice: None,
-            stream: false,
-        };
+        let req = crate::test_support::wire_request(messages, &[], config, None);
         body("m", &req, StructuredOutputPath::Native, "{schema}")
             .map(|b| serde_json::from_slice(&b).unwrap())
     }
@@ -469,14 +462,7 @@ mod tests {
         let typed = build(&msgs, &config).unwrap();
         let via_values = config.clone().extra("messages", typed["messages"].clone());
         let bytes = |c: &RuntimeConfig| {
-            let req = WireRequest {
-                messages: &msgs,
-                tools: &[],
-                config: c,
-                response_schema: None,
-                tool_choice: None,
-                stream: false,
-            };
+            let req = crate::test_support::wire_request(&msgs, &[], c, None);
             body("m", &req, StructuredOutputPath::Native, "{schema}").unwrap()
         };
         assert_eq!(bytes(&config), bytes(&via_values));
@@ -494,14 +480,7 @@ mod tests {
         let mk = |tools: &[Tool]| {
             body(
                 "m",
-                &WireRequest {
-                    messages: &msgs,
-                    tools,
-                    config: &config,
-                    response_schema: None,
-                    tool_choice: None,
-                    stream: false,
-                },
+                &crate::test_support::wire_request(&msgs, tools, &config, None),
                 StructuredOutputPath::Native,
                 "",
             )
