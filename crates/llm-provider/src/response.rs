@@ -123,7 +123,22 @@ pub(crate) struct Answer<'a> {
     pub(crate) usage: Usage,
 }
 
-impl Answer<'_> {
+impl<'a> Answer<'a> {
+    /// The answer `raw` (id and model under `ids`), mapped to `finish` and `usage`.
+    pub(crate) fn new(
+        raw: &'a Value,
+        ids: (&'static str, &'static str),
+        finish: FinishReason,
+        usage: Usage,
+    ) -> Self {
+        Answer {
+            raw,
+            ids,
+            finish,
+            usage,
+        }
+    }
+
     /// `structured_output_invalid`: `output_content` fails `schema` with `error_message`.
     pub(crate) fn output_invalid(
         &self,

@@ -31,6 +31,9 @@ fn finish_reason(stop_reason: Option<&str>) -> FinishReason {
     }
 }
 
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("id", "model");
+
 /// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
 ///
 /// # Errors
@@ -86,13 +89,7 @@ pub(crate) fn parse_value(
     let (blocks, uses) = read_content(entries, lenient)?;
     let usage = usage(root.get("usage"));
     let soi = |output_content: String, error_message: String, finish, schema: &Value| {
-        let answer = Answer {
-            raw: &raw,
-            ids: ("id", "model"),
-            finish,
-            usage,
-        };
-        answer.output_invalid(schema, output_content, error_message)
+        Answer::new(&raw, IDS, finish, usage).output_invalid(schema, output_content, error_message)
     };
 
     let coerced = path == Some(StructuredOutputPath::ToolCoercion);
@@ -145,13 +142,8 @@ pub(crate) fn parse_value(
         content: content(blocks),
         tool_calls,
     };
-    let answer = Answer {
-        raw: &raw,
-        ids: ("id", "model"),
-        finish,
-        usage,
-    };
-    let parsed = answer.structured(prepared, response_schema, &message)?;
+    let parsed =
+        Answer::new(&raw, IDS, finish, usage).structured(prepared, response_schema, &message)?;
     Ok(Response::new(message, finish, usage, raw.clone(), parsed))
 }
 

@@ -20,6 +20,9 @@ use crate::response::{counter, invalid, json_body, Answer, FinishReason, Respons
 use crate::schema::describe_violations;
 use crate::validate::Prepared;
 
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("responseId", "modelVersion");
+
 /// Maps a 2xx `generateContent` body to a [`Response`] (or `structured_output_invalid`).
 ///
 /// # Errors
@@ -109,13 +112,11 @@ pub(crate) fn parse_value(
     let lenient = finish_reason == FinishReason::Error;
     let message = message(parts, prepared, lenient)?;
 
-    let answer = Answer {
-        raw: &raw,
-        ids: ("responseId", "modelVersion"),
-        finish: finish_reason,
-        usage,
-    };
-    let parsed = answer.structured(prepared, response_schema, &message)?;
+    let parsed = Answer::new(&raw, IDS, finish_reason, usage).structured(
+        prepared,
+        response_schema,
+        &message,
+    )?;
     Ok(Response::new(message, finish_reason, usage, raw, parsed))
 }
 

@@ -13,6 +13,9 @@ use crate::response::{counter, invalid, json_body, Answer, FinishReason, Respons
 use crate::schema::describe_violations;
 use crate::validate::Prepared;
 
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("id", "model");
+
 /// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
 ///
 /// # Errors
@@ -107,13 +110,11 @@ pub(crate) fn parse_value(
         tool_calls,
     };
 
-    let answer = Answer {
-        raw: &raw,
-        ids: ("id", "model"),
-        finish: finish_reason,
-        usage,
-    };
-    let parsed = answer.structured(prepared, response_schema, &message)?;
+    let parsed = Answer::new(&raw, IDS, finish_reason, usage).structured(
+        prepared,
+        response_schema,
+        &message,
+    )?;
     Ok(Response::new(message, finish_reason, usage, raw, parsed))
 }
 
