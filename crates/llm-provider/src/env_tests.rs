@@ -1,17 +1,9 @@
-use std::collections::HashMap;
-
 use openarmature_core::Category;
 
 use super::*;
 use crate::builder::ProviderBuilder;
 
-fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    move |name: &str| map.get(name).cloned()
-}
+use openarmature_http::env::from_pairs as vars;
 
 fn parts<P>(b: &ProviderBuilder<P>) -> (&str, &str, Option<&str>) {
     (b.base_url.as_str(), b.model.as_str(), b.api_key.as_deref())

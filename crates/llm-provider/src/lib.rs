@@ -131,12 +131,15 @@ mod spans;
 #[cfg(feature = "providers")]
 mod sse;
 mod stream;
+#[cfg(test)]
+mod test_support;
 mod tool;
 mod tool_scope;
 pub mod typed;
 // The pre-send checks and schema compilation the wire mappings run.
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod validate;
+mod wire_client;
 
 #[cfg(feature = "providers")]
 pub use anthropic::{AnthropicBuilder, AnthropicProvider};

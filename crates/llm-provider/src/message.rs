@@ -441,6 +441,32 @@ impl From<AssistantMessage> for Message {
     }
 }
 
+/// The system messages' text joined with a blank line, `extra` (a fallback
+/// directive) last; `None` when there is none (Anthropic's `system`, Gemini's
+/// `systemInstruction`).
+pub(crate) fn system_prompt(messages: &[Message], extra: Option<&str>) -> Option<String> {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::System(s) => s.content.as_text(),
+            _ => None,
+        })
+        .chain(extra)
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// The text of `blocks`' text blocks, in order (thinking blocks and the rest skipped).
+pub(crate) fn text_parts(blocks: &[ContentBlock]) -> Vec<&str> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 impl AssistantMessage {
     /// The content as text: the string form, or the concatenated text blocks.
     pub fn text(&self) -> Option<String> {
@@ -448,13 +474,7 @@ impl AssistantMessage {
             None => None,
             Some(Content::Text(t)) => Some(t.clone()),
             Some(Content::Blocks(blocks)) => {
-                let texts: Vec<&str> = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text(t) => Some(t.text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let texts = text_parts(blocks);
                 if texts.is_empty() {
                     None
                 } else {

@@ -2,8 +2,10 @@
 
 use serde_json::Value;
 
-use crate::error::LlmError;
+use crate::error::{LlmError, StructuredOutputInvalid};
 use crate::message::{AssistantMessage, Content};
+use crate::schema::parse_structured;
+use crate::validate::Prepared;
 
 /// Token usage (§6): a record that is always present; each counter is `None` when
 /// the provider did not report it, or reported something malformed (§7 *Malformed
@@ -99,6 +101,86 @@ impl Response {
         ["model", "modelVersion"]
             .iter()
             .find_map(|k| self.raw.get(k).and_then(Value::as_str))
+    }
+}
+
+/// A 2xx body decoded as JSON (`provider_invalid_response` when it is not).
+pub(crate) fn json_body(body: &[u8]) -> Result<Value, LlmError> {
+    serde_json::from_slice(body)
+        .map_err(|e| invalid(format!("response body is not valid JSON: {e}")).with_source(e))
+}
+
+/// What an atomic answer's structured-output step reads: the answer verbatim, the
+/// keys its id and model stand under, its finish reason and usage.
+pub(crate) struct Answer<'a> {
+    /// The answer verbatim.
+    pub(crate) raw: &'a Value,
+    /// The id and model keys (`id` / `model`; Gemini: `responseId` / `modelVersion`).
+    pub(crate) ids: (&'static str, &'static str),
+    /// The mapped finish reason.
+    pub(crate) finish: FinishReason,
+    /// The mapped usage.
+    pub(crate) usage: Usage,
+}
+
+impl<'a> Answer<'a> {
+    /// The answer `raw` (id and model under `ids`), mapped to `finish` and `usage`.
+    pub(crate) fn new(
+        raw: &'a Value,
+        ids: (&'static str, &'static str),
+        finish: FinishReason,
+        usage: Usage,
+    ) -> Self {
+        Answer {
+            raw,
+            ids,
+            finish,
+            usage,
+        }
+    }
+
+    /// `structured_output_invalid`: `output_content` fails `schema` with `error_message`.
+    pub(crate) fn output_invalid(
+        &self,
+        schema: &Value,
+        output_content: String,
+        error_message: String,
+    ) -> LlmError {
+        let field = |k: &str| self.raw.get(k).and_then(Value::as_str).map(str::to_owned);
+        LlmError::StructuredOutputInvalid(Box::new(StructuredOutputInvalid {
+            response_schema: schema.clone(),
+            output_content,
+            error_message,
+            finish_reason: self.finish,
+            usage: self.usage,
+            response_id: field(self.ids.0),
+            response_model: field(self.ids.1),
+            raw: self.raw.clone(),
+        }))
+    }
+
+    /// The §6 structured-output step: with a `response_schema` and a finish other
+    /// than tool calls, `message`'s text parsed and validated (the value, or
+    /// `structured_output_invalid`); otherwise `None`.
+    ///
+    /// # Errors
+    /// `structured_output_invalid` for text that is not JSON or fails the schema.
+    pub(crate) fn structured(
+        &self,
+        prepared: &Prepared,
+        response_schema: Option<&Value>,
+        message: &AssistantMessage,
+    ) -> Result<Option<Value>, LlmError> {
+        match (prepared.response_schema.as_ref(), response_schema) {
+            (Some(validator), Some(schema)) if self.finish != FinishReason::ToolCalls => {
+                let text = message.text().unwrap_or_default();
+                match parse_structured(validator, &text) {
+                    Ok(value) => Ok(Some(value)),
+                    Err(error_message) => Err(self.output_invalid(schema, text, error_message)),
+                }
+            }
+            _ => Ok(None),
+        }
     }
 }
 

@@ -146,6 +146,15 @@ pub(crate) fn describe_violations(validator: &Validator, instance: &Value) -> Op
     }
 }
 
+/// Where the canonical schema goes in a prompt-fallback directive template.
+pub(crate) const SCHEMA_PLACEHOLDER: &str = "{schema}";
+
+/// The prompt-fallback directive (§8.1.5.1, §8.2.5, §8.3.5.1): `template` with
+/// [`SCHEMA_PLACEHOLDER`] replaced by `schema`'s canonical JSON.
+pub(crate) fn directive(template: &str, schema: &Value) -> String {
+    template.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema))
+}
+
 /// Parses `content` as JSON and validates it against `validator`: the parsed value,
 /// or the failure description `structured_output_invalid` carries.
 pub(crate) fn parse_structured(validator: &Validator, content: &str) -> Result<Value, String> {

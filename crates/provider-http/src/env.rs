@@ -16,6 +16,29 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// A lookup over fixed `(name, value)` pairs, for tests and for configuration that
+/// is not in the process environment.
+///
+/// # Examples
+/// ```
+/// use openarmature_http::env::{first_set, from_pairs};
+///
+/// let vars = from_pairs(&[("API_KEY", " k ")]);
+/// assert_eq!(first_set(&vars, &["API_KEY"]).as_deref(), Some("k"));
+/// ```
+pub fn from_pairs(pairs: &[(&str, &str)]) -> impl VarLookup {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    move |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
 /// The first of `names` that `vars` holds with a non-blank value, trimmed.
 pub fn first_set(vars: &impl VarLookup, names: &[&str]) -> Option<String> {
     names.iter().find_map(|name| {
@@ -101,14 +124,7 @@ pub fn with_version_segment(base: &str, version: &str) -> String {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl VarLookup {
-        move |name: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
+    use super::from_pairs as vars;
 
     #[test]
     fn first_set_skips_blank_values_and_trims() {

@@ -15,6 +15,7 @@ use std::marker::PhantomData;
 use openarmature_http::Transport;
 
 use crate::endpoint::Connect;
+use crate::error::RetrievalError;
 
 /// Builds the provider `P` (e.g. [`TeiEmbeddings::builder`](crate::TeiEmbeddings::builder)).
 /// `Debug` never prints the API key.
@@ -71,6 +72,23 @@ impl<P> ProviderBuilder<P> {
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.conn.base_url = url.into();
         self
+    }
+
+    /// The chunk size when it is within `1..=max` (`max` `usize::MAX`: any positive
+    /// size).
+    ///
+    /// # Errors
+    /// `provider_invalid_request` for a chunk size outside the range.
+    pub(crate) fn checked_chunk_size(&self, max: usize) -> Result<usize, RetrievalError> {
+        match self.chunk_size {
+            0 if max == usize::MAX => Err(RetrievalError::invalid_request(
+                "chunk_size must be positive",
+            )),
+            n if (1..=max).contains(&n) => Ok(n),
+            _ => Err(RetrievalError::invalid_request(format!(
+                "chunk_size must be within 1..={max}"
+            ))),
+        }
     }
 
     /// How requests reach the server: timeouts, proxy use, the response-size cap

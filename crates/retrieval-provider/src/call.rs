@@ -44,12 +44,17 @@ fn bound_prompt() -> PromptContext {
     ambient::get_or_default::<PromptContext>()
 }
 
-/// The node to report to: only one whose invocation has observers.
-fn observed(node: Option<&NodeCtx>) -> Option<&NodeCtx> {
-    node.filter(|ctx| ctx.has_observers())
+/// The node to report to: the request's, else (without an explicit context) the
+/// running node's (graph-engine's ambient context); only one whose invocation has
+/// observers.
+fn observed(node: Option<&NodeCtx>) -> Option<NodeCtx> {
+    node.cloned()
+        .or_else(openarmature_graph::current_node)
+        .filter(NodeCtx::has_observers)
 }
 
-/// One call of either protocol: builds the request summary where the call is made
+/// One call of either protocol (`node`: the request's explicit context, if any):
+/// builds the request summary where the call is made
 /// (so the prompt context in force is captured), runs `call` (validation, then the
 /// provider's send), and — inside an observed node — dispatches exactly one event,
 /// `success` or `failed`, before returning the result.
@@ -64,7 +69,10 @@ where
     Fut: Future<Output = Result<R, RetrievalError>>,
 {
     let started = Instant::now();
-    let report = observed(node).map(|ctx| (ctx, ctx.call_site(), summary()));
+    let report = observed(node).map(|ctx| {
+        let site = ctx.call_site();
+        (ctx, site, summary())
+    });
     let result = call.await;
     if let Some((ctx, site, summary)) = report {
         let latency = millis(started);
@@ -97,14 +105,8 @@ pub(crate) async fn embed<P: EmbeddingProvider + ?Sized>(
         embedding::validate(request)?;
         provider.send(&request.input, &request.config).await
     };
-    // Without an explicit context, the running node's (graph-engine's ambient context).
-    let ambient = request
-        .node
-        .is_none()
-        .then(openarmature_graph::current_node)
-        .flatten();
     report(
-        request.node.as_ref().or(ambient.as_ref()),
+        request.node.as_ref(),
         summary,
         call,
         |site, summary, r: &EmbeddingResponse, latency| {
@@ -148,14 +150,8 @@ pub(crate) async fn rerank<P: RerankProvider + ?Sized>(
         rerank::validate(request)?;
         provider.send(request).await
     };
-    // Without an explicit context, the running node's (graph-engine's ambient context).
-    let ambient = request
-        .node
-        .is_none()
-        .then(openarmature_graph::current_node)
-        .flatten();
     report(
-        request.node.as_ref().or(ambient.as_ref()),
+        request.node.as_ref(),
         summary,
         call,
         |site, summary, r: &RerankResponse, latency| {

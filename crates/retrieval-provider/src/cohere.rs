@@ -64,9 +64,6 @@ impl CohereRerank {
     /// the extras the mapping does not produce itself).
     pub fn wire_body(&self, request: &RerankRequest) -> Value {
         let mut body = query_body(&self.endpoint.model, request);
-        if let Some(k) = request.top_k {
-            body.insert("top_n".into(), Value::from(k));
-        }
         extras::append(&mut body, &request.config.extras, &[]);
         Value::Object(body)
     }
@@ -83,35 +80,43 @@ impl CohereRerank {
             input_tokens: wire::count(billed.and_then(|b| b.get("input_tokens"))),
         };
         let usage = (usage.search_units.is_some() || usage.input_tokens.is_some()).then_some(usage);
-        RerankResponse::checked(
-            results,
-            request.documents.len(),
-            request.top_k,
-            wire::model(raw.get("model")).unwrap_or_else(|| self.endpoint.model.clone()),
-            usage,
-            wire::identifier(raw.get("id")),
-            raw,
-        )
+        hosted_answer(request, &self.endpoint.model, results, usage, raw)
     }
 }
 
-/// The `{model, query, documents}` head the hosted rerank wires share.
+/// The `{model, query, documents, top_n?}` head the hosted rerank wires share.
 pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(model.to_owned()));
     body.insert("query".into(), Value::String(request.query.clone()));
-    body.insert(
-        "documents".into(),
-        Value::Array(
-            request
-                .documents
-                .iter()
-                .cloned()
-                .map(Value::String)
-                .collect(),
-        ),
-    );
+    body.insert("documents".into(), wire::strings(&request.documents, None));
+    if let Some(k) = request.top_k {
+        body.insert("top_n".into(), Value::from(k));
+    }
     body
+}
+
+/// A hosted rerank answer, checked (§6): the echoed model (else `bound_model`) and
+/// the top-level `id`.
+///
+/// # Errors
+/// As [`RerankResponse::checked`].
+pub(crate) fn hosted_answer(
+    request: &RerankRequest,
+    bound_model: &str,
+    results: Vec<crate::rerank::ScoredDocument>,
+    usage: Option<RerankUsage>,
+    raw: Value,
+) -> Result<RerankResponse, RetrievalError> {
+    RerankResponse::checked(
+        results,
+        request.documents.len(),
+        request.top_k,
+        wire::model(raw.get("model")).unwrap_or_else(|| bound_model.to_owned()),
+        usage,
+        wire::identifier(raw.get("id")),
+        raw,
+    )
 }
 
 impl RerankProvider for CohereRerank {

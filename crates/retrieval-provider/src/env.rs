@@ -2,11 +2,8 @@
 //! a key convention: a builder with the key (and base URL) from the vendor SDK's
 //! variables, bound to the model the caller names (no vendor has a model variable).
 //!
-//! | provider | API key (required) | base URL (optional) |
-//! |---|---|---|
-//! | [`OpenAiEmbeddings`] | `OPENAI_API_KEY` (optional when `OPENAI_BASE_URL` is set) | `OPENAI_BASE_URL`, a trailing `/v1` removed (the routes carry it) |
-//! | [`CohereEmbeddings`], [`CohereRerank`] | `CO_API_KEY` (the Cohere SDK's) | `CO_API_URL` (the origin, as the SDK) |
-//! | [`JinaEmbeddings`], [`JinaRerank`] | `JINA_API_KEY` | — |
+//! One trait, [`FromEnv`], carries `from_env` / `from_vars` for every hosted provider;
+//! each provider names its vendor's variables ([`VendorVars`]) once.
 //!
 //! TEI is self-hosted with no convention; build it with `TeiEmbeddings::builder`.
 //! Blank values count as unset; values are trimmed.
@@ -27,30 +24,64 @@ enum KeyWithBase {
     Required,
 }
 
-/// `builder` with the key from `key_var` and the base URL from `base_var` through
-/// `origin`.
-fn configure<P>(
-    builder: ProviderBuilder<P>,
-    vars: &impl VarLookup,
-    key_var: &'static [&'static str],
-    base_var: Option<&str>,
+/// One vendor's variables and how they are read.
+pub struct VendorVars {
+    /// The API key's variable.
+    key: &'static [&'static str],
+    /// The base URL's variable, if the vendor has one.
+    base: Option<&'static str>,
+    /// The origin a set base URL names.
     origin: fn(&str) -> &str,
     key_with_base: KeyWithBase,
-) -> Result<ProviderBuilder<P>, EnvError> {
-    let base = base_var.and_then(|name| first_set(vars, &[name]));
-    let key = if base.is_some() && key_with_base == KeyWithBase::Optional {
-        first_set(vars, key_var)
-    } else {
-        Some(require(vars, key_var, KEY)?)
-    };
-    let builder = match base {
-        Some(base) => builder.base_url(origin(base.trim_end_matches('/'))),
-        None => builder,
-    };
-    Ok(match key {
-        Some(key) => builder.api_key(key),
-        None => builder,
-    })
+}
+
+/// `OPENAI_API_KEY` / `OPENAI_BASE_URL` (a trailing `/v1` removed; the key optional
+/// with a base URL).
+const OPENAI: VendorVars = VendorVars {
+    key: &["OPENAI_API_KEY"],
+    base: Some("OPENAI_BASE_URL"),
+    origin: without_v1,
+    key_with_base: KeyWithBase::Optional,
+};
+
+/// `CO_API_KEY` (required) / `CO_API_URL` (the origin, as the Cohere SDK).
+const COHERE: VendorVars = VendorVars {
+    key: &["CO_API_KEY"],
+    base: Some("CO_API_URL"),
+    origin: as_is,
+    key_with_base: KeyWithBase::Required,
+};
+
+/// `JINA_API_KEY` (required); no base URL variable.
+const JINA: VendorVars = VendorVars {
+    key: &["JINA_API_KEY"],
+    base: None,
+    origin: as_is,
+    key_with_base: KeyWithBase::Required,
+};
+
+impl VendorVars {
+    /// `builder` with the key and the base URL read through `vars`.
+    fn configure<P>(
+        &self,
+        builder: ProviderBuilder<P>,
+        vars: &impl VarLookup,
+    ) -> Result<ProviderBuilder<P>, EnvError> {
+        let base = self.base.and_then(|name| first_set(vars, &[name]));
+        let key = if base.is_some() && self.key_with_base == KeyWithBase::Optional {
+            first_set(vars, self.key)
+        } else {
+            Some(require(vars, self.key, KEY)?)
+        };
+        let builder = match base {
+            Some(base) => builder.base_url((self.origin)(base.trim_end_matches('/'))),
+            None => builder,
+        };
+        Ok(match key {
+            Some(key) => builder.api_key(key),
+            None => builder,
+        })
+    }
 }
 
 fn as_is(base: &str) -> &str {
@@ -61,161 +92,93 @@ fn without_v1(base: &str) -> &str {
     base.strip_suffix("/v1").unwrap_or(base)
 }
 
-impl OpenAiEmbeddings {
-    /// A builder bound to `model` with `OPENAI_API_KEY` and `OPENAI_BASE_URL` (a
-    /// trailing `/v1` removed: the route carries it). The key may be absent when
-    /// `OPENAI_BASE_URL` is set (a self-hosted server).
+mod sealed {
+    use crate::builder::ProviderBuilder;
+
+    /// A hosted provider with a vendor key convention (implemented in this crate
+    /// only).
+    pub trait Vendor: Sized {
+        /// The vendor's variables.
+        const VARS: &'static super::VendorVars;
+
+        /// The provider's `builder`: a builder bound to a model.
+        const BUILDER: fn(String) -> ProviderBuilder<Self>;
+    }
+}
+
+/// `from_env(model)` / `from_vars(model, lookup)` on the hosted providers: a builder
+/// bound to `model` with the key (and base URL) from the vendor SDK's variables (see
+/// the table below; blank values count as unset, values are trimmed). Bring it into
+/// scope with `use openarmature_retrieval::FromEnv`.
+///
+/// | provider | API key (required) | base URL (optional) |
+/// |---|---|---|
+/// | [`OpenAiEmbeddings`] | `OPENAI_API_KEY` (optional when `OPENAI_BASE_URL` is set) | `OPENAI_BASE_URL`, a trailing `/v1` removed (the routes carry it) |
+/// | [`CohereEmbeddings`], [`CohereRerank`] | `CO_API_KEY` | `CO_API_URL` (the origin) |
+/// | [`JinaEmbeddings`], [`JinaRerank`] | `JINA_API_KEY` | — |
+///
+/// # Examples
+/// ```no_run
+/// use openarmature_retrieval::{FromEnv, JinaEmbeddings};
+///
+/// let embedder = JinaEmbeddings::from_env("jina-embeddings-v3")?.build()?;
+/// # let _ = embedder;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait FromEnv: sealed::Vendor {
+    /// A builder bound to `model` from the process environment.
     ///
     /// # Errors
-    /// [`EnvError`] (`provider_authentication`) naming `OPENAI_API_KEY` when it is
+    /// [`EnvError`] (`provider_authentication`) naming the key variable when it is
     /// needed and unset.
-    pub fn from_env(model: impl Into<String>) -> Result<crate::OpenAiEmbeddingsBuilder, EnvError> {
+    fn from_env(model: impl Into<String>) -> Result<ProviderBuilder<Self>, EnvError> {
         Self::from_vars(model, process_env)
     }
 
-    /// [`OpenAiEmbeddings::from_env`] reading the variables through `vars`.
+    /// [`FromEnv::from_env`] reading the variables through `vars`.
     ///
     /// # Errors
-    /// As [`OpenAiEmbeddings::from_env`].
-    pub fn from_vars(
+    /// As [`FromEnv::from_env`].
+    fn from_vars(
         model: impl Into<String>,
         vars: impl VarLookup,
-    ) -> Result<crate::OpenAiEmbeddingsBuilder, EnvError> {
-        configure(
-            Self::builder(model),
-            &vars,
-            &["OPENAI_API_KEY"],
-            Some("OPENAI_BASE_URL"),
-            without_v1,
-            KeyWithBase::Optional,
-        )
+    ) -> Result<ProviderBuilder<Self>, EnvError> {
+        Self::VARS.configure((Self::BUILDER)(model.into()), &vars)
     }
 }
 
-impl CohereEmbeddings {
-    /// A builder bound to `model` with `CO_API_KEY` (required) and `CO_API_URL`.
-    ///
-    /// # Errors
-    /// [`EnvError`] (`provider_authentication`) naming `CO_API_KEY`.
-    pub fn from_env(model: impl Into<String>) -> Result<crate::CohereEmbeddingsBuilder, EnvError> {
-        Self::from_vars(model, process_env)
-    }
+impl<P: sealed::Vendor> FromEnv for P {}
 
-    /// [`CohereEmbeddings::from_env`] reading the variables through `vars`.
-    ///
-    /// # Errors
-    /// As [`CohereEmbeddings::from_env`].
-    pub fn from_vars(
-        model: impl Into<String>,
-        vars: impl VarLookup,
-    ) -> Result<crate::CohereEmbeddingsBuilder, EnvError> {
-        configure(
-            Self::builder(model),
-            &vars,
-            &["CO_API_KEY"],
-            Some("CO_API_URL"),
-            as_is,
-            KeyWithBase::Required,
-        )
-    }
+impl sealed::Vendor for OpenAiEmbeddings {
+    const VARS: &'static VendorVars = &OPENAI;
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
-impl CohereRerank {
-    /// A builder bound to `model` with `CO_API_KEY` (required) and `CO_API_URL`.
-    ///
-    /// # Errors
-    /// [`EnvError`] (`provider_authentication`) naming `CO_API_KEY`.
-    pub fn from_env(model: impl Into<String>) -> Result<crate::CohereRerankBuilder, EnvError> {
-        Self::from_vars(model, process_env)
-    }
-
-    /// [`CohereRerank::from_env`] reading the variables through `vars`.
-    ///
-    /// # Errors
-    /// As [`CohereRerank::from_env`].
-    pub fn from_vars(
-        model: impl Into<String>,
-        vars: impl VarLookup,
-    ) -> Result<crate::CohereRerankBuilder, EnvError> {
-        configure(
-            Self::builder(model),
-            &vars,
-            &["CO_API_KEY"],
-            Some("CO_API_URL"),
-            as_is,
-            KeyWithBase::Required,
-        )
-    }
+impl sealed::Vendor for CohereEmbeddings {
+    const VARS: &'static VendorVars = &COHERE;
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
-impl JinaEmbeddings {
-    /// A builder bound to `model` with `JINA_API_KEY` (required).
-    ///
-    /// # Errors
-    /// [`EnvError`] (`provider_authentication`) naming `JINA_API_KEY`.
-    pub fn from_env(model: impl Into<String>) -> Result<crate::JinaEmbeddingsBuilder, EnvError> {
-        Self::from_vars(model, process_env)
-    }
-
-    /// [`JinaEmbeddings::from_env`] reading the variables through `vars`.
-    ///
-    /// # Errors
-    /// As [`JinaEmbeddings::from_env`].
-    pub fn from_vars(
-        model: impl Into<String>,
-        vars: impl VarLookup,
-    ) -> Result<crate::JinaEmbeddingsBuilder, EnvError> {
-        configure(
-            Self::builder(model),
-            &vars,
-            &["JINA_API_KEY"],
-            None,
-            as_is,
-            KeyWithBase::Required,
-        )
-    }
+impl sealed::Vendor for CohereRerank {
+    const VARS: &'static VendorVars = &COHERE;
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
-impl JinaRerank {
-    /// A builder bound to `model` with `JINA_API_KEY` (required).
-    ///
-    /// # Errors
-    /// [`EnvError`] (`provider_authentication`) naming `JINA_API_KEY`.
-    pub fn from_env(model: impl Into<String>) -> Result<crate::JinaRerankBuilder, EnvError> {
-        Self::from_vars(model, process_env)
-    }
+impl sealed::Vendor for JinaEmbeddings {
+    const VARS: &'static VendorVars = &JINA;
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
+}
 
-    /// [`JinaRerank::from_env`] reading the variables through `vars`.
-    ///
-    /// # Errors
-    /// As [`JinaRerank::from_env`].
-    pub fn from_vars(
-        model: impl Into<String>,
-        vars: impl VarLookup,
-    ) -> Result<crate::JinaRerankBuilder, EnvError> {
-        configure(
-            Self::builder(model),
-            &vars,
-            &["JINA_API_KEY"],
-            None,
-            as_is,
-            KeyWithBase::Required,
-        )
-    }
+impl sealed::Vendor for JinaRerank {
+    const VARS: &'static VendorVars = &JINA;
+    const BUILDER: fn(String) -> ProviderBuilder<Self> = Self::builder;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn vars(pairs: &'static [(&'static str, &'static str)]) -> impl VarLookup {
-        move |name: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        }
-    }
+    use openarmature_http::env::from_pairs as vars;
 
     fn conn<P>(b: &ProviderBuilder<P>) -> (&str, &str, Option<&str>) {
         (

@@ -28,7 +28,7 @@
 //! which `openarmature-observability` renders as spans, metrics and Langfuse
 //! observations.
 //!
-//! `from_env(model)` configures the hosted providers from their vendors' variables:
+//! [`FromEnv::from_env`]`(model)` configures the hosted providers from their vendors' variables:
 //! [`OpenAiEmbeddings`] from `OPENAI_API_KEY` / `OPENAI_BASE_URL`, [`CohereEmbeddings`]
 //! and [`CohereRerank`] from `CO_API_KEY` / `CO_API_URL` (the Cohere SDK's),
 //! [`JinaEmbeddings`] and [`JinaRerank`] from `JINA_API_KEY`; a missing key is an
@@ -74,6 +74,7 @@ pub use cohere::{CohereEmbeddings, CohereEmbeddingsBuilder, CohereRerank, Cohere
 pub use embedding::{
     EmbeddingConfig, EmbeddingProvider, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage,
 };
+pub use env::FromEnv;
 pub use error::{RetrievalCategory, RetrievalError};
 pub use http::DEFAULT_MAX_RESPONSE_BYTES;
 pub use jina::{JinaEmbeddings, JinaEmbeddingsBuilder, JinaRerank, JinaRerankBuilder};

@@ -17,8 +17,8 @@ use crate::embedding::EmbeddingResponse;
 use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::extras;
 use crate::stitch::{self, Chunk};
+use crate::{extras, wire};
 
 /// OpenAI's per-request input cap.
 pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
@@ -48,15 +48,11 @@ impl ProviderBuilder<OpenAiEmbeddings> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size outside `1..=2048`, or a client that cannot be built.
     pub fn build(self) -> Result<OpenAiEmbeddings, RetrievalError> {
-        if !(1..=MAX_INPUTS_PER_REQUEST).contains(&self.chunk_size) {
-            return Err(RetrievalError::invalid_request(format!(
-                "chunk_size must be within 1..={MAX_INPUTS_PER_REQUEST}"
-            )));
-        }
+        let chunk_size = self.checked_chunk_size(MAX_INPUTS_PER_REQUEST)?;
         let (query_prefix, document_prefix) = self.prefixes.unzip();
         Ok(OpenAiEmbeddings {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
             query_prefix,
             document_prefix,
         })
@@ -97,7 +93,7 @@ impl OpenAiEmbeddings {
         };
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.endpoint.model.clone()));
-        body.insert("input".into(), prefixed(input, prefix));
+        body.insert("input".into(), wire::strings(input, prefix));
         if let Some(d) = config.dimensions {
             extras::insert_managed(&mut body, &config.extras, "dimensions", Value::from(d))?;
         }
@@ -116,16 +112,6 @@ impl OpenAiEmbeddings {
             .await?;
         Chunk::from_data(raw, "prompt_tokens")
     }
-}
-
-/// `input` as a wire string list, each string behind `prefix` when one applies.
-pub(crate) fn prefixed(input: &[String], prefix: Option<&str>) -> Value {
-    Value::Array(
-        input
-            .iter()
-            .map(|s| Value::String(format!("{}{s}", prefix.unwrap_or(""))))
-            .collect(),
-    )
 }
 
 impl EmbeddingProvider for OpenAiEmbeddings {

@@ -33,6 +33,19 @@ pub(crate) fn index(v: Option<&Value>) -> Option<usize> {
     v?.as_u64().and_then(|i| usize::try_from(i).ok())
 }
 
+/// `items` as a wire string list, each behind `prefix` when one applies.
+pub(crate) fn strings(items: &[String], prefix: Option<&str>) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|s| match prefix {
+                Some(prefix) => Value::String(format!("{prefix}{s}")),
+                None => Value::String(s.clone()),
+            })
+            .collect(),
+    )
+}
+
 /// The `raw` of a call made of `raws.len()` requests, in request order.
 pub(crate) fn stitch_raw(mut raws: Vec<Value>) -> Value {
     if raws.len() == 1 {

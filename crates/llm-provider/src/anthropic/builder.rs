@@ -3,7 +3,7 @@
 
 use crate::builder::ProviderBuilder;
 use crate::error::LlmError;
-use crate::openai::DEFAULT_MAX_RESPONSE_BYTES;
+use crate::wire_client::{KeyHeader, WireClient};
 
 use super::{AnthropicProvider, DEFAULT_ANTHROPIC_VERSION, DEFAULT_BASE_URL};
 
@@ -36,18 +36,19 @@ impl ProviderBuilder<AnthropicProvider> {
                 other => format!("%{other:02X}"),
             })
             .collect();
+        let version = self
+            .anthropic_version
+            .unwrap_or_else(|| DEFAULT_ANTHROPIC_VERSION.into());
         Ok(AnthropicProvider {
-            http: self
-                .transport
-                .build(DEFAULT_MAX_RESPONSE_BYTES)?
-                .redacting(self.api_key.as_deref().unwrap_or_default()),
+            client: WireClient::new(
+                self.transport,
+                self.api_key,
+                KeyHeader::Named("x-api-key"),
+                vec![("anthropic-version", version)],
+            )?,
             messages_url: format!("{base}/messages"),
             model_url: format!("{base}/models/{model_segment}"),
             model: self.model,
-            api_key: self.api_key,
-            version: self
-                .anthropic_version
-                .unwrap_or_else(|| DEFAULT_ANTHROPIC_VERSION.into()),
             capabilities: self.capabilities,
             streaming: self.stream_extension,
             provider_name: self.provider_name,

@@ -18,14 +18,12 @@
 use reqwest::header::HeaderMap;
 
 use crate::error::{ErrorCategory, LlmError};
-use crate::openai::errors::{is_content_rejection, read_error_body, status_error, ErrorBody};
+use crate::openai::errors::{
+    is_content_rejection, lower, read_error_body, status_error, ErrorBody,
+};
 
 fn is_model_not_found(e: &ErrorBody) -> bool {
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let message = lower(&e.message);
     let not_found = e.kind.as_deref() == Some("not_found_error");
     (not_found && (message.is_empty() || message.contains("model")))
         || (message.contains("model")
@@ -59,58 +57,34 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
-    fn cat(status: u16, kind: &str, message: &str) -> &'static str {
-        let body = serde_json::json!({"type": "error", "error": {"type": kind, "message": message},
-            "request_id": "req_1"});
-        from_status(status, &HeaderMap::new(), body.to_string().as_bytes())
-            .category()
-            .as_str()
-    }
-
     #[test]
     fn the_status_table() {
-        assert_eq!(
-            cat(401, "authentication_error", "bad key"),
-            "provider_authentication"
-        );
-        assert_eq!(cat(402, "billing_error", "pay"), "provider_authentication");
-        assert_eq!(
-            cat(403, "permission_error", "no"),
-            "provider_authentication"
-        );
-        assert_eq!(
-            cat(404, "not_found_error", "model: claude-x"),
-            "provider_invalid_model"
-        );
-        assert_eq!(
-            cat(404, "not_found_error", "no such route"),
-            "provider_invalid_request"
-        );
-        assert_eq!(
-            cat(413, "request_too_large", "big"),
-            "provider_invalid_request"
-        );
-        assert_eq!(cat(429, "rate_limit_error", "slow"), "provider_rate_limit");
-        assert_eq!(cat(500, "api_error", "x"), "provider_unavailable");
-        assert_eq!(cat(504, "timeout_error", "x"), "provider_unavailable");
-        assert_eq!(cat(529, "overloaded_error", "x"), "provider_unavailable");
-        assert_eq!(
-            cat(
-                400,
-                "invalid_request_error",
-                "image source not supported by this model"
-            ),
-            "provider_unsupported_content_block"
-        );
-        assert_eq!(
-            cat(400, "invalid_request_error", "bad field"),
-            "provider_invalid_request"
-        );
-        assert_eq!(
-            from_status(502, &HeaderMap::new(), b"<html>")
-                .category()
-                .as_str(),
-            "provider_unavailable"
+        // `<status> <category> <error.type>: <error.message>`; `-`: not an envelope.
+        let envelope = |_, rest: &str| {
+            let (kind, message) = crate::test_support::kind_and_message(rest);
+            match kind {
+                "-" => message.to_owned(),
+                _ => serde_json::json!({"type": "error",
+                    "error": {"type": kind, "message": message}, "request_id": "req_1"})
+                .to_string(),
+            }
+        };
+        crate::test_support::assert_status_table(
+            from_status,
+            envelope,
+            "401 authentication authentication_error: bad key
+             402 authentication billing_error: pay
+             403 authentication permission_error: no
+             404 invalid_model not_found_error: model: claude-x
+             404 invalid_request not_found_error: no such route
+             413 invalid_request request_too_large: big
+             429 rate_limit rate_limit_error: slow
+             500 unavailable api_error: x
+             504 unavailable timeout_error: x
+             529 unavailable overloaded_error: x
+             400 unsupported_content_block invalid_request_error: image source not supported by this model
+             400 invalid_request invalid_request_error: bad field
+             502 unavailable -: <html>",
         );
     }
 

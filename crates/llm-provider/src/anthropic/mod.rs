@@ -61,18 +61,18 @@ mod response;
 mod stream;
 
 use futures::future::BoxFuture;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 pub use builder::AnthropicBuilder;
 pub use request::SYNTHETIC_TOOL_NAME;
 
-use openarmature_http::{HttpClient, Reply};
+use openarmature_http::Reply;
 
 use crate::error::LlmError;
 use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
+use crate::wire_client::{success, WireClient};
 
 /// The hosted Anthropic API, version prefix included.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -102,30 +102,18 @@ pub enum StructuredOutputPath {
 
 /// A provider speaking the Anthropic Messages API (§8.2). Cheap to clone; concurrent
 /// calls go to the wire concurrently (§8.2.4). `Debug` never prints the API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct AnthropicProvider {
-    http: HttpClient,
+    /// The client; `anthropic-version` is one of its fixed headers.
+    client: WireClient,
     messages_url: String,
     model_url: String,
     model: String,
-    api_key: Option<String>,
-    version: String,
     capabilities: ModelCapabilities,
     /// Extension 0006 switched on.
     streaming: bool,
     provider_name: String,
     fallback_directive: String,
-}
-
-impl std::fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("messages_url", &self.messages_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl AnthropicProvider {
@@ -182,17 +170,6 @@ impl AnthropicProvider {
         Ok((prepared, body))
     }
 
-    /// Sends with the Anthropic headers and reads the answer, capping the body.
-    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        let mut builder = builder
-            .header(ACCEPT, "application/json")
-            .header("anthropic-version", &self.version);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key);
-        }
-        Ok(self.http.execute(builder).await?)
-    }
-
     /// One streamed attempt (extension 0006): `stream: true` on the wire, the event
     /// stream consumed as it arrives.
     async fn send_stream_once(
@@ -202,25 +179,16 @@ impl AnthropicProvider {
     ) -> Result<Response, LlmError> {
         request.stream = true;
         let (prepared, body) = self.prepare(&request)?;
-        let mut builder = self
-            .http
-            .post(&self.messages_url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .header("anthropic-version", &self.version)
-            .body(body);
-        if let Some(key) = &self.api_key {
-            builder = builder.header("x-api-key", key);
-        }
         let mut assembler = stream::Assembler::default();
-        crate::sse::exchange(
-            &self.http,
-            builder,
-            errors::from_status,
-            &mut assembler,
-            sink,
-        )
-        .await?;
+        self.client
+            .post_stream(
+                &self.messages_url,
+                body,
+                errors::from_status,
+                &mut assembler,
+                sink,
+            )
+            .await?;
         assembler.response(&prepared, request.response_schema, self.path(&request))
     }
 
@@ -233,14 +201,7 @@ impl AnthropicProvider {
                 .await;
         }
         let (prepared, body) = self.prepare(&request)?;
-        let reply = self
-            .execute(
-                self.http
-                    .post(&self.messages_url)
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(body),
-            )
-            .await?;
+        let reply = self.client.post_json(&self.messages_url, body).await?;
         self.answer(&request, &prepared, &reply)
     }
 
@@ -251,13 +212,7 @@ impl AnthropicProvider {
         prepared: &validate::Prepared,
         reply: &Reply,
     ) -> Result<Response, LlmError> {
-        if !reply.is_success() {
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
+        success(reply, errors::from_status)?;
         response::parse(
             &reply.body,
             prepared,
@@ -305,22 +260,14 @@ impl AnthropicProvider {
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
         let mut assembler = stream::Assembler::default();
-        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        self.client.decode(pieces, &mut assembler, sink)?;
         assembler.response(&prepared, request.response_schema, self.path(request))
     }
 
     /// `ready()`: the model's entry in the models API answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
-        let reply = self.execute(self.http.get(&self.model_url)).await?;
-        if reply.is_success() {
-            Ok(())
-        } else {
-            Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ))
-        }
+        let reply = self.client.get(&self.model_url).await?;
+        success(&reply, errors::from_status)
     }
 }
 

@@ -10,15 +10,14 @@ use serde_json::{json, Map, Value};
 
 use crate::config::RuntimeConfig;
 use crate::error::LlmError;
-use crate::message::{AssistantMessage, Content, ContentBlock, ImageSource, Message};
+use crate::message::{
+    system_prompt, AssistantMessage, Content, ContentBlock, ImageSource, Message,
+};
 use crate::provider::WireRequest;
-use crate::schema::{canonical_string, json_equal, Canonical};
+use crate::schema::{self, json_equal, Canonical};
 use crate::tool::ToolChoice;
 
 use super::StructuredOutputPath;
-
-/// The `{schema}` placeholder of a fallback directive.
-const SCHEMA_PLACEHOLDER: &str = "{schema}";
 
 /// The name of the synthetic tool of the §8.2.5.1 tool-call coercion fallback.
 pub const SYNTHETIC_TOOL_NAME: &str = "structured_output";
@@ -80,23 +79,14 @@ pub(crate) fn body(
     let mut root = Map::with_capacity(10);
     root.insert("model".into(), Value::from(model));
 
-    let mut system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::System(s) => s.content.as_text(),
-            _ => None,
-        })
-        .collect();
-    let directive;
-    if let (Some(schema), Some(StructuredOutputPath::PromptFallback)) =
-        (request.response_schema, path)
-    {
-        directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
-        system.push(&directive);
-    }
-    if !system.is_empty() {
-        root.insert("system".into(), Value::from(system.join("\n\n")));
+    let directive = match (request.response_schema, path) {
+        (Some(schema), Some(StructuredOutputPath::PromptFallback)) => {
+            Some(schema::directive(fallback_directive, schema))
+        }
+        _ => None,
+    };
+    if let Some(system) = system_prompt(request.messages, directive.as_deref()) {
+        root.insert("system".into(), Value::from(system));
     }
     root.insert("messages".into(), Value::Array(messages(request.messages)));
 

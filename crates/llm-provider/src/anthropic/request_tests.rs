@@ -2,23 +2,10 @@
 use serde_json::json;
 
 use super::*;
+use crate::schema::canonical_string;
 use crate::tool::Tool;
 
-fn req<'a>(
-    messages: &'a [Message],
-    tools: &'a [Tool],
-    config: &'a RuntimeConfig,
-    schema: Option<&'a Value>,
-) -> WireRequest<'a> {
-    WireRequest {
-        messages,
-        tools,
-        config,
-        response_schema: schema,
-        tool_choice: None,
-        stream: false,
-    }
-}
+use crate::test_support::wire_request as req;
 
 fn build(messages: &[Message], config: &RuntimeConfig) -> Result<Value, LlmError> {
     body("m", &req(messages, &[], config, None), None, "{schema}")
@@ -187,16 +174,7 @@ fn structured_output_paths() {
 
 #[test]
 fn byte_stable() {
-    let a = Tool::new(
-        "t",
-        "d",
-        json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-    );
-    let b = Tool::new(
-        "t",
-        "d",
-        json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-    );
+    let (a, b) = crate::test_support::one_tool_two_key_orders();
     let msgs = [Message::user("x")];
     let c1 = cfg()
         .temperature(0.5)

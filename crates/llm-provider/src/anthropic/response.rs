@@ -9,12 +9,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::error::LlmError;
 use crate::message::{
     AssistantMessage, Content, ContentBlock, RedactedThinkingBlock, ThinkingBlock, ToolCall,
 };
-use crate::response::{counter, invalid, FinishReason, Response, Usage};
-use crate::schema::{canonical_string, describe_violations, parse_structured};
+use crate::response::{counter, invalid, json_body, Answer, FinishReason, Response, Usage};
+use crate::schema::{canonical_string, describe_violations};
 use crate::validate::Prepared;
 
 use super::request::SYNTHETIC_TOOL_NAME;
@@ -31,6 +31,9 @@ fn finish_reason(stop_reason: Option<&str>) -> FinishReason {
     }
 }
 
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("id", "model");
+
 /// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
 ///
 /// # Errors
@@ -43,8 +46,7 @@ pub(crate) fn parse(
     response_schema: Option<&Value>,
     path: Option<StructuredOutputPath>,
 ) -> Result<Response, LlmError> {
-    let raw: Value = serde_json::from_slice(body)
-        .map_err(|e| invalid(format!("response body is not valid JSON: {e}")).with_source(e))?;
+    let raw = json_body(body)?;
     parse_value(raw, prepared, response_schema, path)
 }
 
@@ -86,18 +88,8 @@ pub(crate) fn parse_value(
         .ok_or_else(|| invalid("`content` must be a list"))?;
     let (blocks, uses) = read_content(entries, lenient)?;
     let usage = usage(root.get("usage"));
-    let field = |k: &str| root.get(k).and_then(Value::as_str).map(str::to_owned);
-    let soi = |output_content: String, error_message: String, finish_reason, schema: &Value| {
-        LlmError::StructuredOutputInvalid(Box::new(StructuredOutputInvalid {
-            response_schema: schema.clone(),
-            output_content,
-            error_message,
-            finish_reason,
-            usage,
-            response_id: field("id"),
-            response_model: field("model"),
-            raw: raw.clone(),
-        }))
+    let soi = |output_content: String, error_message: String, finish, schema: &Value| {
+        Answer::new(&raw, IDS, finish, usage).output_invalid(schema, output_content, error_message)
     };
 
     let coerced = path == Some(StructuredOutputPath::ToolCoercion);
@@ -150,16 +142,8 @@ pub(crate) fn parse_value(
         content: content(blocks),
         tool_calls,
     };
-    let parsed = match (prepared.response_schema.as_ref(), response_schema) {
-        (Some(validator), Some(schema)) if finish != FinishReason::ToolCalls => {
-            let text = message.text().unwrap_or_default();
-            match parse_structured(validator, &text) {
-                Ok(value) => Some(value),
-                Err(error_message) => return Err(soi(text, error_message, finish, schema)),
-            }
-        }
-        _ => None,
-    };
+    let parsed =
+        Answer::new(&raw, IDS, finish, usage).structured(prepared, response_schema, &message)?;
     Ok(Response::new(message, finish, usage, raw.clone(), parsed))
 }
 
@@ -229,13 +213,7 @@ fn content(mut blocks: Vec<ContentBlock>) -> Option<Content> {
 }
 
 fn content_text(blocks: &[ContentBlock]) -> Option<String> {
-    let texts: Vec<&str> = blocks
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let texts = crate::message::text_parts(blocks);
     (!texts.is_empty()).then(|| texts.concat())
 }
 

@@ -3,20 +3,7 @@ use serde_json::json;
 
 use super::*;
 
-fn prepared(schema: Option<&Value>) -> Prepared {
-    Prepared {
-        tools: vec![(
-            "get".into(),
-            crate::schema::compile(
-                &json!({"type": "object", "properties": {"city": {"type": "string"}},
-                        "required": ["city"], "additionalProperties": false}),
-                "t",
-            )
-            .unwrap(),
-        )],
-        response_schema: schema.map(|s| crate::schema::compile(s, "s").unwrap()),
-    }
-}
+use crate::test_support::prepared;
 
 fn parse_value(
     v: Value,
@@ -51,13 +38,8 @@ fn text_thinking_and_usage() {
     assert_eq!(r.content(), Some("hi"));
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert_eq!(
-        (
-            r.usage.prompt_tokens,
-            r.usage.completion_tokens,
-            r.usage.total_tokens,
-            r.usage.cached_tokens
-        ),
-        (Some(3), Some(2), Some(5), None)
+        crate::test_support::token_counts(&r.usage),
+        [Some(3), Some(2), Some(5), None]
     );
     let r = parse_value(
         message(
@@ -207,40 +189,10 @@ mod props {
     use proptest::prelude::*;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            prop_oneof![
-                Just("text"),
-                Just("tool_use"),
-                Just("thinking"),
-                Just("get"),
-                Just("end_turn")
-            ]
-            .prop_map(Value::from),
-            ".{0,8}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("type".to_owned()),
-                        Just("text".to_owned()),
-                        Just("input".to_owned()),
-                        Just("name".to_owned()),
-                        Just("id".to_owned()),
-                        Just("content".to_owned()),
-                        Just("usage".to_owned()),
-                        ".{0,6}"
-                    ],
-                    inner,
-                    0..5,
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::test_support::json_value(
+            "type text input name id content usage",
+            "text tool_use thinking get end_turn",
+        )
     }
 
     proptest! {

@@ -3,38 +3,19 @@ use super::*;
 use crate::error::ErrorCategory;
 use crate::response::FinishReason;
 use serde_json::json;
-use std::sync::Mutex;
 
 fn prepared() -> Prepared {
-    Prepared {
-        tools: vec![(
-            "get_weather".into(),
-            crate::schema::compile(
-                &json!({"type": "object", "properties": {"city": {"type": "string"}},
-                        "required": ["city"]}),
-                "t",
-            )
-            .unwrap(),
-        )],
-        response_schema: None,
-    }
+    let tool = crate::test_support::city_schema(false);
+    crate::test_support::prepared_with("get_weather", &tool, None)
 }
 
-type Deltas = Vec<(DeltaKind, String)>;
+use crate::test_support::Deltas;
 
 fn feed(events: &[Value]) -> (Assembler, Result<(), LlmError>, Deltas) {
-    let seen = Mutex::new(Vec::new());
-    let sink = |k: DeltaKind, t: &str| seen.lock().unwrap().push((k, t.to_owned()));
-    let mut a = Assembler::default();
-    let mut outcome = Ok(());
-    for e in events {
-        let event = SseEvent {
-            event: e.get("type").and_then(Value::as_str).map(str::to_owned),
-            data: e.to_string(),
-        };
-        outcome = outcome.and_then(|()| a.event(&event, &sink));
-    }
-    (a, outcome, seen.into_inner().unwrap())
+    crate::test_support::feed(events.iter().map(|e| SseEvent {
+        event: e.get("type").and_then(Value::as_str).map(str::to_owned),
+        data: e.to_string(),
+    }))
 }
 
 fn start() -> Value {

@@ -1,10 +1,10 @@
 //! Spec: llm-provider §8.3 — building a [`GeminiProvider`]: the shared
 //! [`ProviderBuilder`] setters, the bound model in the URL path.
 
-use super::GeminiProvider;
+use super::{GeminiProvider, API_KEY_HEADER};
 use crate::builder::ProviderBuilder;
 use crate::error::LlmError;
-use crate::openai::DEFAULT_MAX_RESPONSE_BYTES;
+use crate::wire_client::{KeyHeader, WireClient};
 
 /// The hosted Gemini API, version included.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -44,16 +44,17 @@ impl ProviderBuilder<GeminiProvider> {
         }
         let model_url = url.to_string();
         Ok(GeminiProvider {
-            http: self
-                .transport
-                .build(DEFAULT_MAX_RESPONSE_BYTES)?
-                .redacting(self.api_key.as_deref().unwrap_or_default()),
+            client: WireClient::new(
+                self.transport,
+                self.api_key,
+                KeyHeader::Named(API_KEY_HEADER),
+                Vec::new(),
+            )?,
             generate_url: format!("{model_url}:generateContent"),
             stream_url: format!("{model_url}:streamGenerateContent?alt=sse"),
             streaming: self.stream_extension,
             model_url,
             model,
-            api_key: self.api_key,
             capabilities: self.capabilities,
             provider_name: self.provider_name,
             fallback_directive: self.fallback_directive,

@@ -21,7 +21,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{ErrorCategory, LlmError};
-use crate::openai::errors::status_error;
+use crate::openai::errors::{lower, status_error};
 
 /// The `error` object of a Gemini error body, leniently read.
 struct ErrorBody {
@@ -73,11 +73,7 @@ fn parse_delay(text: &str) -> Option<Duration> {
 /// A message saying the model refused a content part (unsupported media type,
 /// unsupported or unreachable file URI).
 fn is_content_rejection(e: &ErrorBody) -> bool {
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let message = lower(&e.message);
     let subject = [
         "mime type",
         "mimetype",
@@ -140,42 +136,26 @@ mod tests {
 
     #[test]
     fn status_table() {
-        let cat = |code, status: &str, message: &str| {
-            from_status(code, &HeaderMap::new(), &body(code, status, message))
-                .category()
-                .as_str()
+        // `<status> <category> <error.status>: <error.message>`.
+        let envelope = |code, rest: &str| {
+            let (status, message) = crate::test_support::kind_and_message(rest);
+            String::from_utf8_lossy(&body(code, status, message)).into_owned()
         };
-        assert_eq!(
-            cat(400, "INVALID_ARGUMENT", "bad request"),
-            "provider_invalid_request"
+        crate::test_support::assert_status_table(
+            from_status,
+            envelope,
+            "400 invalid_request INVALID_ARGUMENT: bad request
+             400 unsupported_content_block INVALID_ARGUMENT: Unsupported MIME type: image/tiff
+             403 authentication PERMISSION_DENIED: denied
+             403 unsupported_content_block FORBIDDEN: The file URI is not supported
+             401 authentication UNAUTHENTICATED: no key
+             404 invalid_model NOT_FOUND: model not found
+             429 rate_limit RESOURCE_EXHAUSTED: slow down
+             500 unavailable INTERNAL: x
+             503 unavailable INTERNAL: x
+             504 unavailable INTERNAL: x
+             502 unavailable INTERNAL: x",
         );
-        assert_eq!(
-            cat(400, "INVALID_ARGUMENT", "Unsupported MIME type: image/tiff"),
-            "provider_unsupported_content_block"
-        );
-        assert_eq!(
-            cat(403, "PERMISSION_DENIED", "denied"),
-            "provider_authentication"
-        );
-        assert_eq!(
-            cat(403, "FORBIDDEN", "The file URI is not supported"),
-            "provider_unsupported_content_block"
-        );
-        assert_eq!(
-            cat(401, "UNAUTHENTICATED", "no key"),
-            "provider_authentication"
-        );
-        assert_eq!(
-            cat(404, "NOT_FOUND", "model not found"),
-            "provider_invalid_model"
-        );
-        assert_eq!(
-            cat(429, "RESOURCE_EXHAUSTED", "slow down"),
-            "provider_rate_limit"
-        );
-        for code in [500, 503, 504, 502] {
-            assert_eq!(cat(code, "INTERNAL", "x"), "provider_unavailable");
-        }
         let e = from_status(503, &HeaderMap::new(), &body(503, "UNAVAILABLE", "down"));
         assert_eq!(
             (e.to_string().as_str(), e.error_type()),

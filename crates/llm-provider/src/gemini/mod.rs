@@ -55,9 +55,8 @@ mod response;
 mod stream;
 
 use futures::future::BoxFuture;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
-use openarmature_http::{HttpClient, Reply};
+use openarmature_http::Reply;
 
 use crate::error::LlmError;
 use crate::openai::StructuredOutputPath;
@@ -65,18 +64,19 @@ use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
+use crate::wire_client::{success, WireClient};
 
 pub use builder::{GeminiBuilder, DEFAULT_BASE_URL};
 
 /// The header carrying the API key.
-const API_KEY_HEADER: &str = "x-goog-api-key";
+pub(super) const API_KEY_HEADER: &str = "x-goog-api-key";
 
 /// A provider speaking the Gemini `generateContent` API (§8.3). Cheap to clone;
 /// concurrent calls go to the wire concurrently (§8.3.4). `Debug` never prints the
 /// API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct GeminiProvider {
-    pub(super) http: HttpClient,
+    pub(super) client: WireClient,
     pub(super) generate_url: String,
     /// `…:streamGenerateContent?alt=sse` (extension 0006).
     pub(super) stream_url: String,
@@ -84,21 +84,9 @@ pub struct GeminiProvider {
     pub(super) streaming: bool,
     pub(super) model_url: String,
     pub(super) model: String,
-    pub(super) api_key: Option<String>,
     pub(super) capabilities: ModelCapabilities,
     pub(super) provider_name: String,
     pub(super) fallback_directive: String,
-}
-
-impl std::fmt::Debug for GeminiProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GeminiProvider")
-            .field("generate_url", &self.generate_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl GeminiProvider {
@@ -148,18 +136,6 @@ impl GeminiProvider {
         Ok((prepared, body))
     }
 
-    /// Sends with the key header and reads the answer, capping the body; a non-2xx
-    /// answer is its §8.3.3 error.
-    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        let builder = builder.header(ACCEPT, "application/json");
-        let builder = match &self.api_key {
-            Some(key) => builder.header(API_KEY_HEADER, key),
-            None => builder,
-        };
-        let reply = self.http.execute(builder).await?;
-        success(reply)
-    }
-
     /// One streamed attempt (extension 0006): the same body on the streaming
     /// endpoint, the event stream consumed as it arrives.
     async fn send_stream_once(
@@ -169,17 +145,16 @@ impl GeminiProvider {
     ) -> Result<Response, LlmError> {
         request.stream = true;
         let (prepared, body) = self.prepare(&request)?;
-        let mut post = self
-            .http
-            .post(&self.stream_url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(body);
-        if let Some(key) = &self.api_key {
-            post = post.header(API_KEY_HEADER, key);
-        }
         let mut assembler = stream::Assembler::default();
-        crate::sse::exchange(&self.http, post, errors::from_status, &mut assembler, sink).await?;
+        self.client
+            .post_stream(
+                &self.stream_url,
+                body,
+                errors::from_status,
+                &mut assembler,
+                sink,
+            )
+            .await?;
         assembler.response(&prepared, request.response_schema)
     }
 
@@ -192,12 +167,8 @@ impl GeminiProvider {
                 .await;
         }
         let (prepared, body) = self.prepare(&request)?;
-        let post = self
-            .http
-            .post(&self.generate_url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
-        let reply = self.execute(post).await?;
+        let reply = self.client.post_json(&self.generate_url, body).await?;
+        success(&reply, errors::from_status)?;
         response::parse(&reply.body, &prepared, request.response_schema)
     }
 
@@ -217,9 +188,7 @@ impl GeminiProvider {
         reply: &Reply,
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
-        if !reply.is_success() {
-            return Err(error_of(reply));
-        }
+        success(reply, errors::from_status)?;
         response::parse(&reply.body, &prepared, request.response_schema)
     }
 
@@ -242,27 +211,14 @@ impl GeminiProvider {
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
         let mut assembler = stream::Assembler::default();
-        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        self.client.decode(pieces, &mut assembler, sink)?;
         assembler.response(&prepared, request.response_schema)
     }
 
     /// §5 `ready()`: the model's metadata resource answers 2xx.
     async fn ready_once(&self) -> Result<(), LlmError> {
-        self.execute(self.http.get(&self.model_url)).await.map(drop)
-    }
-}
-
-/// A non-2xx answer's §8.3.3 error.
-fn error_of(reply: &Reply) -> LlmError {
-    errors::from_status(reply.status, &reply.headers, &reply.body)
-}
-
-/// The answer when it is 2xx, else its error.
-fn success(reply: Reply) -> Result<Reply, LlmError> {
-    if reply.is_success() {
-        Ok(reply)
-    } else {
-        Err(error_of(&reply))
+        let reply = self.client.get(&self.model_url).await?;
+        success(&reply, errors::from_status)
     }
 }
 

@@ -9,10 +9,12 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::LlmError;
-use crate::message::{Content, ContentBlock, ImageBlock, ImageSource, Message, ToolCall};
+use crate::message::{
+    system_prompt, Content, ContentBlock, ImageBlock, ImageSource, Message, ToolCall,
+};
 use crate::openai::StructuredOutputPath;
 use crate::provider::WireRequest;
-use crate::schema::{canonical_string, json_equal, Canonical};
+use crate::schema::{self, json_equal, Canonical};
 use crate::tool::ToolChoice;
 
 /// Declared scalar fields and their `generationConfig` wire names, managed while set
@@ -29,9 +31,6 @@ const SCALARS: [(&str, &str); 6] = [
 /// The wire name realizing `stop_sequences` (the additive, merged arm).
 const STOP: &str = "stopSequences";
 
-/// The `{schema}` placeholder of a fallback directive.
-const SCHEMA_PLACEHOLDER: &str = "{schema}";
-
 /// Builds the canonical request body bytes for one attempt.
 ///
 /// # Errors
@@ -44,25 +43,14 @@ pub(crate) fn body(
 ) -> Result<Vec<u8>, LlmError> {
     let mut root = Map::with_capacity(6);
 
-    let mut system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::System(s) => s.content.as_text(),
-            _ => None,
-        })
-        .collect();
     let directive = request
         .response_schema
         .filter(|_| path == StructuredOutputPath::PromptFallback)
-        .map(|schema| fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema)));
-    if let Some(directive) = &directive {
-        system.push(directive);
-    }
-    if !system.is_empty() {
+        .map(|schema| schema::directive(fallback_directive, schema));
+    if let Some(system) = system_prompt(request.messages, directive.as_deref()) {
         root.insert(
             "systemInstruction".into(),
-            json!({"parts": [{"text": system.join("\n\n")}]}),
+            json!({"parts": [{"text": system}]}),
         );
     }
     root.insert("contents".into(), Value::Array(contents(request.messages)?));

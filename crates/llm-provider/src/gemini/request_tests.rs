@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
 use crate::config::RuntimeConfig;
+use crate::schema::canonical_string;
 use crate::tool::Tool;
 
 fn wire(
@@ -10,14 +11,7 @@ fn wire(
     schema: Option<&Value>,
     path: StructuredOutputPath,
 ) -> Result<Value, LlmError> {
-    let req = WireRequest {
-        messages,
-        tools,
-        config,
-        response_schema: schema,
-        tool_choice: None,
-        stream: false,
-    };
+    let req = crate::test_support::wire_request(messages, tools, config, schema);
     body(&req, path, "Schema: {schema}").map(|b| serde_json::from_slice(&b).unwrap())
 }
 
@@ -215,16 +209,7 @@ fn parts_images_and_signatures() {
 
 #[test]
 fn byte_stable_across_key_orders() {
-    let a = Tool::new(
-        "t",
-        "d",
-        json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-    );
-    let b = Tool::new(
-        "t",
-        "d",
-        json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-    );
+    let (a, b) = crate::test_support::one_tool_two_key_orders();
     let c1 = RuntimeConfig::default()
         .extra("x", json!({"q": 1, "p": 2}))
         .extra("topK", json!(3));

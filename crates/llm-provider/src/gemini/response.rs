@@ -14,11 +14,14 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::error::LlmError;
 use crate::message::{AssistantMessage, Content, ContentBlock, TextBlock, ThinkingBlock, ToolCall};
-use crate::response::{counter, invalid, FinishReason, Response, Usage};
-use crate::schema::{describe_violations, parse_structured};
+use crate::response::{counter, invalid, json_body, Answer, FinishReason, Response, Usage};
+use crate::schema::describe_violations;
 use crate::validate::Prepared;
+
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("responseId", "modelVersion");
 
 /// Maps a 2xx `generateContent` body to a [`Response`] (or `structured_output_invalid`).
 ///
@@ -31,8 +34,7 @@ pub(crate) fn parse(
     prepared: &Prepared,
     response_schema: Option<&Value>,
 ) -> Result<Response, LlmError> {
-    let raw: Value = serde_json::from_slice(body)
-        .map_err(|e| invalid(format!("response body is not valid JSON: {e}")).with_source(e))?;
+    let raw = json_body(body)?;
     parse_value(raw, prepared, response_schema)
 }
 
@@ -110,30 +112,11 @@ pub(crate) fn parse_value(
     let lenient = finish_reason == FinishReason::Error;
     let message = message(parts, prepared, lenient)?;
 
-    let parsed = match (prepared.response_schema.as_ref(), response_schema) {
-        (Some(validator), Some(schema)) if finish_reason != FinishReason::ToolCalls => {
-            let text = message.text().unwrap_or_default();
-            match parse_structured(validator, &text) {
-                Ok(value) => Some(value),
-                Err(error_message) => {
-                    let field = |k: &str| root.get(k).and_then(Value::as_str).map(str::to_owned);
-                    return Err(LlmError::StructuredOutputInvalid(Box::new(
-                        StructuredOutputInvalid {
-                            response_schema: schema.clone(),
-                            output_content: text,
-                            error_message,
-                            finish_reason,
-                            usage,
-                            response_id: field("responseId"),
-                            response_model: field("modelVersion"),
-                            raw: raw.clone(),
-                        },
-                    )));
-                }
-            }
-        }
-        _ => None,
-    };
+    let parsed = Answer::new(&raw, IDS, finish_reason, usage).structured(
+        prepared,
+        response_schema,
+        &message,
+    )?;
     Ok(Response::new(message, finish_reason, usage, raw, parsed))
 }
 

@@ -3,18 +3,7 @@ use super::*;
 use serde_json::json;
 
 fn prepared(schema: Option<Value>) -> Prepared {
-    Prepared {
-        tools: vec![(
-            "get".into(),
-            crate::schema::compile(
-                &json!({"type": "object", "properties": {"city": {"type": "string"}},
-                        "required": ["city"], "additionalProperties": false}),
-                "t",
-            )
-            .unwrap(),
-        )],
-        response_schema: schema.map(|s| crate::schema::compile(&s, "s").unwrap()),
-    }
+    crate::test_support::prepared(schema.as_ref())
 }
 
 fn parse_json(v: Value) -> Result<Response, LlmError> {
@@ -34,13 +23,8 @@ fn text_usage_and_raw() {
     assert_eq!(r.content(), Some("ab"));
     assert_eq!(r.finish_reason, FinishReason::Stop);
     assert_eq!(
-        (
-            r.usage.prompt_tokens,
-            r.usage.completion_tokens,
-            r.usage.total_tokens,
-            r.usage.cached_tokens
-        ),
-        (Some(12), None, Some(18), Some(4))
+        crate::test_support::token_counts(&r.usage),
+        [Some(12), None, Some(18), Some(4)]
     );
     assert_eq!(r.raw["usageMetadata"]["candidatesTokenCount"], "x");
     assert_eq!(
@@ -169,36 +153,10 @@ mod props {
     use proptest::prelude::*;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            prop_oneof![Just("STOP"), Just("model"), Just("get"), Just("x")].prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 48, 5, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("candidates".to_owned()),
-                        Just("content".to_owned()),
-                        Just("parts".to_owned()),
-                        Just("text".to_owned()),
-                        Just("thought".to_owned()),
-                        Just("functionCall".to_owned()),
-                        Just("args".to_owned()),
-                        Just("name".to_owned()),
-                        Just("finishReason".to_owned()),
-                        Just("usageMetadata".to_owned()),
-                        Just("promptFeedback".to_owned()),
-                        ".{0,5}",
-                    ],
-                    inner,
-                    0..5,
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::test_support::json_value(
+"candidates content parts text thought functionCall args name finishReason usageMetadata promptFeedback",
+"STOP model get x",
+)
     }
 
     proptest! {

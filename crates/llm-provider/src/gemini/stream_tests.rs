@@ -3,37 +3,19 @@ use super::*;
 use crate::error::ErrorCategory;
 use crate::response::FinishReason;
 use serde_json::json;
-use std::sync::Mutex;
 
 fn prepared() -> Prepared {
-    Prepared {
-        tools: vec![(
-            "get_weather".into(),
-            crate::schema::compile(
-                &json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-                "t",
-            )
-            .unwrap(),
-        )],
-        response_schema: None,
-    }
+    let tool = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    crate::test_support::prepared_with("get_weather", &tool, None)
 }
 
-type Deltas = Vec<(DeltaKind, String)>;
+use crate::test_support::Deltas;
 
 fn feed(chunks: &[Value]) -> (Assembler, Result<(), LlmError>, Deltas) {
-    let seen = Mutex::new(Vec::new());
-    let sink = |k: DeltaKind, t: &str| seen.lock().unwrap().push((k, t.to_owned()));
-    let mut a = Assembler::default();
-    let mut outcome = Ok(());
-    for c in chunks {
-        let event = SseEvent {
-            event: None,
-            data: c.to_string(),
-        };
-        outcome = outcome.and_then(|()| a.event(&event, &sink));
-    }
-    (a, outcome, seen.into_inner().unwrap())
+    crate::test_support::feed(chunks.iter().map(|c| SseEvent {
+        event: None,
+        data: c.to_string(),
+    }))
 }
 
 fn text(t: &str) -> Value {

@@ -29,6 +29,11 @@ pub(crate) struct ErrorBody {
     pub(crate) code: Option<String>,
 }
 
+/// A body field lowercased (`""` when absent), for the case-insensitive checks.
+pub(crate) fn lower(field: &Option<String>) -> String {
+    field.as_deref().unwrap_or_default().to_ascii_lowercase()
+}
+
 pub(crate) fn read_error_body(body: &[u8]) -> ErrorBody {
     let parsed: Option<Value> = serde_json::from_slice(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
@@ -60,13 +65,9 @@ fn contains_any(haystack: &str, needles: &[&str]) -> bool {
 }
 
 fn is_model_not_found(e: &ErrorBody) -> bool {
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let code = lower(&e.code);
+    let kind = lower(&e.kind);
+    let message = lower(&e.message);
     code == "model_not_found"
         || kind == "model_not_found"
         || (message.contains("model")
@@ -77,13 +78,9 @@ fn is_model_not_found(e: &ErrorBody) -> bool {
 }
 
 fn is_model_not_loaded(e: &ErrorBody) -> bool {
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let kind = lower(&e.kind);
+    let code = lower(&e.code);
+    let message = lower(&e.message);
     kind == "model_not_loaded"
         || code == "model_not_loaded"
         || contains_any(
@@ -93,13 +90,9 @@ fn is_model_not_loaded(e: &ErrorBody) -> bool {
 }
 
 pub(crate) fn is_content_rejection(e: &ErrorBody) -> bool {
-    let code = e.code.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let kind = e.kind.as_deref().unwrap_or_default().to_ascii_lowercase();
-    let message = e
-        .message
-        .as_deref()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let code = lower(&e.code);
+    let kind = lower(&e.kind);
+    let message = lower(&e.message);
     let media = [
         "image",
         "audio",
@@ -207,51 +200,21 @@ mod tests {
 
     #[test]
     fn status_table() {
-        let cat = |status, body: &str| {
-            from_status(status, &HeaderMap::new(), body.as_bytes())
-                .category()
-                .as_str()
-        };
-        assert_eq!(cat(401, "{}"), "provider_authentication");
-        assert_eq!(
-            cat(404, r#"{"error":{"code":"model_not_found","message":"m"}}"#),
-            "provider_invalid_model"
+        // `<status> <category> <body>`.
+        crate::test_support::assert_status_table(
+            from_status,
+            |_, body| body.to_owned(),
+            r#"401 authentication {}
+               404 invalid_model {"error":{"code":"model_not_found","message":"m"}}
+               404 invalid_model {"error":"model 'x' not found"}
+               404 invalid_request not json
+               503 model_not_loaded {"error":{"type":"model_not_loaded","message":"m"}}
+               503 unavailable {"error":{"type":"service_unavailable","message":"down"}}
+               500 unavailable
+               400 unsupported_content_block {"error":{"code":"image_content_not_supported","message":"m"}}
+               400 invalid_request {"error":{"code":"bad_request","message":"missing required field"}}
+               429 rate_limit {}"#,
         );
-        assert_eq!(
-            cat(404, r#"{"error":"model 'x' not found"}"#),
-            "provider_invalid_model"
-        );
-        assert_eq!(cat(404, "not json"), "provider_invalid_request");
-        assert_eq!(
-            cat(
-                503,
-                r#"{"error":{"type":"model_not_loaded","message":"m"}}"#
-            ),
-            "provider_model_not_loaded"
-        );
-        assert_eq!(
-            cat(
-                503,
-                r#"{"error":{"type":"service_unavailable","message":"down"}}"#
-            ),
-            "provider_unavailable"
-        );
-        assert_eq!(cat(500, ""), "provider_unavailable");
-        assert_eq!(
-            cat(
-                400,
-                r#"{"error":{"code":"image_content_not_supported","message":"m"}}"#
-            ),
-            "provider_unsupported_content_block"
-        );
-        assert_eq!(
-            cat(
-                400,
-                r#"{"error":{"code":"bad_request","message":"missing required field"}}"#
-            ),
-            "provider_invalid_request"
-        );
-        assert_eq!(cat(429, "{}"), "provider_rate_limit");
         let e = from_status(
             503,
             &HeaderMap::new(),

@@ -52,13 +52,12 @@ mod response;
 mod stream;
 
 use futures::future::BoxFuture;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
 pub use errors::retry_after;
 pub use request::StructuredOutputPath;
 
-use openarmature_http::{HttpClient, Reply};
+use openarmature_http::Reply;
 
 use crate::builder::ProviderBuilder;
 use crate::error::{ErrorCategory, LlmError};
@@ -66,6 +65,7 @@ use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
+use crate::wire_client::{success, KeyHeader, WireClient};
 
 /// The default response size cap (8 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -87,14 +87,10 @@ impl ProviderBuilder<OpenAiProvider> {
     pub fn build(self) -> Result<OpenAiProvider, LlmError> {
         let base = openarmature_http::base_url(&self.base_url)?;
         Ok(OpenAiProvider {
-            http: self
-                .transport
-                .build(DEFAULT_MAX_RESPONSE_BYTES)?
-                .redacting(self.api_key.as_deref().unwrap_or_default()),
+            client: WireClient::new(self.transport, self.api_key, KeyHeader::Bearer, Vec::new())?,
             chat_url: format!("{base}/chat/completions"),
             models_url: format!("{base}/models"),
             model: self.model,
-            api_key: self.api_key,
             capabilities: self.capabilities,
             provider_name: self.provider_name,
             fallback_directive: self.fallback_directive,
@@ -105,28 +101,15 @@ impl ProviderBuilder<OpenAiProvider> {
 /// A provider speaking the OpenAI-compatible Chat Completions API (§8.1). Cheap to
 /// clone; concurrent calls go to the wire concurrently (§8.1.4). `Debug` never
 /// prints the API key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct OpenAiProvider {
-    http: HttpClient,
+    client: WireClient,
     chat_url: String,
     models_url: String,
     model: String,
-    api_key: Option<String>,
     capabilities: ModelCapabilities,
     provider_name: String,
     fallback_directive: String,
-}
-
-impl std::fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiProvider")
-            .field("chat_url", &self.chat_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("max_response_bytes", &self.http.max_response_bytes())
-            .field("capabilities", &self.capabilities)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OpenAiProvider {
@@ -181,20 +164,16 @@ impl OpenAiProvider {
     ) -> Result<Response, LlmError> {
         request.stream = true;
         let (prepared, body) = self.prepare(&request)?;
-        let builder = self
-            .http
-            .post(&self.chat_url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
         let mut assembler = stream::Assembler::default();
-        crate::sse::exchange(
-            &self.http,
-            self.with_auth(builder, "text/event-stream"),
-            errors::from_status,
-            &mut assembler,
-            sink,
-        )
-        .await?;
+        self.client
+            .post_stream(
+                &self.chat_url,
+                body,
+                errors::from_status,
+                &mut assembler,
+                sink,
+            )
+            .await?;
         assembler.response(&prepared, request.response_schema)
     }
 
@@ -236,25 +215,8 @@ impl OpenAiProvider {
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
         let mut assembler = stream::Assembler::default();
-        crate::sse::decode(pieces, self.http.max_response_bytes(), &mut assembler, sink)?;
+        self.client.decode(pieces, &mut assembler, sink)?;
         assembler.response(&prepared, request.response_schema)
-    }
-
-    /// Adds the `Accept` and `Authorization` headers.
-    fn with_auth(&self, builder: reqwest::RequestBuilder, accept: &str) -> reqwest::RequestBuilder {
-        let builder = builder.header(ACCEPT, accept);
-        match &self.api_key {
-            Some(key) => builder.header(AUTHORIZATION, format!("Bearer {key}")),
-            None => builder,
-        }
-    }
-
-    /// Sends and reads the answer, capping the body.
-    async fn execute(&self, builder: reqwest::RequestBuilder) -> Result<Reply, LlmError> {
-        Ok(self
-            .http
-            .execute(self.with_auth(builder, "application/json"))
-            .await?)
     }
 
     async fn send_once(&self, request: WireRequest<'_>) -> Result<Response, LlmError> {
@@ -265,26 +227,13 @@ impl OpenAiProvider {
                 .await;
         }
         let (prepared, body) = self.prepare(&request)?;
-        let reply = self
-            .execute(
-                self.http
-                    .post(&self.chat_url)
-                    .header(CONTENT_TYPE, "application/json")
-                    .body(body),
-            )
-            .await?;
+        let reply = self.client.post_json(&self.chat_url, body).await?;
         answer(&reply, &prepared, request.response_schema)
     }
 
     async fn ready_once(&self) -> Result<(), LlmError> {
-        let reply = self.execute(self.http.get(&self.models_url)).await?;
-        if !reply.is_success() {
-            return Err(errors::from_status(
-                reply.status,
-                &reply.headers,
-                &reply.body,
-            ));
-        }
+        let reply = self.client.get(&self.models_url).await?;
+        success(&reply, errors::from_status)?;
         let listing: Value = serde_json::from_slice(&reply.body).map_err(|e| {
             LlmError::invalid_response(format!("model listing is not valid JSON: {e}"))
                 .with_source(e)
@@ -325,13 +274,7 @@ fn answer(
     prepared: &validate::Prepared,
     response_schema: Option<&Value>,
 ) -> Result<Response, LlmError> {
-    if !reply.is_success() {
-        return Err(errors::from_status(
-            reply.status,
-            &reply.headers,
-            &reply.body,
-        ));
-    }
+    success(reply, errors::from_status)?;
     response::parse(&reply.body, prepared, response_schema)
 }
 

@@ -31,17 +31,7 @@ pub enum StructuredOutputPath {
 const STRUCTURAL: [&str; 4] = ["model", "messages", "tools", "tool_choice"];
 
 /// Declared scalar fields, managed while the caller sets them (reject arm).
-const SCALARS: [&str; 6] = [
-    "temperature",
-    "max_tokens",
-    "top_p",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-];
-
-/// The `{schema}` placeholder of a fallback directive.
-pub(crate) const SCHEMA_PLACEHOLDER: &str = "{schema}";
+const SCALARS: &[&str] = crate::config::DECLARED_FIELDS.split_at(6).0;
 
 /// Builds the canonical request body bytes for one attempt.
 ///
@@ -138,7 +128,7 @@ fn messages(
 ) -> Vec<Value> {
     let mut messages: Vec<Value> = request.messages.iter().map(message).collect();
     if let Some(schema) = fallback {
-        let directive = fallback_directive.replace(SCHEMA_PLACEHOLDER, &canonical_string(schema));
+        let directive = crate::schema::directive(fallback_directive, schema);
         match messages.first_mut() {
             Some(Value::Object(first))
                 if first.get("role").and_then(Value::as_str) == Some("system") =>
@@ -326,13 +316,7 @@ fn assistant_content(c: &Content) -> Value {
     match c {
         Content::Text(t) => Value::from(t.as_str()),
         Content::Blocks(blocks) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let texts = crate::message::text_parts(blocks);
             match texts.as_slice() {
                 [] => Value::Null,
                 [one] => Value::from(*one),
@@ -385,14 +369,7 @@ mod tests {
     use crate::tool::Tool;
 
     fn build(messages: &[Message], config: &RuntimeConfig) -> Result<Value, LlmError> {
-        let req = WireRequest {
-            messages,
-            tools: &[],
-            config,
-            response_schema: None,
-            tool_choice: None,
-            stream: false,
-        };
+        let req = crate::test_support::wire_request(messages, &[], config, None);
         body("m", &req, StructuredOutputPath::Native, "{schema}")
             .map(|b| serde_json::from_slice(&b).unwrap())
     }
@@ -485,14 +462,7 @@ mod tests {
         let typed = build(&msgs, &config).unwrap();
         let via_values = config.clone().extra("messages", typed["messages"].clone());
         let bytes = |c: &RuntimeConfig| {
-            let req = WireRequest {
-                messages: &msgs,
-                tools: &[],
-                config: c,
-                response_schema: None,
-                tool_choice: None,
-                stream: false,
-            };
+            let req = crate::test_support::wire_request(&msgs, &[], c, None);
             body("m", &req, StructuredOutputPath::Native, "{schema}").unwrap()
         };
         assert_eq!(bytes(&config), bytes(&via_values));
@@ -504,29 +474,13 @@ mod tests {
 
     #[test]
     fn byte_stable_and_thinking_stripped() {
-        let a = Tool::new(
-            "t",
-            "d",
-            json!({"type": "object", "properties": {"a": {}, "b": {}}}),
-        );
-        let b = Tool::new(
-            "t",
-            "d",
-            json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
-        );
+        let (a, b) = crate::test_support::one_tool_two_key_orders();
         let msgs = [Message::user("x")];
         let config = RuntimeConfig::default();
         let mk = |tools: &[Tool]| {
             body(
                 "m",
-                &WireRequest {
-                    messages: &msgs,
-                    tools,
-                    config: &config,
-                    response_schema: None,
-                    tool_choice: None,
-                    stream: false,
-                },
+                &crate::test_support::wire_request(&msgs, tools, &config, None),
                 StructuredOutputPath::Native,
                 "",
             )

@@ -7,11 +7,14 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{LlmError, StructuredOutputInvalid};
+use crate::error::LlmError;
 use crate::message::{AssistantMessage, Content, ToolCall};
-use crate::response::{counter, invalid, FinishReason, Response, Usage};
-use crate::schema::{describe_violations, parse_structured};
+use crate::response::{counter, invalid, json_body, Answer, FinishReason, Response, Usage};
+use crate::schema::describe_violations;
 use crate::validate::Prepared;
+
+/// Where the answer's id and model stand.
+const IDS: (&str, &str) = ("id", "model");
 
 /// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
 ///
@@ -24,8 +27,7 @@ pub(crate) fn parse(
     prepared: &Prepared,
     response_schema: Option<&Value>,
 ) -> Result<Response, LlmError> {
-    let raw: Value = serde_json::from_slice(body)
-        .map_err(|e| invalid(format!("response body is not valid JSON: {e}")).with_source(e))?;
+    let raw = json_body(body)?;
     parse_value(raw, prepared, response_schema)
 }
 
@@ -108,30 +110,11 @@ pub(crate) fn parse_value(
         tool_calls,
     };
 
-    let parsed = match (prepared.response_schema.as_ref(), response_schema) {
-        (Some(validator), Some(schema)) if finish_reason != FinishReason::ToolCalls => {
-            let text = message.text().unwrap_or_default();
-            match parse_structured(validator, &text) {
-                Ok(value) => Some(value),
-                Err(error_message) => {
-                    let field = |k: &str| root.get(k).and_then(Value::as_str).map(str::to_owned);
-                    return Err(LlmError::StructuredOutputInvalid(Box::new(
-                        StructuredOutputInvalid {
-                            response_schema: schema.clone(),
-                            output_content: text,
-                            error_message,
-                            finish_reason,
-                            usage,
-                            response_id: field("id"),
-                            response_model: field("model"),
-                            raw: raw.clone(),
-                        },
-                    )));
-                }
-            }
-        }
-        _ => None,
-    };
+    let parsed = Answer::new(&raw, IDS, finish_reason, usage).structured(
+        prepared,
+        response_schema,
+        &message,
+    )?;
     Ok(Response::new(message, finish_reason, usage, raw, parsed))
 }
 
@@ -230,18 +213,7 @@ mod tests {
     use serde_json::json;
 
     fn prepared() -> Prepared {
-        Prepared {
-            tools: vec![(
-                "get".into(),
-                crate::schema::compile(
-                    &json!({"type": "object", "properties": {"city": {"type": "string"}},
-                            "required": ["city"], "additionalProperties": false}),
-                    "t",
-                )
-                .unwrap(),
-            )],
-            response_schema: None,
-        }
+        crate::test_support::prepared(None)
     }
 
     fn body(v: Value) -> Vec<u8> {
@@ -262,13 +234,8 @@ mod tests {
         .unwrap();
         assert_eq!(r.content(), Some("hi"));
         assert_eq!(
-            (
-                r.usage.prompt_tokens,
-                r.usage.completion_tokens,
-                r.usage.total_tokens,
-                r.usage.cached_tokens
-            ),
-            (None, Some(5), None, Some(0))
+            crate::test_support::token_counts(&r.usage),
+            [None, Some(5), None, Some(0)]
         );
         assert_eq!(r.raw["usage"]["prompt_tokens"], "abc");
     }
@@ -326,59 +293,11 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        fn leaf() -> impl Strategy<Value = Value> {
-            prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::from),
-                any::<i64>().prop_map(Value::from),
-                any::<u64>().prop_map(Value::from),
-                any::<f64>().prop_map(
-                    |f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
-                ),
-                ".{0,12}".prop_map(Value::from),
-                prop_oneof![
-                    Just("stop"),
-                    Just("length"),
-                    Just("tool_calls"),
-                    Just("error"),
-                    Just("function_call"),
-                    Just("assistant"),
-                    Just("get"),
-                    Just("{\"city\":\"B\"}"),
-                    Just("{\"name\":\"x\",\"age\":3}"),
-                    Just("{")
-                ]
-                .prop_map(Value::from),
-            ]
-        }
-
         fn json() -> impl Strategy<Value = Value> {
-            leaf().prop_recursive(4, 48, 6, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                    prop::collection::btree_map(
-                        prop_oneof![
-                            Just("choices".to_owned()),
-                            Just("message".to_owned()),
-                            Just("content".to_owned()),
-                            Just("tool_calls".to_owned()),
-                            Just("function".to_owned()),
-                            Just("arguments".to_owned()),
-                            Just("name".to_owned()),
-                            Just("id".to_owned()),
-                            Just("usage".to_owned()),
-                            Just("finish_reason".to_owned()),
-                            Just("role".to_owned()),
-                            Just("prompt_tokens".to_owned()),
-                            Just("error".to_owned()),
-                            ".{0,6}",
-                        ],
-                        inner,
-                        0..5,
-                    )
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
+            crate::test_support::json_value(
+"choices message content tool_calls function arguments name id usage finish_reason role prompt_tokens error",
+"stop length tool_calls error function_call assistant get {\"city\":\"B\"} {\"name\":\"x\",\"age\":3} {",
+)
         }
 
         /// Bodies shaped like chat completions, with arbitrary parts.

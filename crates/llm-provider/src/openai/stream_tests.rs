@@ -1,23 +1,18 @@
 //! Unit tests of the §8.1.6 stream assembly (`stream.rs`).
 use super::*;
 use serde_json::json;
-use std::sync::Mutex;
 
-fn run(chunks: &[Value]) -> (Result<Response, LlmError>, Vec<(DeltaKind, String)>) {
-    let seen = Mutex::new(Vec::new());
-    let sink = |k: DeltaKind, t: &str| seen.lock().unwrap().push((k, t.to_owned()));
-    let mut a = Assembler::default();
-    let mut outcome = Ok(());
-    for c in chunks {
-        let data = c.as_str().map_or_else(|| c.to_string(), str::to_owned);
-        outcome = outcome.and_then(|()| a.event(&SseEvent { event: None, data }, &sink));
-    }
+fn run(chunks: &[Value]) -> (Result<Response, LlmError>, crate::test_support::Deltas) {
+    let events = chunks.iter().map(|c| SseEvent {
+        event: None,
+        data: c.as_str().map_or_else(|| c.to_string(), str::to_owned),
+    });
+    let (a, outcome, deltas) = crate::test_support::feed::<Assembler>(events);
     let prepared = Prepared {
         tools: Vec::new(),
         response_schema: None,
     };
-    let result = outcome.and_then(|()| a.response(&prepared, None));
-    (result, seen.into_inner().unwrap())
+    (outcome.and_then(|()| a.response(&prepared, None)), deltas)
 }
 
 #[test]
@@ -70,46 +65,11 @@ mod props {
     use super::*;
     use proptest::prelude::*;
 
-    fn leaf() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            ".{0,8}".prop_map(Value::from),
-            prop_oneof![
-                Just("stop"),
-                Just("tool_calls"),
-                Just("{\"a\":"),
-                Just("1}")
-            ]
-            .prop_map(Value::from),
-        ]
-    }
-
     fn chunk() -> impl Strategy<Value = Value> {
-        leaf().prop_recursive(4, 32, 5, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::btree_map(
-                    prop_oneof![
-                        Just("choices".to_owned()),
-                        Just("delta".to_owned()),
-                        Just("content".to_owned()),
-                        Just("reasoning".to_owned()),
-                        Just("tool_calls".to_owned()),
-                        Just("function".to_owned()),
-                        Just("arguments".to_owned()),
-                        Just("index".to_owned()),
-                        Just("usage".to_owned()),
-                        Just("finish_reason".to_owned()),
-                        Just("error".to_owned()),
-                    ],
-                    inner,
-                    0..4,
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::test_support::json_value(
+"choices delta content reasoning tool_calls function arguments index usage finish_reason error",
+"stop tool_calls {\"a\": 1}",
+)
     }
 
     proptest! {

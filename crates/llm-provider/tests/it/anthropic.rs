@@ -23,11 +23,7 @@ fn provider(server: &Server) -> AnthropicProvider {
     AnthropicProvider::builder("claude-test")
         .base_url(&server.base_url)
         .api_key("sk-test")
-        .transport(
-            Transport::default()
-                .no_proxy()
-                .timeout(Duration::from_secs(5)),
-        )
+        .transport(crate::support::transport())
         .build()
         .unwrap()
 }

@@ -8,18 +8,17 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::LlmAttemptOutcome;
 use openarmature_graph::{
-    category_of, observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent,
-    Registration, END,
+    category_of, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END,
 };
 use openarmature_llm::{
     AttemptRecord, CompletionRequest, ErrorCategory, LlmError, LlmRetryConfig, Message,
-    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid, Transport,
+    OpenAiProvider, Provider, RetryReason, RuntimeConfig, StructuredOutputInvalid,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::RetryMiddleware;
 use serde_json::{json, Value};
 
-use crate::support::{completion, Server, Step};
+use crate::support::{completion, Step};
 
 fn down(message: &str) -> Step {
     Step::json(
@@ -61,14 +60,7 @@ fn recording(request: CompletionRequest) -> (CompletionRequest, Log) {
     (request, log)
 }
 
-async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
-    let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
-    (server, provider)
-}
+use crate::support::openai as provider;
 
 fn person_schema() -> Value {
     json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -299,20 +291,18 @@ state! {
     }
 }
 
-fn recorder() -> (Registration, Arc<Mutex<Vec<Arc<ObserverEvent>>>>) {
-    let events: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
-    let sink = Arc::clone(&events);
-    let reg = Registration::new(
-        "rec",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let sink = Arc::clone(&sink);
-            async move {
-                sink.lock().unwrap().push(e);
-                Ok::<(), openarmature_graph::BoxError>(())
-            }
-        }),
-    );
-    (reg, events)
+use crate::support::{recorder, Recorded};
+
+/// Runs `graph` once with a recording observer and drains it: the answer and the
+/// events delivered.
+async fn run_recorded(graph: &openarmature_graph::CompiledGraph<S>) -> (String, Recorded) {
+    let (reg, events) = recorder();
+    let out = graph
+        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
+        .await
+        .unwrap();
+    graph.drain(None).await;
+    (out.state.answer.clone(), events)
 }
 
 fn asking_graph(
@@ -347,13 +337,8 @@ async fn a_call_in_a_node_dispatches_attempt_and_terminal_events() {
     let sleeps = Sleeps::default();
     let (_server, p) = provider(vec![down("d0"), Step::json(200, completion("hello"))]).await;
     let graph = asking_graph(p, Some(retry(2, &sleeps)), None);
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hello");
-    graph.drain(None).await;
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hello");
     let events = events.lock().unwrap();
     let llm: Vec<&ObserverEvent> = events
         .iter()
@@ -398,14 +383,9 @@ async fn node_level_retry_classifies_llm_errors_through_the_bridge() {
     };
     let (server, p) = provider(vec![rate_limited, Step::json(200, completion("hi"))]).await;
     let graph = asking_graph(p, None, Some(retry(2, &sleeps)));
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hi");
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hi");
     assert_eq!(server.request_count(), 2);
-    graph.drain(None).await;
     let failed = events
         .lock()
         .unwrap()
@@ -504,13 +484,8 @@ async fn a_call_without_in_node_reports_to_the_running_node() {
         .entry("ask")
         .compile()
         .unwrap();
-    let (reg, events) = recorder();
-    let out = graph
-        .invoke_with(S::default(), InvokeOptions::default().observer(reg))
-        .await
-        .unwrap();
-    assert_eq!(out.state.answer, "hello");
-    graph.drain(None).await;
+    let (answer, events) = run_recorded(&graph).await;
+    assert_eq!(answer, "hello");
     let events = events.lock().unwrap();
     let kinds: Vec<&str> = events
         .iter()

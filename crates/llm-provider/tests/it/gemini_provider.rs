@@ -15,11 +15,7 @@ fn provider(server: &Server) -> GeminiProvider {
     GeminiProvider::builder("gemini-test")
         .base_url(server.base_url.replace("/v1", "/v1beta"))
         .api_key("k-123")
-        .transport(
-            Transport::default()
-                .no_proxy()
-                .timeout(Duration::from_secs(5)),
-        )
+        .transport(crate::support::transport())
         .build()
         .unwrap()
 }

@@ -10,19 +10,27 @@ use serde_json::json;
 
 use crate::support::{completion, Server, Step};
 
-async fn call(steps: Vec<Step>) -> Result<openarmature_llm::Response, LlmError> {
-    let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(
-            Transport::default()
-                .no_proxy()
-                .timeout(Duration::from_millis(600)),
-        )
+/// An OpenAI-compatible provider bound to `m` at `base_url` over `transport`.
+fn provider_at(base_url: &str, transport: Transport) -> OpenAiProvider {
+    OpenAiProvider::builder(base_url, "m")
+        .transport(transport)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// One `hi` call on `provider`.
+async fn hi(provider: &OpenAiProvider) -> Result<openarmature_llm::Response, LlmError> {
     provider
         .complete(&CompletionRequest::new(vec![Message::user("hi")]))
         .await
+}
+
+async fn call(steps: Vec<Step>) -> Result<openarmature_llm::Response, LlmError> {
+    let server = Server::start(steps).await;
+    let transport = Transport::default()
+        .no_proxy()
+        .timeout(Duration::from_millis(600));
+    hi(&provider_at(&server.base_url, transport)).await
 }
 
 async fn category(steps: Vec<Step>) -> ErrorCategory {
@@ -96,20 +104,13 @@ async fn endless_body_times_out_as_unavailable() {
 async fn slow_body_hits_the_read_timeout() {
     // Headers promise a body that stalls after one byte.
     let server = Server::start(vec![Step::Stall]).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(
-            Transport::default()
-                .no_proxy()
-                .timeout(Duration::from_secs(5))
-                .read_timeout(Duration::from_millis(300)),
-        )
-        .build()
-        .unwrap();
+    let transport = Transport::default()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .read_timeout(Duration::from_millis(300));
+    let provider = provider_at(&server.base_url, transport);
     let started = std::time::Instant::now();
-    let e = provider
-        .complete(&CompletionRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_err();
+    let e = hi(&provider).await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderUnavailable);
     assert!(
         started.elapsed() < Duration::from_secs(3),
@@ -138,14 +139,9 @@ async fn ten_megabyte_body_exceeds_the_cap() {
 #[tokio::test]
 async fn a_small_cap_is_configurable() {
     let server = Server::start(vec![Step::json(200, completion(&"x".repeat(2000)))]).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(Transport::default().no_proxy().max_response_bytes(1024))
-        .build()
-        .unwrap();
-    let e = provider
-        .complete(&CompletionRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_err();
+    let transport = Transport::default().no_proxy().max_response_bytes(1024);
+    let provider = provider_at(&server.base_url, transport);
+    let e = hi(&provider).await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderInvalidResponse);
 }
 
@@ -185,14 +181,9 @@ async fn refused_connection_is_unavailable() {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         l.local_addr().unwrap().port()
     };
-    let provider = OpenAiProvider::builder(format!("http://127.0.0.1:{port}/v1"), "m")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
-    let e = provider
-        .complete(&CompletionRequest::new(vec![Message::user("hi")]))
-        .await
-        .unwrap_err();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let provider = provider_at(&base_url, Transport::default().no_proxy());
+    let e = hi(&provider).await.unwrap_err();
     assert_eq!(e.category(), ErrorCategory::ProviderUnavailable);
     assert_eq!(
         provider.ready().await.unwrap_err().category(),
@@ -233,10 +224,7 @@ async fn rate_limit_exposes_retry_after() {
         },
     ];
     let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
+    let provider = crate::support::openai_at(&server, "m");
     let request = CompletionRequest::new(vec![Message::user("hi")]);
     let first = provider.complete(&request).await.unwrap_err();
     assert_eq!(first.retry_after(), Some(Duration::from_secs(7)));

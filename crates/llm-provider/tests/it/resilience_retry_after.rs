@@ -7,9 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 use openarmature_llm::resilience::HonorRetryAfter;
-use openarmature_llm::{
-    CompletionRequest, ErrorCategory, Message, OpenAiProvider, Provider, Transport,
-};
+use openarmature_llm::{CompletionRequest, ErrorCategory, Message, Provider};
 use openarmature_pipeline::retry::{Constant, RetryConfig, Sleeper};
 use openarmature_pipeline::MonotonicClock;
 use openarmature_testkit::ManualClock;
@@ -60,10 +58,7 @@ async fn call(
     cap: Duration,
 ) -> (Server, Result<(), openarmature_llm::LlmError>) {
     let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "m")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
+    let provider = crate::support::openai_at(&server, "m");
     let retry = RetryConfig::default()
         .max_attempts(4)
         .backoff(HonorRetryAfter::new(Constant(Duration::from_millis(100))).cap(cap))

@@ -60,6 +60,19 @@ fn gemini(server: &Server, on: bool) -> GeminiProvider {
         .unwrap()
 }
 
+/// Streams `ask()` on `p`: the deltas `Hel`, `lo`, then the content `Hello`.
+async fn drives_hello(p: &dyn Provider) {
+    let (deltas, content) = drive(p, &ask()).await;
+    assert_eq!(
+        deltas,
+        [
+            (DeltaKind::Content, "Hel".into()),
+            (DeltaKind::Content, "lo".into())
+        ]
+    );
+    assert_eq!(content, "Hello");
+}
+
 #[tokio::test]
 async fn anthropic_streams_deltas_and_sends_stream_true() {
     let server = Server::start(vec![events(&[
@@ -74,15 +87,7 @@ async fn anthropic_streams_deltas_and_sends_stream_true() {
     .await;
     let p = anthropic(&server, true);
     assert!(p.supports_streaming());
-    let (deltas, content) = drive(&p, &ask()).await;
-    assert_eq!(
-        deltas,
-        [
-            (DeltaKind::Content, "Hel".into()),
-            (DeltaKind::Content, "lo".into())
-        ]
-    );
-    assert_eq!(content, "Hello");
+    drives_hello(&p).await;
     assert_eq!(server.bodies()[0]["stream"], true);
     assert!(
         server.heads()[0].contains("POST /v1/messages"),
@@ -100,15 +105,7 @@ async fn gemini_streams_on_its_streaming_endpoint() {
     ])])
     .await;
     let p = gemini(&server, true);
-    let (deltas, content) = drive(&p, &ask()).await;
-    assert_eq!(
-        deltas,
-        [
-            (DeltaKind::Content, "Hel".into()),
-            (DeltaKind::Content, "lo".into())
-        ]
-    );
-    assert_eq!(content, "Hello");
+    drives_hello(&p).await;
     let head = &server.heads()[0];
     assert!(
         head.contains("/models/gemini-test:streamGenerateContent?alt=sse"),

@@ -8,27 +8,17 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use openarmature_core::vocab::llm::LlmDeltaKind;
-use openarmature_graph::{
-    observer_fn, state, BoxError, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent,
-    Registration, END,
-};
+use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
 use openarmature_llm::{
-    CompletionRequest, DeltaKind, ErrorCategory, LlmError, Message, OpenAiProvider, Provider,
-    Response, RetryReason, StreamEvent, Transport, WireRequest,
+    CompletionRequest, DeltaKind, ErrorCategory, LlmError, Message, Provider, Response,
+    RetryReason, StreamEvent, WireRequest,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::json;
 
-use crate::support::{sse, Server, Step};
+use crate::support::{sse, Step};
 
-async fn provider(steps: Vec<Step>) -> (Server, OpenAiProvider) {
-    let server = Server::start(steps).await;
-    let provider = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(Transport::default().no_proxy())
-        .build()
-        .unwrap();
-    (server, provider)
-}
+use crate::support::openai as provider;
 
 fn ask() -> CompletionRequest {
     CompletionRequest::new(vec![Message::user("hi")])
@@ -226,18 +216,7 @@ async fn a_streamed_call_in_a_node_dispatches_token_events_before_its_completion
         .entry("ask")
         .compile()
         .unwrap();
-    let seen: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
-    let sink = Arc::clone(&seen);
-    let reg = Registration::new(
-        "rec",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let sink = Arc::clone(&sink);
-            async move {
-                sink.lock().unwrap().push(e);
-                Ok::<(), BoxError>(())
-            }
-        }),
-    );
+    let (reg, seen) = crate::support::recorder();
     let out = graph
         .invoke_with(S::default(), InvokeOptions::default().observer(reg))
         .await

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use openarmature_llm::{
     AnthropicProvider, CompletionRequest, ErrorCategory, GeminiProvider, LlmRetryConfig, Message,
-    OpenAiProvider, Provider, RuntimeConfig, StructuredOutputInvalid, Transport, TypedCompletion,
+    OpenAiProvider, Provider, RuntimeConfig, StructuredOutputInvalid, TypedCompletion,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use serde_json::{json, Value};
@@ -36,10 +36,14 @@ fn ada() -> Person {
     }
 }
 
-fn transport() -> Transport {
-    Transport::default()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
+use crate::support::transport;
+
+/// An OpenAI-compatible provider (`gpt-test`) on `server`.
+fn openai(server: &Server) -> OpenAiProvider {
+    OpenAiProvider::builder(&server.base_url, "gpt-test")
+        .transport(transport())
+        .build()
+        .unwrap()
 }
 
 fn reasking(max_attempts: u32) -> LlmRetryConfig {
@@ -88,10 +92,7 @@ async fn openai_reasks_then_deserializes() {
         Step::json(200, completion(GOOD)),
     ])
     .await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let bodies = reask_then_value(&server, &p).await;
     let format = &bodies[0]["response_format"]["json_schema"];
     derived_schema_is(&format["schema"]);
@@ -150,10 +151,7 @@ fn truncated() -> Step {
 #[tokio::test]
 async fn a_truncated_answer_is_diagnosed_and_not_reasked_with_the_same_bound() {
     let server = Server::start(vec![truncated(), Step::json(200, completion(GOOD))]).await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let error = p.complete_typed::<Person>(&request()).await.unwrap_err();
     assert_eq!(error.category(), ErrorCategory::StructuredOutputInvalid);
     let failure = error.structured_output().unwrap();
@@ -169,10 +167,7 @@ async fn a_truncated_answer_is_diagnosed_and_not_reasked_with_the_same_bound() {
 #[tokio::test]
 async fn a_truncated_answer_is_reasked_when_the_next_bound_is_raised() {
     let server = Server::start(vec![truncated(), Step::json(200, completion(GOOD))]).await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let raised = reasking(3).per_attempt_override(vec![RuntimeConfig::default().max_tokens(256)]);
     let request = request().retry(raised);
     let typed = p.complete_typed::<Person>(&request).await.unwrap();
@@ -189,10 +184,7 @@ async fn a_truncated_answer_is_reasked_when_the_next_bound_is_raised() {
 async fn the_derived_schema_replaces_a_hand_written_one() {
     let body = completion(r#"{"name": "A", "age": 300, "tags": []}"#);
     let server = Server::start(vec![Step::json(200, body)]).await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let request =
         CompletionRequest::new(vec![Message::user("x")]).response_schema(json!({"type": "object"}));
     let error = p.complete_typed::<Person>(&request).await.unwrap_err();
@@ -227,10 +219,7 @@ async fn a_schema_valid_answer_that_does_not_deserialize_is_structured_output_in
         Step::json(200, completion(r#"{"n": 4}"#)),
     ])
     .await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let request = CompletionRequest::new(vec![Message::user("x")]);
     let error = p.complete_typed::<Even>(&request).await.unwrap_err();
     assert_eq!(error.category(), ErrorCategory::StructuredOutputInvalid);
@@ -284,10 +273,7 @@ async fn an_in_stream_context_size_error_is_not_retried() {
         Step::json(200, completion(GOOD)),
     ])
     .await;
-    let p = OpenAiProvider::builder(&server.base_url, "gpt-test")
-        .transport(transport())
-        .build()
-        .unwrap();
+    let p = openai(&server);
     let retry = RetryConfig::default()
         .max_attempts(3)
         .backoff(Constant(Duration::ZERO));

@@ -53,14 +53,10 @@ impl ProviderBuilder<CohereEmbeddings> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size outside `1..=96`, or a client that cannot be built.
     pub fn build(self) -> Result<CohereEmbeddings, RetrievalError> {
-        if !(1..=MAX_TEXTS_PER_REQUEST).contains(&self.chunk_size) {
-            return Err(RetrievalError::invalid_request(format!(
-                "chunk_size must be within 1..={MAX_TEXTS_PER_REQUEST}"
-            )));
-        }
+        let chunk_size = self.checked_chunk_size(MAX_TEXTS_PER_REQUEST)?;
         Ok(CohereEmbeddings {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
         })
     }
 }
@@ -127,10 +123,7 @@ impl CohereEmbeddings {
         body.insert("model".into(), Value::String(self.endpoint.model.clone()));
         let input_type = wire_input_type(config.input_type.as_deref())?;
         extras::insert_managed(&mut body, bag, "input_type", Value::from(input_type))?;
-        body.insert(
-            "texts".into(),
-            Value::Array(input.iter().cloned().map(Value::String).collect()),
-        );
+        body.insert("texts".into(), wire::strings(input, None));
         body.insert(
             "embedding_types".into(),
             embedding_types(bag.get("embedding_types")),

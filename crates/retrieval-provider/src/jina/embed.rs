@@ -17,8 +17,8 @@ use crate::builder::ProviderBuilder;
 use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::extras;
 use crate::stitch::{self, Chunk};
+use crate::{extras, wire};
 
 /// Builds a [`JinaEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
 /// base URL, transport).
@@ -63,10 +63,7 @@ impl JinaEmbeddings {
     ) -> Result<Value, RetrievalError> {
         let mut body = Map::new();
         body.insert("model".into(), Value::String(self.endpoint.model.clone()));
-        body.insert(
-            "input".into(),
-            Value::Array(input.iter().cloned().map(Value::String).collect()),
-        );
+        body.insert("input".into(), wire::strings(input, None));
         if let Some(input_type) = config.input_type.as_deref() {
             let task = match input_type {
                 "query" => "retrieval.query",

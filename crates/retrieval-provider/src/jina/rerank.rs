@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
 use crate::builder::ProviderBuilder;
-use crate::cohere::query_body;
+use crate::cohere::{hosted_answer, query_body};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
@@ -65,9 +65,6 @@ impl JinaRerank {
     pub fn wire_body(&self, request: &RerankRequest) -> Result<Value, RetrievalError> {
         let extras_bag = &request.config.extras;
         let mut body = query_body(&self.endpoint.model, request);
-        if let Some(k) = request.top_k {
-            body.insert("top_n".into(), Value::from(k));
-        }
         let echo = Value::Bool(request.config.return_documents.unwrap_or(false));
         extras::insert_managed(&mut body, extras_bag, "return_documents", echo)?;
         extras::insert_managed(&mut body, extras_bag, "truncation", Value::Bool(false))?;
@@ -86,15 +83,7 @@ impl JinaRerank {
             search_units: None,
             input_tokens: Some(t),
         });
-        RerankResponse::checked(
-            results,
-            request.documents.len(),
-            request.top_k,
-            wire::model(raw.get("model")).unwrap_or_else(|| self.endpoint.model.clone()),
-            usage,
-            wire::identifier(raw.get("id")),
-            raw,
-        )
+        hosted_answer(request, &self.endpoint.model, results, usage, raw)
     }
 }
 

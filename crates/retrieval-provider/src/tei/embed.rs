@@ -9,13 +9,13 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
+use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
 use crate::builder::ProviderBuilder;
 use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::stitch::{self, Chunk};
-use crate::{extras, openai, vectors};
+use crate::{extras, vectors, wire};
 
 /// Builds a [`TeiEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
 /// base URL, transport) plus `chunk_size`, `prompt_name` and `prefixes`.
@@ -52,11 +52,11 @@ impl ProviderBuilder<TeiEmbeddings> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size of 0, or a client that cannot be built.
     pub fn build(self) -> Result<TeiEmbeddings, RetrievalError> {
-        check_chunk_size(self.chunk_size)?;
+        let chunk_size = self.checked_chunk_size(usize::MAX)?;
         let (query_prefix, document_prefix) = self.prefixes.unzip();
         Ok(TeiEmbeddings {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
             prompt_names: self.prompt_names,
             query_prefix,
             document_prefix,
@@ -107,7 +107,7 @@ impl TeiEmbeddings {
             _ => None,
         };
         let mut body = Map::new();
-        body.insert("inputs".into(), openai::prefixed(input, prefix));
+        body.insert("inputs".into(), wire::strings(input, prefix));
         if let Some(p) = prompt {
             extras::insert_managed(&mut body, &config.extras, "prompt_name", Value::String(p))?;
         }

@@ -47,14 +47,3 @@ const SYSTEM: &str = "tei";
 
 /// The managed fail-loud flag's wire key.
 const TRUNCATE: &str = "truncate";
-
-/// # Errors
-/// `provider_invalid_request` for a chunk size of 0.
-fn check_chunk_size(chunk_size: usize) -> Result<(), crate::RetrievalError> {
-    if chunk_size == 0 {
-        return Err(crate::RetrievalError::invalid_request(
-            "chunk_size must be positive",
-        ));
-    }
-    Ok(())
-}

@@ -12,7 +12,7 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::{check_chunk_size, DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
+use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
 use crate::builder::ProviderBuilder;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
@@ -38,10 +38,10 @@ impl ProviderBuilder<TeiRerank> {
     /// `provider_invalid_request` for an empty model, a base URL that is not
     /// `http(s)`, a chunk size of 0, or a client that cannot be built.
     pub fn build(self) -> Result<TeiRerank, RetrievalError> {
-        check_chunk_size(self.chunk_size)?;
+        let chunk_size = self.checked_chunk_size(usize::MAX)?;
         Ok(TeiRerank {
             endpoint: self.conn.open()?,
-            chunk_size: self.chunk_size,
+            chunk_size,
         })
     }
 }
@@ -80,10 +80,7 @@ impl TeiRerank {
     ) -> Result<Value, RetrievalError> {
         let mut body = Map::new();
         body.insert("query".into(), Value::String(query.to_owned()));
-        body.insert(
-            "texts".into(),
-            Value::Array(texts.iter().cloned().map(Value::String).collect()),
-        );
+        body.insert("texts".into(), wire::strings(texts, None));
         extras::insert_managed(&mut body, &config.extras, TRUNCATE, Value::Bool(false))?;
         let echo = Value::Bool(config.return_documents.unwrap_or(false));
         extras::insert_managed(&mut body, &config.extras, "return_text", echo)?;

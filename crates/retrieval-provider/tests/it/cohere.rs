@@ -9,11 +9,11 @@ use openarmature_retrieval::{
 use serde_json::{json, Value};
 
 fn embedder(mock: &Mock) -> CohereEmbeddings {
-    CohereEmbeddings::builder("cohere-embed-test")
-        .api_key("test-cohere-key")
-        .base_url(&mock.origin)
-        .build()
-        .unwrap()
+    let builder = mock.keyed(
+        CohereEmbeddings::builder("cohere-embed-test"),
+        "test-cohere-key",
+    );
+    builder.build().unwrap()
 }
 
 fn answer(id: Value, floats: Vec<Vec<f64>>, tokens: Value) -> Value {

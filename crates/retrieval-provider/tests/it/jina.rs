@@ -11,19 +11,13 @@ use serde_json::json;
 use crate::mock::Mock;
 
 fn embedder(mock: &Mock) -> JinaEmbeddings {
-    JinaEmbeddings::builder("jina-embed-test")
-        .api_key("test-jina-key")
-        .base_url(&mock.origin)
-        .build()
-        .unwrap()
+    let builder = mock.keyed(JinaEmbeddings::builder("jina-embed-test"), "test-jina-key");
+    builder.build().unwrap()
 }
 
 fn reranker(mock: &Mock) -> JinaRerank {
-    JinaRerank::builder("jina-rerank-test")
-        .api_key("test-jina-key")
-        .base_url(&mock.origin)
-        .build()
-        .unwrap()
+    let builder = mock.keyed(JinaRerank::builder("jina-rerank-test"), "test-jina-key");
+    builder.build().unwrap()
 }
 
 fn answer(results: serde_json::Value) -> serde_json::Value {

@@ -10,20 +10,15 @@ use serde_json::json;
 use crate::mock::Mock;
 
 fn embedder(mock: &Mock, chunk: usize) -> OpenAiEmbeddings {
-    OpenAiEmbeddings::builder("text-embedding-test")
-        .api_key("k")
-        .base_url(&mock.origin)
+    mock.keyed(OpenAiEmbeddings::builder("text-embedding-test"), "k")
         .chunk_size(chunk)
         .build()
         .unwrap()
 }
 
 fn reranker(mock: &Mock) -> CohereRerank {
-    CohereRerank::builder("rerank-test")
-        .api_key("k")
-        .base_url(&mock.origin)
-        .build()
-        .unwrap()
+    let builder = mock.keyed(CohereRerank::builder("rerank-test"), "k");
+    builder.build().unwrap()
 }
 
 #[tokio::test]

@@ -39,8 +39,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
-use openarmature_core::vocab::llm::{LlmAttemptOutcome, LlmResponseSummary};
-use openarmature_graph::{BoxError, Observer, ObserverEvent, Phase};
+use openarmature_core::vocab::llm::{LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary};
+use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Phase};
 
 pub use report::{AttemptUsage, CallUsage, InvocationUsage, TokenCounts};
 
@@ -79,6 +79,48 @@ impl std::fmt::Debug for UsageAggregator {
 
 fn counts(r: &LlmResponseSummary) -> Option<TokenCounts> {
     TokenCounts::of(&r.usage)
+}
+
+/// An attempt's outcome: succeeded, its error category, its usage.
+type Outcome = (bool, Option<String>, Option<TokenCounts>);
+
+/// The origin and the attempt an event at `site` for `request` reports.
+fn reported<'a>(
+    site: &'a CallSite,
+    request: &'a LlmRequestSummary,
+    attempt_index: u32,
+    (succeeded, error_category, usage): Outcome,
+) -> (Origin<'a>, AttemptUsage) {
+    let origin = Origin {
+        lineage: Some(&site.lineage),
+        node_name: Some(&site.node_name),
+        logical: request.logical_call_id.as_deref(),
+    };
+    let attempt = AttemptUsage {
+        call_id: request.call_id.clone(),
+        node_attempt_index: Some(site.lineage.attempt_index),
+        attempt_index,
+        succeeded,
+        error_category,
+        usage,
+    };
+    (origin, attempt)
+}
+
+/// A terminal event's call, accounted as its attempt 0 unless its attempts were
+/// reported.
+fn terminal(
+    ledger: &mut BTreeMap<String, Invocation>,
+    site: &CallSite,
+    request: &LlmRequestSummary,
+    outcome: Outcome,
+) {
+    let id = site.invocation_id.to_string();
+    let inv = ledger.entry(id.clone()).or_default();
+    if request.call_id.is_empty() || !inv.knows_call(&request.call_id) {
+        let (origin, attempt) = reported(site, request, 0, outcome);
+        inv.attempt(&id, &origin, attempt);
+    }
 }
 
 impl UsageAggregator {
@@ -123,7 +165,7 @@ impl UsageAggregator {
                     .node_started(unit, e.attempt_index, e.step);
             }
             ObserverEvent::LlmAttempt(e) => {
-                let (succeeded, category, usage) = match &e.outcome {
+                let outcome = match &e.outcome {
                     LlmAttemptOutcome::Completed(r) => (true, None, counts(r)),
                     LlmAttemptOutcome::Failed { failure, response } => (
                         false,
@@ -133,19 +175,7 @@ impl UsageAggregator {
                     _ => (false, None, None),
                 };
                 let id = e.site.invocation_id.to_string();
-                let origin = Origin {
-                    lineage: Some(&e.site.lineage),
-                    node_name: Some(&e.site.node_name),
-                    logical: e.request.logical_call_id.as_deref(),
-                };
-                let attempt = AttemptUsage {
-                    call_id: e.request.call_id.clone(),
-                    node_attempt_index: Some(e.site.lineage.attempt_index),
-                    attempt_index: e.attempt_index,
-                    succeeded,
-                    error_category: category,
-                    usage,
-                };
+                let (origin, attempt) = reported(&e.site, &e.request, e.attempt_index, outcome);
                 ledger
                     .entry(id.clone())
                     .or_default()
@@ -154,44 +184,13 @@ impl UsageAggregator {
             // A terminal event of a call whose attempts were never reported (an
             // emitter without per-attempt events): account it as the call's attempt.
             ObserverEvent::LlmCompletion(e) => {
-                let id = e.site.invocation_id.to_string();
-                let inv = ledger.entry(id.clone()).or_default();
-                if e.request.call_id.is_empty() || !inv.knows_call(&e.request.call_id) {
-                    let origin = Origin {
-                        lineage: Some(&e.site.lineage),
-                        node_name: Some(&e.site.node_name),
-                        logical: e.request.logical_call_id.as_deref(),
-                    };
-                    let attempt = AttemptUsage {
-                        call_id: e.request.call_id.clone(),
-                        node_attempt_index: Some(e.site.lineage.attempt_index),
-                        attempt_index: 0,
-                        succeeded: true,
-                        error_category: None,
-                        usage: counts(&e.response),
-                    };
-                    inv.attempt(&id, &origin, attempt);
-                }
+                let outcome = (true, None, counts(&e.response));
+                terminal(&mut ledger, &e.site, &e.request, outcome);
             }
             ObserverEvent::LlmFailed(e) => {
-                let id = e.site.invocation_id.to_string();
-                let inv = ledger.entry(id.clone()).or_default();
-                if e.request.call_id.is_empty() || !inv.knows_call(&e.request.call_id) {
-                    let origin = Origin {
-                        lineage: Some(&e.site.lineage),
-                        node_name: Some(&e.site.node_name),
-                        logical: e.request.logical_call_id.as_deref(),
-                    };
-                    let attempt = AttemptUsage {
-                        call_id: e.request.call_id.clone(),
-                        node_attempt_index: Some(e.site.lineage.attempt_index),
-                        attempt_index: 0,
-                        succeeded: false,
-                        error_category: Some(e.failure.error_category.clone()),
-                        usage: e.response.as_ref().and_then(counts),
-                    };
-                    inv.attempt(&id, &origin, attempt);
-                }
+                let category = Some(e.failure.error_category.clone());
+                let outcome = (false, category, e.response.as_ref().and_then(counts));
+                terminal(&mut ledger, &e.site, &e.request, outcome);
             }
             _ => {}
         }

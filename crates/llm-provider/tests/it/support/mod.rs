@@ -85,3 +85,47 @@ pub fn completion(content: &str) -> serde_json::Value {
         "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}
     })
 }
+
+/// The tests' transport: no proxy (the server is on 127.0.0.1), a 5 s bound.
+pub fn transport() -> openarmature_llm::Transport {
+    openarmature_llm::Transport::default()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+}
+
+/// An OpenAI-compatible provider bound to `model` at `server`, without a proxy.
+pub fn openai_at(server: &Server, model: &str) -> openarmature_llm::OpenAiProvider {
+    openarmature_llm::OpenAiProvider::builder(&server.base_url, model)
+        .transport(openarmature_llm::Transport::default().no_proxy())
+        .build()
+        .unwrap()
+}
+
+/// A server serving `steps` and an OpenAI-compatible provider (`gpt-test`) on it.
+pub async fn openai(steps: Vec<Step>) -> (Server, openarmature_llm::OpenAiProvider) {
+    let server = Server::start(steps).await;
+    let provider = openai_at(&server, "gpt-test");
+    (server, provider)
+}
+
+/// The events an observer registration records, in delivery order.
+pub type Recorded =
+    std::sync::Arc<std::sync::Mutex<Vec<std::sync::Arc<openarmature_graph::ObserverEvent>>>>;
+
+/// An observer registration recording every event it is delivered.
+pub fn recorder() -> (openarmature_graph::Registration, Recorded) {
+    use std::sync::Arc;
+    let events: Recorded = Arc::default();
+    let sink = Arc::clone(&events);
+    let reg = openarmature_graph::Registration::new(
+        "rec",
+        openarmature_graph::observer_fn(move |e: Arc<openarmature_graph::ObserverEvent>| {
+            let sink = Arc::clone(&sink);
+            async move {
+                sink.lock().unwrap().push(e);
+                Ok::<(), openarmature_graph::BoxError>(())
+            }
+        }),
+    );
+    (reg, events)
+}

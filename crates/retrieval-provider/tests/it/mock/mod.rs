@@ -2,6 +2,7 @@
 //! answers each request with the next scripted `(status, JSON body)` and records
 //! every request's path, JSON body and `Authorization` header.
 
+use openarmature_retrieval::ProviderBuilder;
 use openarmature_testkit::{MockServer, Reply};
 use serde_json::Value;
 
@@ -20,6 +21,11 @@ impl Mock {
             origin: server.origin(),
             server,
         }
+    }
+
+    /// `builder` pointed at this mock with the API key `key`.
+    pub fn keyed<P>(&self, builder: ProviderBuilder<P>, key: &str) -> ProviderBuilder<P> {
+        builder.api_key(key).base_url(&self.origin)
     }
 
     /// Every request so far: `(path, JSON body)`.
