@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::failure::Check;
+
 /// First-occurrence bindings of `<name_X>` tokens within one case.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Bindings(HashMap<String, Value>);
@@ -35,17 +37,17 @@ pub(crate) fn check(
     actual: &Value,
     bindings: &mut Bindings,
     path: &str,
-) -> Result<(), String> {
+) -> Check {
     if let Value::String(token) = expected {
         if let Some(result) = match_token(token, actual, bindings) {
-            return result.map_err(|m| format!("{path}: {m}"));
+            return result.map_err(|m| m.context(format!("{path}: ")));
         }
     }
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => {
             for key in a.keys() {
                 if !e.contains_key(key) {
-                    return Err(format!("{path}: unexpected key `{key}` (actual {actual})"));
+                    return Err(format!("{path}: unexpected key `{key}` (actual {actual})").into());
                 }
             }
             for (key, ev) in e {
@@ -62,7 +64,8 @@ pub(crate) fn check(
                     "{path}: expected {} items, got {}: {actual}",
                     e.len(),
                     a.len()
-                ));
+                )
+                .into());
             }
             for (i, (ev, av)) in e.iter().zip(a).enumerate() {
                 check(ev, av, bindings, &format!("{path}[{i}]"))?;
@@ -77,22 +80,22 @@ pub(crate) fn check(
             if equal {
                 Ok(())
             } else {
-                Err(format!("{path}: expected {expected}, got {actual}"))
+                Err(format!("{path}: expected {expected}, got {actual}").into())
             }
         }
         _ if expected == actual => Ok(()),
-        _ => Err(format!("{path}: expected {expected}, got {actual}")),
+        _ => Err(format!("{path}: expected {expected}, got {actual}").into()),
     }
 }
 
-fn match_token(token: &str, actual: &Value, bindings: &mut Bindings) -> Option<Result<(), String>> {
+fn match_token(token: &str, actual: &Value, bindings: &mut Bindings) -> Option<Check> {
     let inner = token.strip_prefix('<')?.strip_suffix('>')?;
     let as_str = actual.as_str();
     let verdict = |ok: bool, what: &str| {
         if ok {
             Ok(())
         } else {
-            Err(format!("{actual} does not match {what}"))
+            Err(format!("{actual} does not match {what}").into())
         }
     };
     Some(match inner {

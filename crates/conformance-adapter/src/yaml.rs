@@ -7,6 +7,7 @@ use std::rc::Rc;
 use serde_json::{Map, Number, Value as Json};
 use serde_norway::Value;
 
+use crate::failure::Check;
 use crate::AdapterError;
 
 /// A YAML node with its location, for directive-aware errors.
@@ -159,7 +160,7 @@ impl<'a> Y<'a> {
 
     /// The value as JSON (mapping order kept).
     pub(crate) fn json(&self) -> Result<Json, AdapterError> {
-        to_json(self.value).map_err(|m| self.invalid(m))
+        to_json(self.value).map_err(|m| self.invalid(m.message()))
     }
 }
 
@@ -186,7 +187,7 @@ fn scalar_key(k: &Value) -> Option<String> {
 }
 
 /// Converts YAML to JSON, keeping mapping order.
-pub(crate) fn to_json(v: &Value) -> Result<Json, String> {
+pub(crate) fn to_json(v: &Value) -> Check<Json> {
     Ok(match v {
         Value::Null => Json::Null,
         Value::Bool(b) => Json::Bool(*b),
@@ -211,10 +212,7 @@ pub(crate) fn to_json(v: &Value) -> Result<Json, String> {
             Json::Object(out)
         }
         Value::Tagged(t) => {
-            return Err(format!(
-                "tagged YAML values are not supported (tag {})",
-                t.tag
-            ))
+            return Err(format!("tagged YAML values are not supported (tag {})", t.tag).into())
         }
     })
 }

@@ -12,13 +12,14 @@ use openarmature_llm::{RetryReason, RuntimeConfig};
 use serde_json::Value;
 
 use super::{AttemptInfo, CallRun, CallSpec};
+use crate::failure::{Check, Failure};
 use crate::matchers::json_eq;
 use crate::yaml::Y;
 
-type Check = fn(&Ctx<'_>) -> Result<(), String>;
+type CheckFn = fn(&Ctx<'_>) -> Check;
 
 /// A check built at lookup time (e.g. parameterized by the field it inspects).
-type BoxedCheck = Box<dyn Fn(&Ctx<'_>) -> Result<(), String>>;
+type BoxedCheck = Box<dyn Fn(&Ctx<'_>) -> Check>;
 
 /// What a check sees.
 struct Ctx<'a> {
@@ -32,38 +33,36 @@ impl Ctx<'_> {
         &self.run.attempts
     }
 
-    fn ok(&self) -> Result<(), String> {
+    fn ok(&self) -> Check {
         match &self.run.result {
             Ok(_) => Ok(()),
-            Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str())),
+            Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str()).into()),
         }
     }
 
-    fn raised(&self, category: &str) -> Result<(), String> {
+    fn raised(&self, category: &str) -> Check {
         match &self.run.result {
             Err(e) if e.category().as_str() == category => Ok(()),
-            Err(e) => Err(format!(
-                "raised {} instead of {category}",
-                e.category().as_str()
-            )),
-            Ok(_) => Err(format!("expected {category}, the call succeeded")),
+            Err(e) => Err(format!("raised {} instead of {category}", e.category().as_str()).into()),
+            Ok(_) => Err(format!("expected {category}, the call succeeded").into()),
         }
     }
 
-    fn no_request(&self) -> Result<(), String> {
+    fn no_request(&self) -> Check {
         if self.run.requests.is_empty() {
             Ok(())
         } else {
-            Err(format!("{} request(s) were sent", self.run.requests.len()))
+            Err(format!("{} request(s) were sent", self.run.requests.len()).into())
         }
     }
 
-    fn last_body(&self) -> Result<&Value, String> {
-        self.run
+    fn last_body(&self) -> Check<&Value> {
+        Ok(self
+            .run
             .bodies()
             .last()
             .copied()
-            .ok_or_else(|| "no request was sent".to_owned())
+            .ok_or_else(|| "no request was sent".to_owned())?)
     }
 
     fn extras(&self, key: &str) -> Option<&Value> {
@@ -79,11 +78,11 @@ impl Ctx<'_> {
     }
 }
 
-fn ensure(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+fn ensure(ok: bool, message: impl FnOnce() -> String) -> Check {
     if ok {
         Ok(())
     } else {
-        Err(message())
+        Err(message().into())
     }
 }
 
@@ -100,13 +99,11 @@ fn wire_sampling(config: &RuntimeConfig) -> serde_json::Map<String, Value> {
     params
 }
 
-fn sampling_matches(body: &Value, config: &RuntimeConfig) -> Result<(), String> {
+fn sampling_matches(body: &Value, config: &RuntimeConfig) -> Check {
     for (key, want) in wire_sampling(config) {
         let got = body.get(&key).unwrap_or(&Value::Null);
         if !json_eq(got, &want) {
-            return Err(format!(
-                "wire {key} is {got}, the attempt's config says {want}"
-            ));
+            return Err(format!("wire {key} is {got}, the attempt's config says {want}").into());
         }
     }
     Ok(())
@@ -136,7 +133,7 @@ fn messages_of(body: &Value) -> Vec<Value> {
 
 // ---- the checks ------------------------------------------------------------------
 
-fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
+fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Check {
     let n = ctx.run.spans.len();
     ensure(
         n == ctx.run.requests.len() && n == ctx.attempts().len(),
@@ -168,7 +165,7 @@ fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
     }
 }
 
-fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Result<(), String> {
+fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Check {
     let indices: Vec<Option<i64>> = ctx.run.spans.iter().map(|s| s.attempt_index).collect();
     let ok = !indices.is_empty()
         && indices
@@ -180,7 +177,7 @@ fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn success_after_transient(ctx: &Ctx<'_>) -> Result<(), String> {
+fn success_after_transient(ctx: &Ctx<'_>) -> Check {
     ctx.ok()?;
     let failed = &ctx.attempts()[..ctx.attempts().len().saturating_sub(1)];
     ensure(!failed.is_empty(), || "no retry happened".into())?;
@@ -199,7 +196,7 @@ fn success_after_transient(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Check {
     let error = ctx.run.error().ok_or("the call succeeded")?;
     let max = ctx.run.retry.as_ref().map_or(1, |r| r.max_attempts);
     let last = ctx.attempts().last().ok_or("no attempt")?;
@@ -213,7 +210,7 @@ fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn every_attempt_failed(ctx: &Ctx<'_>) -> Result<(), String> {
+fn every_attempt_failed(ctx: &Ctx<'_>) -> Check {
     let spans = &ctx.run.spans;
     ensure(
         !spans.is_empty()
@@ -229,14 +226,14 @@ fn every_attempt_failed(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn exactly_one_attempt_span(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exactly_one_attempt_span(ctx: &Ctx<'_>) -> Check {
     exactly_one_attempt(ctx)?;
     ensure(ctx.run.spans.len() == 1, || {
         format!("{} LLM spans", ctx.run.spans.len())
     })
 }
 
-fn exactly_one_attempt(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exactly_one_attempt(ctx: &Ctx<'_>) -> Check {
     ensure(
         ctx.attempts().len() == 1 && ctx.run.requests.len() == 1,
         || {
@@ -249,7 +246,7 @@ fn exactly_one_attempt(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Result<(), String> {
+fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Check {
     let error = ctx.run.error().ok_or("the call succeeded")?;
     ensure(!error.is_transient(), || {
         format!("{} is transient", error.category())
@@ -257,13 +254,13 @@ fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Result<(), String> {
     exactly_one_attempt(ctx)
 }
 
-fn no_backoff_sleep(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_backoff_sleep(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.sleeps.is_empty(), || {
         format!("slept {:?}", ctx.run.sleeps)
     })
 }
 
-fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Result<(), String> {
+fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Check {
     let first = ctx
         .run
         .bodies()
@@ -273,7 +270,7 @@ fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Result<(), String> {
     sampling_matches(first, &ctx.run.caller_config)
 }
 
-fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Result<(), String> {
+fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Check {
     for (i, body) in ctx.run.bodies().iter().enumerate() {
         sampling_matches(body, &effective_config(ctx, i))
             .map_err(|m| format!("attempt {i}: {m}"))?;
@@ -281,13 +278,13 @@ fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn caller_config_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
+fn caller_config_unmutated(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.caller_config == ctx.run.caller_config_after, || {
         "the caller's config changed".into()
     })
 }
 
-fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
+fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Check {
     ensure(
         ctx.run.caller_messages.is_some()
             && ctx.run.caller_messages == ctx.run.caller_messages_after,
@@ -295,7 +292,7 @@ fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Check {
     let found = ctx.attempts().windows(2).any(|w| {
         w[0].category.as_deref() == Some("structured_output_invalid")
             && w[1].reason == Some(RetryReason::Reask)
@@ -310,7 +307,7 @@ fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// For each reask attempt: the pair appended last, checked against the previous
 /// attempt's output and the builder's corresponding output.
-fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
+fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Check {
     let bodies = ctx.run.bodies();
     let mut correction = ctx.run.corrections.iter();
     let mut seen = 0;
@@ -329,7 +326,7 @@ fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
             n.checked_sub(2).and_then(|k| messages.get(k)),
             messages.last(),
         ) else {
-            return Err(format!("attempt {i}: fewer than two messages"));
+            return Err(format!("attempt {i}: fewer than two messages").into());
         };
         let output = previous
             .output_content
@@ -360,11 +357,11 @@ fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
     ensure(seen > 0, || "no reask attempt".into())
 }
 
-fn appended_assistant_exact(ctx: &Ctx<'_>) -> Result<(), String> {
+fn appended_assistant_exact(ctx: &Ctx<'_>) -> Check {
     reask_pairs(ctx, false)
 }
 
-fn appended_user_exact(ctx: &Ctx<'_>) -> Result<(), String> {
+fn appended_user_exact(ctx: &Ctx<'_>) -> Check {
     reask_pairs(ctx, true)?;
     ensure(
         ctx.run.corrections.len()
@@ -377,7 +374,7 @@ fn appended_user_exact(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     let max = ctx.run.retry.as_ref().map_or(1, |r| r.max_attempts) as usize;
     ensure(ctx.attempts().len() == max, || {
@@ -397,7 +394,7 @@ fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn final_soi_propagates(ctx: &Ctx<'_>) -> Result<(), String> {
+fn final_soi_propagates(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     let error = ctx
         .run
@@ -411,7 +408,7 @@ fn final_soi_propagates(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Result<(), String> {
+fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     ensure(!ctx.run.retry.as_ref().is_some_and(|r| r.reask), || {
         "a reask builder was set".into()
@@ -419,7 +416,7 @@ fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Result<(), String> {
     exactly_one_attempt(ctx)
 }
 
-fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Result<(), String> {
+fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.consumed == 1 && ctx.run.scripted >= 2, || {
         format!(
             "{} of {} scripted responses consumed",
@@ -428,7 +425,7 @@ fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn override_and_reask_compose(ctx: &Ctx<'_>) -> Result<(), String> {
+fn override_and_reask_compose(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut any = false;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -448,7 +445,7 @@ fn override_and_reask_compose(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(any, || "no reask attempt".into())
 }
 
-fn transcript_accumulates(ctx: &Ctx<'_>) -> Result<(), String> {
+fn transcript_accumulates(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut reasks = 0;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -473,7 +470,7 @@ fn transcript_accumulates(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn transient_carries_transcript(ctx: &Ctx<'_>) -> Result<(), String> {
+fn transient_carries_transcript(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut any = false;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -494,7 +491,7 @@ fn transient_carries_transcript(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(any, || "no transient retry".into())
 }
 
-fn reasons_discriminate(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reasons_discriminate(ctx: &Ctx<'_>) -> Check {
     let reasons: Vec<_> = ctx.attempts().iter().map(|a| a.reason).collect();
     ensure(
         reasons.first() == Some(&None)
@@ -504,7 +501,7 @@ fn reasons_discriminate(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Result<(), String> {
+fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Check {
     let response = ctx.run.response().ok_or("no response")?;
     let served = ctx.served_usage().ok_or("the mock served no usage")?;
     let raw = response.raw.get("usage").ok_or("raw has no usage")?;
@@ -513,12 +510,12 @@ fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn rejected_pre_send(ctx: &Ctx<'_>) -> Result<(), String> {
+fn rejected_pre_send(ctx: &Ctx<'_>) -> Check {
     ctx.raised("provider_invalid_request")?;
     ctx.no_request()
 }
 
-fn extras_rides_untouched(key: &'static str) -> impl Fn(&Ctx<'_>) -> Result<(), String> {
+fn extras_rides_untouched(key: &'static str) -> impl Fn(&Ctx<'_>) -> Check {
     move |ctx| {
         ctx.ok()?;
         let want = ctx.extras(key).ok_or("the call has no such extra")?;
@@ -530,7 +527,7 @@ fn extras_rides_untouched(key: &'static str) -> impl Fn(&Ctx<'_>) -> Result<(), 
 fn no_request_with(
     key: &'static str,
     want: fn(&Ctx<'_>) -> Option<Value>,
-) -> impl Fn(&Ctx<'_>) -> Result<(), String> {
+) -> impl Fn(&Ctx<'_>) -> Check {
     move |ctx| {
         let want = want(ctx);
         for body in ctx.run.bodies() {
@@ -550,7 +547,7 @@ fn declared_temperature(ctx: &Ctx<'_>) -> Option<Value> {
         .cloned()
 }
 
-fn wire_temperature_declared_once(ctx: &Ctx<'_>) -> Result<(), String> {
+fn wire_temperature_declared_once(ctx: &Ctx<'_>) -> Check {
     ctx.ok()?;
     let want = declared_temperature(ctx).ok_or("no declared temperature")?;
     let body = ctx.last_body()?;
@@ -582,16 +579,16 @@ fn declared_stop(ctx: &Ctx<'_>) -> Vec<Value> {
 
 /// The realized stop list under the mapping's key (`stop`, `stop_sequences`,
 /// `stopSequences`), at the body root or under §8.3's `generationConfig`.
-fn wire_stop(ctx: &Ctx<'_>) -> Result<Vec<Value>, String> {
+fn wire_stop(ctx: &Ctx<'_>) -> Check<Vec<Value>> {
     ctx.ok()?;
     let mapping = ctx.run.mapping;
     let key = mapping.stop_key();
-    mapping
+    Ok(mapping
         .stop_holder(ctx.last_body()?)
         .and_then(|h| h.get(key))
         .and_then(Value::as_array)
         .cloned()
-        .ok_or_else(|| format!("no {key} list on the wire"))
+        .ok_or_else(|| format!("no {key} list on the wire"))?)
 }
 
 /// The caller's extras value for the mapping's stop key.
@@ -599,7 +596,7 @@ fn extras_stop<'a>(ctx: &'a Ctx<'_>) -> Option<&'a Value> {
     ctx.extras(ctx.run.mapping.stop_key())
 }
 
-fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_merged_union(ctx: &Ctx<'_>) -> Check {
     let mut want = declared_stop(ctx);
     let extra: Vec<Value> = match extras_stop(ctx) {
         // Only §8.1 coerces a scalar string; the other stop fields are array-only.
@@ -618,7 +615,7 @@ fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(got == want, || format!("wire stop {got:?}, union {want:?}"))
 }
 
-fn stop_declared_first(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_declared_first(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     ensure(got.starts_with(&declared), || {
@@ -626,12 +623,12 @@ fn stop_declared_first(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn stop_single(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_single(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     ensure(got.len() == 1, || format!("wire stop {got:?}"))
 }
 
-fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Check {
     let Some(Value::String(s)) = extras_stop(ctx) else {
         return Err("the extras stop is not a string".into());
     };
@@ -641,7 +638,7 @@ fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn stop_declared_only(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_declared_only(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     ensure(got == declared, || {
@@ -649,7 +646,7 @@ fn stop_declared_only(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
+fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     let extras: Vec<&Value> = match extras_stop(ctx) {
@@ -666,7 +663,7 @@ fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// An array-only stop field: the wire value is a list, and a string extras value
 /// was not coerced into it.
-fn stop_not_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_not_coerced(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     match extras_stop(ctx) {
         Some(s @ Value::String(_)) => ensure(!got.contains(s), || {
@@ -676,12 +673,12 @@ fn stop_not_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
     }
 }
 
-fn no_error(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_error(ctx: &Ctx<'_>) -> Check {
     ctx.ok()
 }
 
 fn lookup(name: &str) -> Option<BoxedCheck> {
-    let f: Check = match name {
+    let f: CheckFn = match name {
         "n_attempts_emit_n_llm_spans" => n_attempts_emit_n_llm_spans,
         "attempt_index_attribute_distinct_per_span" => attempt_indices_distinct,
         "call_returns_successful_response_after_transient_retry" => success_after_transient,
@@ -776,7 +773,7 @@ fn lookup(name: &str) -> Option<BoxedCheck> {
 }
 
 /// Runs every invariant of an `invariants` block.
-pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
+pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Check {
     let expected_spans = spec
         .get("expected")
         .and_then(|e| e.get("llm_spans"))
@@ -788,15 +785,15 @@ pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Result
         expected_spans,
     };
     let _ = ctx.spec;
-    for (name, value) in block.entries().map_err(|e| e.to_string())? {
+    for (name, value) in block.entries()? {
         let check = lookup(&name).ok_or_else(|| {
-            format!(
+            Failure::unsupported(format!(
                 "fixture_directive_unknown: {}: invariant `{name}` has no check in the llm-provider registry",
                 block.file.display()
-            )
+            ))
         })?;
         if value.bool().ok() != Some(true) {
-            return Err(format!("invariant `{name}`: only `true` is supported"));
+            return Err(format!("invariant `{name}`: only `true` is supported").into());
         }
         check(&ctx).map_err(|m| format!("invariant `{name}`: {m}"))?;
     }

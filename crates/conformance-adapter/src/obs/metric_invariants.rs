@@ -17,11 +17,13 @@ use super::metrics::{close, Point};
 use super::spans::attr;
 use super::Run;
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+use crate::failure::Check;
+
+fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
     if ok {
         Ok(())
     } else {
-        Err(why())
+        Err(why().into())
     }
 }
 
@@ -128,7 +130,7 @@ fn bound(t: &Terminal, kind: &str) -> Option<(u64, u64)> {
 }
 
 /// The budget points of `kind` hold exactly the expected ratios and breach count.
-fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Result<usize, String> {
+fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Check<usize> {
     let bounds: Vec<(u64, u64)> = terminals(run)
         .iter()
         .filter_map(|t| bound(t, kind))
@@ -159,20 +161,20 @@ fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Result<usize, String> {
     Ok(bounds.len())
 }
 
-fn llm_spans_lack(run: &Run<'_>, keys: &[&str]) -> Result<(), String> {
+fn llm_spans_lack(run: &Run<'_>, keys: &[&str]) -> Check {
     let spans = run.llm_spans();
     ensure(!spans.is_empty(), || "no LLM span".into())?;
     for s in spans {
         for k in keys {
             if let Some(v) = attr(s, k) {
-                return Err(format!("LLM span carries `{k}` ({v})"));
+                return Err(format!("LLM span carries `{k}` ({v})").into());
             }
         }
     }
     Ok(())
 }
 
-fn some_null_prompt(run: &Run<'_>) -> Result<(), String> {
+fn some_null_prompt(run: &Run<'_>) -> Check {
     ensure(
         attempts(run)
             .iter()
@@ -181,7 +183,7 @@ fn some_null_prompt(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn no_input_tokens(run: &Run<'_>) -> Result<(), String> {
+fn no_input_tokens(run: &Run<'_>) -> Check {
     some_null_prompt(run)?;
     let want = attempts(run)
         .iter()
@@ -193,7 +195,7 @@ fn no_input_tokens(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn input_bound_skipped(run: &Run<'_>) -> Result<(), String> {
+fn input_bound_skipped(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     ensure(
         ts.iter().any(|t| {
@@ -205,14 +207,14 @@ fn input_bound_skipped(run: &Run<'_>) -> Result<(), String> {
     budget_kind_matches(run, "input").map(|_| ())
 }
 
-fn exceeded_signal_absent(run: &Run<'_>) -> Result<(), String> {
+fn exceeded_signal_absent(run: &Run<'_>) -> Check {
     ensure(terminals(run).iter().any(|t| t.budget.is_some()), || {
         "no budget declared".into()
     })?;
     llm_spans_lack(run, &[a::LLM_TOKEN_BUDGET_EXCEEDED])
 }
 
-fn span_omits_input(run: &Run<'_>) -> Result<(), String> {
+fn span_omits_input(run: &Run<'_>) -> Check {
     some_null_prompt(run)?;
     llm_spans_lack(
         run,
@@ -220,7 +222,7 @@ fn span_omits_input(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn two_token_observations(run: &Run<'_>) -> Result<(), String> {
+fn two_token_observations(run: &Run<'_>) -> Check {
     let (i, o) = (count(&tokens(run, "input")), count(&tokens(run, "output")));
     let all = count(&of(run, a::METRIC_TOKEN_USAGE));
     ensure((i, o, all) == (1, 1, 2), || {
@@ -228,7 +230,7 @@ fn two_token_observations(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn one_duration_per_attempt(run: &Run<'_>) -> Result<(), String> {
+fn one_duration_per_attempt(run: &Run<'_>) -> Check {
     let n = attempts(run).len();
     let got = count(&of(run, a::METRIC_OPERATION_DURATION));
     ensure(n > 0 && got == n as u64, || {
@@ -236,7 +238,7 @@ fn one_duration_per_attempt(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn duration_error_types(run: &Run<'_>) -> Result<(), String> {
+fn duration_error_types(run: &Run<'_>) -> Check {
     let mut want = failed_attempt_categories(run);
     let mut got: Vec<String> = Vec::new();
     for p in of(run, a::METRIC_OPERATION_DURATION) {
@@ -251,7 +253,7 @@ fn duration_error_types(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn no_tokens_on_failure(run: &Run<'_>) -> Result<(), String> {
+fn no_tokens_on_failure(run: &Run<'_>) -> Check {
     let at = attempts(run);
     ensure(!at.is_empty() && at.iter().all(Option::is_none), || {
         "not every attempt failed without a response".into()
@@ -260,14 +262,14 @@ fn no_tokens_on_failure(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} token observations"))
 }
 
-fn nothing_recorded(run: &Run<'_>) -> Result<(), String> {
+fn nothing_recorded(run: &Run<'_>) -> Check {
     ensure(!attempts(run).is_empty(), || "no LLM call was made".into())?;
     ensure(run.metrics.is_empty(), || {
         format!("{} points recorded", run.metrics.len())
     })
 }
 
-fn tokens_on_structured_failure(run: &Run<'_>) -> Result<(), String> {
+fn tokens_on_structured_failure(run: &Run<'_>) -> Check {
     let usage = run.events.iter().find_map(|e| match &**e {
         ObserverEvent::LlmFailed(f) if f.failure.error_category == "structured_output_invalid" => {
             f.response.as_ref().map(|r| r.usage)
@@ -287,7 +289,7 @@ fn tokens_on_structured_failure(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn under_budget(run: &Run<'_>) -> Result<(), String> {
+fn under_budget(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     let bounds: Vec<(u64, u64)> = ["input", "total"]
         .iter()
@@ -303,7 +305,7 @@ fn under_budget(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} exceeded points"))
 }
 
-fn no_budget(run: &Run<'_>) -> Result<(), String> {
+fn no_budget(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     ensure(
         !ts.is_empty() && ts.iter().all(|t| t.budget.is_none()),
@@ -313,7 +315,7 @@ fn no_budget(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} budget points"))
 }
 
-fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Result<(), String> {
+fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Check {
     let ts = terminals(run);
     ensure(
         ts.iter().any(|t| t.budget.is_some()) && ts.iter().all(|t| t.usage.is_none()),
@@ -327,7 +329,7 @@ fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn output_tokens(run: &Run<'_>) -> Result<(), String> {
+fn output_tokens(run: &Run<'_>) -> Check {
     let want: Vec<u64> = attempts(run)
         .iter()
         .filter_map(|r| r.and_then(|r| r.usage.completion_tokens))
@@ -342,12 +344,12 @@ fn output_tokens(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn total_bound_evaluated(run: &Run<'_>) -> Result<(), String> {
+fn total_bound_evaluated(run: &Run<'_>) -> Check {
     let n = budget_kind_matches(run, "total")?;
     ensure(n > 0, || "no evaluable total bound".into())
 }
 
-fn null_prompt_everywhere(run: &Run<'_>) -> Result<(), String> {
+fn null_prompt_everywhere(run: &Run<'_>) -> Check {
     span_omits_input(run)?;
     no_input_tokens(run)?;
     input_bound_skipped(run)?;
@@ -356,8 +358,8 @@ fn null_prompt_everywhere(run: &Run<'_>) -> Result<(), String> {
 
 /// The metric invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
-    let check: fn(&Run<'_>) -> Result<(), String> = match name {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
+    let check: fn(&Run<'_>) -> Check = match name {
         "two_token_usage_observations_input_and_output" => two_token_observations,
         "one_duration_observation_per_call" => one_duration_per_attempt,
         "duration_value_not_asserted" => |run| {
@@ -397,8 +399,6 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
     };
     Some(match v {
         Value::Bool(true) => check(run),
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
+        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
     })
 }

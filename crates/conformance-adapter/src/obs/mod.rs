@@ -154,7 +154,6 @@ pub(crate) use self::case::run_case;
 /// An OpenTelemetry attribute value as JSON (shared with the llm-provider runner).
 pub(crate) use self::spans::json_of as attribute_json;
 use crate::yaml::Y;
-use crate::AdapterError;
 
 /// Keys a case may carry.
 const CASE_KEYS: &[&str] = &[
@@ -212,10 +211,6 @@ const FILE_KEYS: &[&str] = &[
     "queryable_observers",
     "informative",
 ];
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 /// How one invocation ended.
 enum Outcome {

@@ -13,13 +13,15 @@ use serde_json::Value;
 use super::spans::attr;
 use super::Run;
 
-type Verdict = Result<(), String>;
+use crate::failure::Check;
+
+type Verdict = Check;
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Verdict {
     if ok {
         Ok(())
     } else {
-        Err(why())
+        Err(why().into())
     }
 }
 
@@ -315,7 +317,7 @@ fn active_prompt(run: &Run<'_>) -> Verdict {
     Ok(())
 }
 
-fn spans<'f>(run: &Run<'f>, k: Kind) -> Result<Vec<&'f SpanData>, String> {
+fn spans<'f>(run: &Run<'f>, k: Kind) -> Check<Vec<&'f SpanData>> {
     let spans: Vec<&SpanData> = run
         .forest
         .spans
@@ -337,7 +339,7 @@ fn span_attrs(run: &Run<'_>, k: Kind, keys: &[&str], present: bool) -> Verdict {
     Ok(())
 }
 
-fn observations(run: &Run<'_>, k: Kind) -> Result<Vec<Observation>, String> {
+fn observations(run: &Run<'_>, k: Kind) -> Check<Vec<Observation>> {
     let traces = run.langfuse.as_deref().ok_or("no Langfuse observer")?;
     let all: Vec<Observation> = traces
         .iter()
@@ -650,8 +652,6 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
     };
     Some(match v {
         Value::Bool(true) => verdict,
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
+        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
     })
 }

@@ -12,6 +12,8 @@ use super::spans::attr;
 use super::typed;
 use super::Run;
 
+use crate::failure::{holds, Check};
+
 const SUCCESS: &str = "ToolCallEvent";
 const FAILURE: &str = "ToolCallFailedEvent";
 /// Fields every tool event record carries (§5.5.12 / graph-engine §6).
@@ -42,18 +44,16 @@ fn records(run: &Run<'_>, event_type: &str) -> Vec<Value> {
         .collect()
 }
 
-fn counts(run: &Run<'_>, success: usize, failure: usize) -> Result<(), String> {
+fn counts(run: &Run<'_>, success: usize, failure: usize) -> Check {
     let (s, f) = (records(run, SUCCESS).len(), records(run, FAILURE).len());
     if (s, f) == (success, failure) {
         Ok(())
     } else {
-        Err(format!(
-            "expected {success} {SUCCESS} and {failure} {FAILURE}, saw {s} and {f}"
-        ))
+        Err(format!("expected {success} {SUCCESS} and {failure} {FAILURE}, saw {s} and {f}").into())
     }
 }
 
-fn tool_spans<'f>(run: &Run<'f>) -> Result<Vec<&'f SpanData>, String> {
+fn tool_spans<'f>(run: &Run<'f>) -> Check<Vec<&'f SpanData>> {
     let spans: Vec<&SpanData> = run
         .forest
         .spans
@@ -61,33 +61,33 @@ fn tool_spans<'f>(run: &Run<'f>) -> Result<Vec<&'f SpanData>, String> {
         .filter(|s| s.name == a::TOOL_SPAN)
         .collect();
     if spans.is_empty() {
-        return Err(format!("no `{}` span", a::TOOL_SPAN));
+        return Err(format!("no `{}` span", a::TOOL_SPAN).into());
     }
     Ok(spans)
 }
 
 /// Every tool span carries (`present`) or lacks (`!present`) each of `keys`.
-fn tool_span_attrs(run: &Run<'_>, keys: &[&str], present: bool) -> Result<(), String> {
+fn tool_span_attrs(run: &Run<'_>, keys: &[&str], present: bool) -> Check {
     for span in tool_spans(run)? {
         for key in keys {
             if attr(span, key).is_some() != present {
                 let what = if present { "lacks" } else { "carries" };
-                return Err(format!("a tool span {what} `{key}`"));
+                return Err(format!("a tool span {what} `{key}`").into());
             }
         }
     }
     Ok(())
 }
 
-fn full_field_set(run: &Run<'_>) -> Result<(), String> {
+fn full_field_set(run: &Run<'_>) -> Check {
     let all = records(run, SUCCESS);
     if all.is_empty() {
-        return Err(format!("no {SUCCESS}"));
+        return Err(format!("no {SUCCESS}").into());
     }
     for r in &all {
         for field in FULL_FIELD_SET.iter().chain(&["result"]) {
             if r.get(*field).is_none() {
-                return Err(format!("{SUCCESS} lacks `{field}`"));
+                return Err(format!("{SUCCESS} lacks `{field}`").into());
             }
         }
         if r["call_id"].as_str().is_none_or(str::is_empty) {
@@ -97,31 +97,31 @@ fn full_field_set(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn latency_present(run: &Run<'_>) -> Result<(), String> {
+fn latency_present(run: &Run<'_>) -> Check {
     let mut all = records(run, SUCCESS);
     all.extend(records(run, FAILURE));
     match all
         .iter()
         .find(|r| r["latency_ms"].as_f64().is_none_or(|ms| ms < 0.0))
     {
-        Some(r) => Err(format!("latency_ms is {}", r["latency_ms"])),
+        Some(r) => Err(format!("latency_ms is {}", r["latency_ms"]).into()),
         None if all.is_empty() => Err("no tool events".into()),
         None => Ok(()),
     }
 }
 
-fn no_error_category(run: &Run<'_>) -> Result<(), String> {
+fn no_error_category(run: &Run<'_>) -> Check {
     let failures = records(run, FAILURE);
     if failures.is_empty() {
-        return Err(format!("no {FAILURE}"));
+        return Err(format!("no {FAILURE}").into());
     }
     match failures.iter().find(|r| r.get("error_category").is_some()) {
-        Some(_) => Err(format!("a {FAILURE} carries error_category")),
+        Some(_) => Err(format!("a {FAILURE} carries error_category").into()),
         None => Ok(()),
     }
 }
 
-fn propagates(run: &Run<'_>) -> Result<(), String> {
+fn propagates(run: &Run<'_>) -> Check {
     counts(run, 0, 1)?;
     if run.failures.iter().any(Option::is_some) {
         Ok(())
@@ -130,7 +130,7 @@ fn propagates(run: &Run<'_>) -> Result<(), String> {
     }
 }
 
-fn ids_link_to_llm_request(run: &Run<'_>) -> Result<(), String> {
+fn ids_link_to_llm_request(run: &Run<'_>) -> Check {
     let requested: Vec<Value> = run
         .events
         .iter()
@@ -146,47 +146,45 @@ fn ids_link_to_llm_request(run: &Run<'_>) -> Result<(), String> {
         .collect();
     let tools = records(run, SUCCESS);
     if tools.is_empty() {
-        return Err(format!("no {SUCCESS}"));
+        return Err(format!("no {SUCCESS}").into());
     }
     for r in tools {
         if !requested.contains(&r["tool_call_id"]) {
             return Err(format!(
                 "tool_call_id {} is not among the requested ids {requested:?}",
                 r["tool_call_id"]
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
-fn standalone_null(run: &Run<'_>) -> Result<(), String> {
+fn standalone_null(run: &Run<'_>) -> Check {
     let tools = records(run, SUCCESS);
     if tools.is_empty() {
-        return Err(format!("no {SUCCESS}"));
+        return Err(format!("no {SUCCESS}").into());
     }
     match tools.iter().find(|r| !r["tool_call_id"].is_null()) {
-        Some(r) => Err(format!("tool_call_id is {}", r["tool_call_id"])),
+        Some(r) => Err(format!("tool_call_id is {}", r["tool_call_id"]).into()),
         None => Ok(()),
     }
 }
 
-fn no_execute_tool_names(run: &Run<'_>) -> Result<(), String> {
+fn no_execute_tool_names(run: &Run<'_>) -> Check {
     match run
         .forest
         .spans
         .iter()
         .find(|s| s.name.starts_with("execute_tool"))
     {
-        Some(s) => Err(format!(
-            "span `{}` uses the execute_tool convention",
-            s.name
-        )),
+        Some(s) => Err(format!("span `{}` uses the execute_tool convention", s.name).into()),
         None => Ok(()),
     }
 }
 
 /// Every Langfuse observation named like a tool span (at least one).
-fn langfuse_tools<'r>(run: &'r Run<'_>) -> Result<Vec<&'r Observation>, String> {
+fn langfuse_tools<'r>(run: &'r Run<'_>) -> Check<Vec<&'r Observation>> {
     let traces = run
         .langfuse
         .as_deref()
@@ -203,13 +201,9 @@ fn langfuse_tools<'r>(run: &'r Run<'_>) -> Result<Vec<&'r Observation>, String> 
 }
 
 /// Every Langfuse tool observation satisfies `ok` (`what` names the rule).
-fn each_langfuse_tool(
-    run: &Run<'_>,
-    what: &str,
-    ok: impl Fn(&Observation) -> bool,
-) -> Result<(), String> {
+fn each_langfuse_tool(run: &Run<'_>, what: &str, ok: impl Fn(&Observation) -> bool) -> Check {
     match langfuse_tools(run)?.into_iter().find(|o| !ok(o)) {
-        Some(o) => Err(format!("tool observation {} breaks: {what}", o.id)),
+        Some(o) => Err(format!("tool observation {} breaks: {what}", o.id).into()),
         None => Ok(()),
     }
 }
@@ -218,14 +212,14 @@ fn has_meta(o: &Observation, key: &str) -> bool {
     o.metadata.get(key).is_some_and(|v| !v.is_null())
 }
 
-fn no_gen_ai_tool_attrs(run: &Run<'_>) -> Result<(), String> {
+fn no_gen_ai_tool_attrs(run: &Run<'_>) -> Check {
     for span in &run.forest.spans {
         if let Some(kv) = span
             .attributes
             .iter()
             .find(|kv| kv.key.as_str().starts_with("gen_ai.tool."))
         {
-            return Err(format!("span `{}` carries `{}`", span.name, kv.key));
+            return Err(format!("span `{}` carries `{}`", span.name, kv.key).into());
         }
     }
     for span in tool_spans(run)? {
@@ -239,21 +233,21 @@ fn no_gen_ai_tool_attrs(run: &Run<'_>) -> Result<(), String> {
 /// The tool invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these. `exception_propagates_alongside_typed_event` is shared with the LLM
 /// fixtures: it is a tool invariant only in a run that made tool events.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     if name == "exception_propagates_alongside_typed_event"
         && records(run, SUCCESS).is_empty()
         && records(run, FAILURE).is_empty()
     {
         return None;
     }
-    let verdict: fn(&Run<'_>) -> Result<(), String> = match name {
+    let verdict: fn(&Run<'_>) -> Check = match name {
         "exactly_one_tool_call_event_observed" => |run| {
             let n = records(run, SUCCESS).len();
-            (n == 1).then_some(()).ok_or(format!("{n} {SUCCESS}"))
+            holds(n == 1, format!("{n} {SUCCESS}"))
         },
         "exactly_one_tool_call_failed_event_observed" => |run| {
             let n = records(run, FAILURE).len();
-            (n == 1).then_some(()).ok_or(format!("{n} {FAILURE}"))
+            holds(n == 1, format!("{n} {FAILURE}"))
         },
         "zero_tool_call_failed_events_on_success" | "success_one_tool_call_event_zero_failed" => {
             |run| counts(run, 1, 0)
@@ -312,8 +306,6 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
     };
     Some(match v {
         Value::Bool(true) => verdict(run),
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
+        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
     })
 }

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use self::model::{Case, Fixture};
 use self::providers::Mapping;
+use crate::failure::{Check, Failure, FailureKind};
 use crate::AdapterError;
 
 /// The event types `contains_event` can name.
@@ -105,15 +106,12 @@ fn prepare<'f>(
     Ok((mapping, case))
 }
 
-async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Result<(), String> {
-    let fixture = Fixture::parse(doc, file).map_err(|e| e.to_string())?;
-    let (mapping, case) = prepare(&fixture, file, name).map_err(|e| e.to_string())?;
+async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Check {
+    let fixture = Fixture::parse(doc, file)?;
+    let (mapping, case) = prepare(&fixture, file, name)?;
     let mut run = exec::run(&fixture, mapping, case, file).await?;
     if !run.overruns.is_empty() {
-        return Err(format!(
-            "mock provider exhausted: {}",
-            run.overruns.join("; ")
-        ));
+        return Err(format!("mock provider exhausted: {}", run.overruns.join("; ")).into());
     }
     if invariants::needs_probe(case.expected.invariants.keys()) {
         run.probe = Some(exec::probe_body(&fixture, mapping, case, run.call).await);
@@ -126,11 +124,7 @@ async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Resu
 }
 
 /// Runs one retrieval-provider case on a fresh unpaused runtime in its own thread.
-pub(crate) async fn run_case(
-    file: &Path,
-    doc: &serde_norway::Value,
-    case: Option<&str>,
-) -> Result<(), String> {
+pub(crate) async fn run_case(file: &Path, doc: &serde_norway::Value, case: Option<&str>) -> Check {
     let file: PathBuf = file.to_path_buf();
     let doc = doc.clone();
     let case = case.map(str::to_owned);
@@ -143,7 +137,10 @@ pub(crate) async fn run_case(
                 .build()
             {
                 Ok(runtime) => runtime.block_on(run(&doc, &file, case.as_deref())),
-                Err(e) => Err(format!("cannot start a runtime: {e}")),
+                Err(e) => Err(Failure::new(
+                    FailureKind::Harness,
+                    format!("cannot start a runtime: {e}"),
+                )),
             };
             let _ = tx.send(result);
         })
