@@ -49,14 +49,16 @@ pub fn selected() -> Option<&'static Backends> {
 /// A fresh Checkpointer of the selected backend (`None`: the reference one).
 pub(crate) fn checkpointer() -> Option<Check<Arc<dyn Checkpointer>>> {
     selected().map(|b| {
-        (b.checkpointer)().map_err(|e| Failure::setup(format!("{} checkpointer: {e}", b.name)))
+        (b.checkpointer)()
+            .map_err(|e| Failure::setup(format!("{} checkpointer: {}", b.name, e.message())))
     })
 }
 
 /// A fresh SessionStore of the selected backend (`None`: the reference one).
 pub(crate) fn session_store() -> Option<Check<Arc<dyn SessionStore>>> {
     selected().map(|b| {
-        (b.session_store)().map_err(|e| Failure::setup(format!("{} session store: {e}", b.name)))
+        (b.session_store)()
+            .map_err(|e| Failure::setup(format!("{} session store: {}", b.name, e.message())))
     })
 }
 

@@ -172,7 +172,7 @@ pub(crate) async fn check(y: &Y<'_>, turns: &[ChatRecord], rig: &ChatRig) -> Che
         })?;
         one(*c, turns, rig)
             .await
-            .map_err(|m| format!("invariant {name}: {m}"))?;
+            .map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }

@@ -181,7 +181,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         )
         .await;
         if let Some(e) = t.get("expected") {
-            expected::turn(&e, &rec).map_err(|m| format!("chat turn {label}: {m}"))?;
+            expected::turn(&e, &rec).map_err(|m| m.context(format!("chat turn {label}: ")))?;
         }
         turns.push(rec);
     }
@@ -211,7 +211,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
             .await;
             if let Some(e) = a.get("expected_listener_callback") {
                 expected::callback(&e, &rec, &lock(&heard))
-                    .map_err(|m| format!("signal {signal_id}: {m}"))?;
+                    .map_err(|m| m.context(format!("signal {signal_id}: ")))?;
             }
             arrivals.push((signal_id, rec));
         }

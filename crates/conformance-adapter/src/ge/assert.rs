@@ -316,7 +316,7 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, case_error: Option<&Y<'_>
                 "execution_order",
             )?,
             "expected_error" => {
-                expected_error(&v, ctx).map_err(|m| format!("expected_error: {m}"))?
+                expected_error(&v, ctx).map_err(|m| m.context("expected_error: "))?
             }
             "no_propagated_error" => {
                 if v.bool()? {

@@ -191,7 +191,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
     let graph = compiled.map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
     if let Some(w) = case.get("expected_compile_warning") {
         assert::compile_warnings(&w, graph.warnings())
-            .map_err(|m| format!("expected_compile_warning: {m}"))?;
+            .map_err(|m| m.context("expected_compile_warning: "))?;
     }
     let runnable = [
         "initial_state",
@@ -245,7 +245,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
             if let Some(expected) = inv.get("expected") {
                 assert::expected(&expected, &ctx, None)
                     .await
-                    .map_err(|m| format!("invocation {label}: {m}"))?;
+                    .map_err(|m| m.context(format!("invocation {label}: ")))?;
             }
             outcomes.push(outcome);
         }
@@ -281,7 +281,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
         let expected = case.get("expected");
         let case_error = case.get("expected_error");
         if let Some(e) = &case_error {
-            assert::expected_error(e, &ctx).map_err(|m| format!("expected_error: {m}"))?;
+            assert::expected_error(e, &ctx).map_err(|m| m.context("expected_error: "))?;
         }
         match &expected {
             Some(expected) => assert::expected(expected, &ctx, case_error.as_ref()).await?,

@@ -321,7 +321,7 @@ pub(crate) fn check(y: &Y<'_>, turns: &[TurnRecord], rig: &Rig) -> Check {
         let (_, c) = TABLE.iter().find(|(n, _)| *n == name).ok_or_else(|| {
             Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
         })?;
-        one(*c, turns, rig).map_err(|m| format!("invariant {name}: {m}"))?;
+        one(*c, turns, rig).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }

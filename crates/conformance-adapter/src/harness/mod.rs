@@ -242,7 +242,8 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
             Some(n) => n.str()?.to_owned(),
             None => format!("#{i}"),
         };
-        let transmission = transmission(t, turns.last()).map_err(|m| format!("{label}: {m}"))?;
+        let transmission =
+            transmission(t, turns.last()).map_err(|m| m.context(format!("{label}: ")))?;
         let caller_session = transmission
             .payload
             .get("session_id")
@@ -258,7 +259,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         let record = reduce(turn, order, caller_session);
         if let Some(expected) = t.get("expected") {
             invariants::expected(&expected, &record, &rig, turns.last())
-                .map_err(|m| format!("transmission {label}: {m}"))?;
+                .map_err(|m| m.context(format!("transmission {label}: ")))?;
         }
         turns.push(record);
     }

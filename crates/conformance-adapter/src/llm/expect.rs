@@ -56,7 +56,7 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Check {
             .response()
             .ok_or("expected.response, but the operation returned no response")?;
         let served = run.requests.last().and_then(|c| c.served.as_ref());
-        self::response(&r, response, served).map_err(|m| format!("expected.response: {m}"))?;
+        self::response(&r, response, served).map_err(|m| m.context("expected.response: "))?;
     }
     if let Some(s) = get("success") {
         let want = s.bool()?;
@@ -93,10 +93,10 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Check {
         }
     }
     if let Some(w) = get("wire_requests") {
-        wire_requests(&w, run).map_err(|m| format!("expected.wire_requests: {m}"))?;
+        wire_requests(&w, run).map_err(|m| m.context("expected.wire_requests: "))?;
     }
     if let Some(s) = get("llm_spans") {
-        llm_spans(&s, run).map_err(|m| format!("expected.llm_spans: {m}"))?;
+        llm_spans(&s, run).map_err(|m| m.context("expected.llm_spans: "))?;
     }
     if let Some(inv) = get("invariants") {
         invariants::check(&inv, spec, run)?;
@@ -124,11 +124,11 @@ pub(crate) fn call(spec: &CallSpec<'_>, run: &CallRun) -> Check {
                     .into());
                 }
             }
-            wire_match(&want, body, "$").map_err(|m| format!("expected_wire_request: {m}"))?;
+            wire_match(&want, body, "$").map_err(|m| m.context("expected_wire_request: "))?;
         }
         if let Some(c) = checks {
             wire_checks(&c, body, run.response_schema.as_ref())
-                .map_err(|m| format!("expected_wire_request_checks: {m}"))?;
+                .map_err(|m| m.context("expected_wire_request_checks: "))?;
         }
         if let Some(a) = absent {
             for key in a.strings()? {
@@ -283,7 +283,7 @@ fn raises(expected: &Y<'_>, error: &LlmError) -> Check {
         }
     }
     if let Some(c) = expected.get("carries") {
-        carries(&c, error).map_err(|m| format!("expected.raises.carries: {m}"))?;
+        carries(&c, error).map_err(|m| m.context("expected.raises.carries: "))?;
     }
     Ok(())
 }

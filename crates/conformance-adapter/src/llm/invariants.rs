@@ -273,7 +273,7 @@ fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Check {
 fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Check {
     for (i, body) in ctx.run.bodies().iter().enumerate() {
         sampling_matches(body, &effective_config(ctx, i))
-            .map_err(|m| format!("attempt {i}: {m}"))?;
+            .map_err(|m| m.context(format!("attempt {i}: ")))?;
     }
     Ok(())
 }
@@ -435,7 +435,7 @@ fn override_and_reask_compose(ctx: &Ctx<'_>) -> Check {
         any = true;
         let body = bodies.get(i).ok_or("missing request")?;
         sampling_matches(body, &effective_config(ctx, i))
-            .map_err(|m| format!("attempt {i}: {m}"))?;
+            .map_err(|m| m.context(format!("attempt {i}: ")))?;
         let prev = bodies.get(i - 1).ok_or("missing request")?;
         ensure(
             messages_of(body).len() == messages_of(prev).len() + 2,
@@ -795,7 +795,7 @@ pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Check 
         if value.bool().ok() != Some(true) {
             return Err(format!("invariant `{name}`: only `true` is supported").into());
         }
-        check(&ctx).map_err(|m| format!("invariant `{name}`: {m}"))?;
+        check(&ctx).map_err(|m| m.context(format!("invariant `{name}`: ")))?;
     }
     Ok(())
 }

@@ -369,12 +369,12 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
             mapping,
         )
         .await
-        .map_err(|m| format!("{label}{m}"))?;
+        .map_err(|m| m.context(&label))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
             return Err(format!("{label}mock provider exhausted: {}", overruns.join("; ")).into());
         }
-        expect::call(spec, &run).map_err(|m| format!("{label}{m}"))?;
+        expect::call(spec, &run).map_err(|m| m.context(&label))?;
         last_bodies.push(run.requests.last().map(|r| r.body.clone()));
     }
 

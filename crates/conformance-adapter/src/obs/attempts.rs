@@ -176,7 +176,7 @@ pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>) -> Check {
     for (name, v) in block.entries()? {
         let v = v.json()?;
         event_invariant(&name, &v, run)
-            .map_err(|m| format!("observer_event_invariants.{name}: {m}"))?;
+            .map_err(|m| m.context(format!("observer_event_invariants.{name}: ")))?;
     }
     Ok(())
 }

@@ -425,7 +425,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Check {
     };
 
     if let Some(e) = case.get("expected_error") {
-        expected_error(&e, &outcomes).map_err(|m| format!("expected_error: {m}"))?;
+        expected_error(&e, &outcomes).map_err(|m| m.context("expected_error: "))?;
     }
     if resume::present(case) {
         resume::check(case, &run, &outcomes, &before_resume)?;

@@ -197,7 +197,7 @@ pub(super) fn assert_expected(
                 .find(|c| c.name == name)
                 .ok_or_else(|| format!("observers: no typed observer named `{name}`"))?;
             typed::expectations(&block, &collector.records())
-                .map_err(|m| format!("observers.{name}: {m}"))?;
+                .map_err(|m| m.context(format!("observers.{name}: ")))?;
         }
     }
     if let Some(e) = expected.get("node_completed_event_carries_error") {

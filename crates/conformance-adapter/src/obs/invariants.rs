@@ -27,7 +27,7 @@ fn is_uuid_v4(s: &str) -> bool {
 pub(crate) fn check_all(invariants: &Y<'_>, run: &Run<'_>) -> Check {
     for (name, value) in invariants.entries()? {
         let v = value.json()?;
-        check(&name, &v, run).map_err(|m| format!("invariant {name}: {m}"))?;
+        check(&name, &v, run).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }

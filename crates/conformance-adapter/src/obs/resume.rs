@@ -91,7 +91,7 @@ pub(super) fn check(
     let traces = run.langfuse.as_deref().unwrap_or_default();
     let mut b = Bindings::default();
     if let Some(e) = case.get("first_run_expected_error") {
-        expected_error(&e, outcomes).map_err(|m| format!("first_run_expected_error: {m}"))?;
+        expected_error(&e, outcomes).map_err(|m| m.context("first_run_expected_error: "))?;
     }
     let first_id = run.invocation_ids.first().cloned().unwrap_or_default();
     if let Some(want) = case.get("first_run_expected") {

@@ -364,7 +364,7 @@ pub(super) async fn run<'a>(
             async move {
                 let outcome = call_once(&bound, &prepared, Some(&ctx))
                     .await
-                    .map_err(|m| -> NodeError { m.to_string().into() })?;
+                    .map_err(|m| -> NodeError { m.message().to_owned().into() })?;
                 *lock(&out) = Some(outcome.as_ref().map(Clone::clone).map_err(summary));
                 let record = outcome?;
                 let mut update = DynUpdate::default();

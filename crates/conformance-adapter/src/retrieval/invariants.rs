@@ -508,7 +508,7 @@ pub(super) fn all(run: &Run<'_>) -> Check {
             format!("invariant `{name}`: only `true` is supported")
         })?;
         for c in checks {
-            check(*c, run).map_err(|m| format!("invariant `{name}`: {m}"))?;
+            check(*c, run).map_err(|m| m.context(format!("invariant `{name}`: ")))?;
         }
     }
     std::result::Result::Ok(())

@@ -58,12 +58,12 @@ fn final_state(run: &Run) -> Check<&Json> {
 
 /// Every check of a case.
 pub(super) fn check(ctx: &Ctx<'_>) -> Check {
-    outcome(ctx).map_err(|m| format!("expected_error: {m}"))?;
+    outcome(ctx).map_err(|m| m.context("expected_error: "))?;
     for (i, (inv, run)) in ctx.case.invocations.iter().zip(&ctx.runs).enumerate() {
-        invocation(inv, run).map_err(|m| format!("invocations[{i}]: {m}"))?;
+        invocation(inv, run).map_err(|m| m.context(format!("invocations[{i}]: ")))?;
     }
     for (name, check) in CHECKS {
-        check(ctx).map_err(|m| format!("expected.{name}: {m}"))?;
+        check(ctx).map_err(|m| m.context(format!("expected.{name}: ")))?;
     }
     Ok(())
 }

@@ -70,7 +70,7 @@ pub(super) fn check(ctx: &Ctx<'_>) -> Check {
         let (_, f) = INVARIANTS.iter().find(|(n, _)| n == name).ok_or_else(|| {
             Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
         })?;
-        f(value, ctx).map_err(|m| format!("invariant {name}: {m}"))?;
+        f(value, ctx).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }

@@ -198,7 +198,7 @@ fn descriptor(y: &Y<'_>, run: &RunRecord) -> Check {
 pub(crate) fn check(y: &Y<'_>, runs: &[RunRecord], rig: &CaseRig) -> Check {
     for (name, want) in y.entries()? {
         if want.bool()? {
-            check_one(&name, runs, rig).map_err(|m| format!("invariant {name}: {m}"))?;
+            check_one(&name, runs, rig).map_err(|m| m.context(format!("invariant {name}: ")))?;
         }
     }
     Ok(())

@@ -181,7 +181,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         let record = invoke(&graph, inv, &rig, runs.last()).await?;
         if let Some(expected) = inv.get("expected") {
             invariants::expected(&expected, &record, &rig)
-                .map_err(|m| format!("invocation {label}: {m}"))?;
+                .map_err(|m| m.context(format!("invocation {label}: ")))?;
         }
         runs.push(record);
     }

@@ -117,7 +117,7 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     };
     if let Some(e) = case.get("first_run_expected_error") {
         e.check_keys(&["category", "raised_from"])?;
-        expected_error(&e, run).map_err(|m| format!("first_run_expected_error: {m}"))?;
+        expected_error(&e, run).map_err(|m| m.context("first_run_expected_error: "))?;
     }
     if ctx.store.crashes() && !run.crashed {
         return Err("crash_injection: the run ended before the crash boundary's save".into());
@@ -128,10 +128,10 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Check {
             .latest(&run.id)
             .await
             .ok_or("saved_record_assertions: no record was saved")?;
-        saved_record(&s, &record, ctx).map_err(|m| format!("saved_record_assertions: {m}"))?;
+        saved_record(&s, &record, ctx).map_err(|m| m.context("saved_record_assertions: "))?;
     }
     if let Some(e) = case.get("expected_error") {
-        expected_error(&e, run).map_err(|m| format!("expected_error: {m}"))?;
+        expected_error(&e, run).map_err(|m| m.context("expected_error: "))?;
     }
     if let Some(e) = case.get("expected") {
         expected(&e, ctx, run).await?;
@@ -169,19 +169,19 @@ pub(crate) async fn resume(r: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Check {
     }
     if let Some(e) = r.get("expected_error") {
         expects_failure = true;
-        expected_error(&e, run).map_err(|m| format!("resume.expected_error: {m}"))?;
+        expected_error(&e, run).map_err(|m| m.context("resume.expected_error: "))?;
     }
     if let Some(e) = r.get("expected") {
         expected(&e, ctx, run)
             .await
-            .map_err(|m| format!("resume.expected: {m}"))?;
+            .map_err(|m| m.context("resume.expected: "))?;
     } else if !expects_failure {
         state_of(run, "resume")?;
     }
     if let Some(i) = r.get("invariants") {
         invariants(&i, ctx, run)
             .await
-            .map_err(|m| format!("resume.invariants: {m}"))?;
+            .map_err(|m| m.context("resume.invariants: "))?;
     }
     Ok(())
 }
@@ -214,8 +214,12 @@ fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Check {
                     })
                 });
                 let ok = depth > 0 && record.parent_states.len() == depth && first_is_outer;
-                eq(&j(&v)?, &json!(ok), "parent_states_outermost_first")
-                    .map_err(|m| format!("{m} (parent_states {:?})", record.parent_states))?;
+                eq(&j(&v)?, &json!(ok), "parent_states_outermost_first").map_err(|m| {
+                    Failure::new(
+                        m.kind(),
+                        format!("{} (parent_states {:?})", m.message(), record.parent_states),
+                    )
+                })?;
             }
             "fan_out_progress" => super::fan_out::progress(&v, record)?,
             "fan_out_node_in_completed_positions" => {

@@ -181,7 +181,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
         };
         let outcome = exec::call(&ctx, spec)
             .await
-            .map_err(|m| format!("{label}{m}"))?;
+            .map_err(|m| m.context(&label))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
             return Err(format!("{label}mock provider exhausted: {}", overruns.join("; ")).into());
@@ -192,8 +192,8 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
             call: Y::root(&call_view, spec.call.file),
             case: case_view.as_ref().map(|c| Y::root(c, spec.call.file)),
         };
-        super::expect::call(&upstream, &outcome.run).map_err(|m| format!("{label}{m}"))?;
-        checks::call(spec, &ext, &outcome, endpoint.as_ref()).map_err(|m| format!("{label}{m}"))?;
+        super::expect::call(&upstream, &outcome.run).map_err(|m| m.context(&label))?;
+        checks::call(spec, &ext, &outcome, endpoint.as_ref()).map_err(|m| m.context(&label))?;
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>, outcomes: &[Outcom
     if let Some(flag) = expected.get("augment_rejects_at_call_site") {
         truthy(&json(flag)?)?;
         rejected_at_call_site(run, outcomes)
-            .map_err(|m| format!("augment_rejects_at_call_site: {m}"))?;
+            .map_err(|m| m.context("augment_rejects_at_call_site: "))?;
     }
     if let Some(id) = expected.get("invocation_id") {
         let want = id.str()?;
@@ -78,7 +78,7 @@ pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>, outcomes: &[Outcom
             let state = state_of(&name)?;
             for (flag, want) in flags.entries()? {
                 per_invocation_flag(state, &flag, &json(want)?, &state_of)
-                    .map_err(|m| format!("per_invocation.{name}.{flag}: {m}"))?;
+                    .map_err(|m| m.context(format!("per_invocation.{name}.{flag}: ")))?;
             }
         }
     }
