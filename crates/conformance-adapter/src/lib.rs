@@ -15,6 +15,7 @@
 //! - [`failure`] says why a case did not pass ([`Failure`]: a [`FailureKind`] and
 //!   a message); every check returns a [`Check`].
 //! - [`report`] holds the case identifiers and outcomes both front ends print.
+//! - [`table`] holds the name → check tables every runner dispatches through.
 //! - [`suite`] lists and runs the cases and judges them against the deferrals
 //!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
@@ -38,6 +39,7 @@ mod sessions;
 mod shared;
 pub mod suite;
 mod suspension;
+pub mod table;
 mod yaml;
 
 pub use error::AdapterError;

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{ChatRecord, ChatRig};
 use crate::failure::{holds, Check, Failure};
 use crate::ge::harness::lock;
+use crate::table::{invariant, names, Table};
 use crate::yaml::Y;
 
 #[derive(Clone, Copy)]
@@ -60,7 +61,7 @@ enum Rule {
     NoInvokeOnInvalidMessage,
 }
 
-const TABLE: &[(&str, Rule)] = &[
+const TABLE: &Table<Rule> = &[
     ("send_returns_chat_turn_outcome", Rule::Outcome),
     (
         "replies_contain_only_new_messages_appended_during_turn",
@@ -162,15 +163,16 @@ const TABLE: &[(&str, Rule)] = &[
     ),
 ];
 
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 pub(crate) async fn check(y: &Y<'_>, turns: &[ChatRecord], rig: &ChatRig) -> Check {
     for (name, want) in y.entries()? {
         if !want.bool()? {
             continue;
         }
-        let (_, c) = TABLE.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
-        })?;
-        one(*c, turns, rig)
+        let c = invariant(TABLE, &name)?;
+        one(c, turns, rig)
             .await
             .map_err(|m| m.context(format!("invariant {name}: ")))?;
     }

@@ -12,6 +12,8 @@
 mod expected;
 mod invariants;
 
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{counts, Rig, TurnRecord};
 use crate::failure::{holds, Check, Failure};
 use crate::suspension::subset;
+use crate::table::{invariant, names, Table};
 use crate::yaml::Y;
 
 /// A `<from …>` token names the previous turn's invocation; anything else is literal.
@@ -188,7 +189,7 @@ enum Rule {
     PayloadFlag(&'static str),
 }
 
-const TABLE: &[(&str, Rule)] = &[
+const TABLE: &Table<Rule> = &[
     (
         "completed_outcome_surfaced_as_completion_response_shape",
         Rule::Shape("completion_response"),
@@ -312,16 +313,17 @@ const TABLE: &[(&str, Rule)] = &[
     ),
 ];
 
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The case invariants: each `true` entry is checked.
 pub(crate) fn check(y: &Y<'_>, turns: &[TurnRecord], rig: &Rig) -> Check {
     for (name, want) in y.entries()? {
         if !want.bool()? {
             continue;
         }
-        let (_, c) = TABLE.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-            Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
-        })?;
-        one(*c, turns, rig).map_err(|m| m.context(format!("invariant {name}: ")))?;
+        let c = invariant(TABLE, &name)?;
+        one(c, turns, rig).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }

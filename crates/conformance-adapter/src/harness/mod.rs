@@ -10,6 +10,8 @@
 //! the graph-engine runner's `raises: message` with `error_category: category`.
 
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 pub(crate) mod store;
 
 use std::sync::atomic::Ordering;

@@ -14,12 +14,10 @@ use serde_json::Value;
 use super::{AttemptInfo, CallRun, CallSpec};
 use crate::failure::{Check, Failure};
 use crate::matchers::json_eq;
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 
 type CheckFn = fn(&Ctx<'_>) -> Check;
-
-/// A check built at lookup time (e.g. parameterized by the field it inspects).
-type BoxedCheck = Box<dyn Fn(&Ctx<'_>) -> Check>;
 
 /// What a check sees.
 struct Ctx<'a> {
@@ -515,28 +513,21 @@ fn rejected_pre_send(ctx: &Ctx<'_>) -> Check {
     ctx.no_request()
 }
 
-fn extras_rides_untouched(key: &'static str) -> impl Fn(&Ctx<'_>) -> Check {
-    move |ctx| {
-        ctx.ok()?;
-        let want = ctx.extras(key).ok_or("the call has no such extra")?;
-        let got = ctx.last_body()?.get(key).ok_or("not on the wire")?;
-        ensure(got == want, || format!("wire {key} {got} != extras {want}"))
-    }
+fn extras_rides_untouched(ctx: &Ctx<'_>, key: &str) -> Check {
+    ctx.ok()?;
+    let want = ctx.extras(key).ok_or("the call has no such extra")?;
+    let got = ctx.last_body()?.get(key).ok_or("not on the wire")?;
+    ensure(got == want, || format!("wire {key} {got} != extras {want}"))
 }
 
-fn no_request_with(
-    key: &'static str,
-    want: fn(&Ctx<'_>) -> Option<Value>,
-) -> impl Fn(&Ctx<'_>) -> Check {
-    move |ctx| {
-        let want = want(ctx);
-        for body in ctx.run.bodies() {
-            ensure(body.get(key) == want.as_ref(), || {
-                format!("a request carried {key} {:?}", body.get(key))
-            })?;
-        }
-        Ok(())
+fn no_request_with(ctx: &Ctx<'_>, key: &str, want: fn(&Ctx<'_>) -> Option<Value>) -> Check {
+    let want = want(ctx);
+    for body in ctx.run.bodies() {
+        ensure(body.get(key) == want.as_ref(), || {
+            format!("a request carried {key} {:?}", body.get(key))
+        })?;
     }
+    Ok(())
 }
 
 fn declared_temperature(ctx: &Ctx<'_>) -> Option<Value> {
@@ -677,99 +668,249 @@ fn no_error(ctx: &Ctx<'_>) -> Check {
     ctx.ok()
 }
 
-fn lookup(name: &str) -> Option<BoxedCheck> {
-    let f: CheckFn = match name {
-        "n_attempts_emit_n_llm_spans" => n_attempts_emit_n_llm_spans,
-        "attempt_index_attribute_distinct_per_span" => attempt_indices_distinct,
-        "call_returns_successful_response_after_transient_retry" => success_after_transient,
-        "exhaustion_propagates_final_error" => exhaustion_propagates_final_error,
-        "every_attempt_span_carries_error_category" => every_attempt_failed,
-        "non_transient_exits_retry_loop_on_first_occurrence" => non_transient_first_occurrence,
-        "exactly_one_attempt_span_for_non_transient" => exactly_one_attempt_span,
-        "exactly_one_attempt_issued" => exactly_one_attempt,
-        "no_backoff_sleep_invoked" => no_backoff_sleep,
-        "base_attempt_uses_caller_config" => base_attempt_uses_caller_config,
-        "per_attempt_override_applies_to_retries_only" => override_applies_to_retries_only,
-        "caller_config_unmutated" => caller_config_unmutated,
-        "caller_messages_unmutated" => caller_messages_unmutated,
-        "reask_makes_structured_output_invalid_retryable" => reask_makes_soi_retryable,
-        "appended_assistant_message_is_exactly_model_output" => appended_assistant_exact,
-        "appended_user_correction_is_exactly_builder_output" => appended_user_exact,
-        "reask_exhausts_max_attempts_budget" => reask_exhausts_budget,
-        "final_structured_output_invalid_propagates" => final_soi_propagates,
-        "structured_output_invalid_not_retried_without_reask" => soi_not_retried_without_reask,
-        "second_mock_response_never_consumed" => second_mock_never_consumed,
-        "override_and_reask_compose_on_reask_retries" => override_and_reask_compose,
-        "reask_transcript_accumulates_across_retries" => transcript_accumulates,
-        "transient_retry_carries_accumulated_reask_transcript" => transient_carries_transcript,
-        "retry_reason_discriminates_reask_vs_transient_in_one_loop" => reasons_discriminate,
-        "raw_usage_prompt_tokens_verbatim_malformed"
-        | "raw_usage_input_tokens_verbatim_malformed"
-        | "raw_usage_all_counters_verbatim_malformed" => raw_usage_verbatim,
-        "conditionally_managed_response_format_conflict_rejected_pre_send"
-        | "extras_response_format_neither_dropped_nor_forwarded"
-        | "managed_structural_model_conflict_rejected_pre_send"
-        | "extras_model_neither_dropped_nor_forwarded"
-        | "declared_scalar_temperature_conflict_rejected_pre_send"
-        | "extras_temperature_neither_dropped_nor_forwarded"
-        | "unary_call_conflicting_stream_rejected_pre_send"
-        | "atomic_mapping_extras_stream_conflict_rejected_pre_send"
-        | "stream_always_managed_on_unary_side" => rejected_pre_send,
-        "extras_stream_not_smuggled_to_wire" => {
-            return Some(Box::new(no_request_with("stream", |_| None)))
+fn no_request_issued(ctx: &Ctx<'_>) -> Check {
+    ctx.no_request()
+}
+
+fn no_stream_key_on_wire(ctx: &Ctx<'_>) -> Check {
+    ctx.ok()?;
+    ensure(ctx.last_body()?.get("stream").is_none(), || {
+        "stream is on the wire".into()
+    })
+}
+
+fn stream_not_smuggled(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "stream", |_| None)
+}
+
+fn bound_model_kept(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "model", |ctx| {
+        Some(Value::from(ctx.run.bound_model.as_str()))
+    })
+}
+
+fn declared_temperature_kept(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "temperature", declared_temperature)
+}
+
+fn response_format_rides(ctx: &Ctx<'_>) -> Check {
+    extras_rides_untouched(ctx, "response_format")
+}
+
+fn stream_options_rides(ctx: &Ctx<'_>) -> Check {
+    extras_rides_untouched(ctx, "stream_options")
+}
+
+/// The llm-provider `invariants` this module checks (the streaming ones are
+/// [`super::stream_checks::TABLE`]).
+const TABLE: &Table<CheckFn> = &[
+    ("n_attempts_emit_n_llm_spans", n_attempts_emit_n_llm_spans),
+    (
+        "attempt_index_attribute_distinct_per_span",
+        attempt_indices_distinct,
+    ),
+    (
+        "call_returns_successful_response_after_transient_retry",
+        success_after_transient,
+    ),
+    (
+        "exhaustion_propagates_final_error",
+        exhaustion_propagates_final_error,
+    ),
+    (
+        "every_attempt_span_carries_error_category",
+        every_attempt_failed,
+    ),
+    (
+        "non_transient_exits_retry_loop_on_first_occurrence",
+        non_transient_first_occurrence,
+    ),
+    (
+        "exactly_one_attempt_span_for_non_transient",
+        exactly_one_attempt_span,
+    ),
+    ("exactly_one_attempt_issued", exactly_one_attempt),
+    ("no_backoff_sleep_invoked", no_backoff_sleep),
+    (
+        "base_attempt_uses_caller_config",
+        base_attempt_uses_caller_config,
+    ),
+    (
+        "per_attempt_override_applies_to_retries_only",
+        override_applies_to_retries_only,
+    ),
+    ("caller_config_unmutated", caller_config_unmutated),
+    ("caller_messages_unmutated", caller_messages_unmutated),
+    (
+        "reask_makes_structured_output_invalid_retryable",
+        reask_makes_soi_retryable,
+    ),
+    (
+        "appended_assistant_message_is_exactly_model_output",
+        appended_assistant_exact,
+    ),
+    (
+        "appended_user_correction_is_exactly_builder_output",
+        appended_user_exact,
+    ),
+    ("reask_exhausts_max_attempts_budget", reask_exhausts_budget),
+    (
+        "final_structured_output_invalid_propagates",
+        final_soi_propagates,
+    ),
+    (
+        "structured_output_invalid_not_retried_without_reask",
+        soi_not_retried_without_reask,
+    ),
+    (
+        "second_mock_response_never_consumed",
+        second_mock_never_consumed,
+    ),
+    (
+        "override_and_reask_compose_on_reask_retries",
+        override_and_reask_compose,
+    ),
+    (
+        "reask_transcript_accumulates_across_retries",
+        transcript_accumulates,
+    ),
+    (
+        "transient_retry_carries_accumulated_reask_transcript",
+        transient_carries_transcript,
+    ),
+    (
+        "retry_reason_discriminates_reask_vs_transient_in_one_loop",
+        reasons_discriminate,
+    ),
+    (
+        "raw_usage_prompt_tokens_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "raw_usage_input_tokens_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "raw_usage_all_counters_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "conditionally_managed_response_format_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_response_format_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "managed_structural_model_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_model_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "declared_scalar_temperature_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_temperature_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "unary_call_conflicting_stream_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "atomic_mapping_extras_stream_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    ("stream_always_managed_on_unary_side", rejected_pre_send),
+    ("extras_stream_not_smuggled_to_wire", stream_not_smuggled),
+    ("no_request_issued", no_request_issued),
+    (
+        "no_schema_response_format_unmanaged_rides_untouched",
+        response_format_rides,
+    ),
+    (
+        "extras_response_format_on_wire_when_unmanaged",
+        response_format_rides,
+    ),
+    ("bound_model_not_silently_overridden", bound_model_kept),
+    (
+        "declared_temperature_not_silently_overridden",
+        declared_temperature_kept,
+    ),
+    (
+        "matching_extras_temperature_no_op",
+        wire_temperature_declared_once,
+    ),
+    (
+        "wire_temperature_is_declared_value_once",
+        wire_temperature_declared_once,
+    ),
+    ("wire_stop_is_merged_union", stop_merged_union),
+    ("wire_stop_sequences_is_merged_union", stop_merged_union),
+    (
+        "wire_stopSequences_merged_under_generationConfig",
+        stop_merged_union,
+    ),
+    ("declared_stop_first_in_merge_order", stop_declared_first),
+    ("declared_first_in_merge_order", stop_declared_first),
+    ("matching_stop_collapses_to_single_element", stop_single),
+    (
+        "matching_stop_sequences_collapses_to_single_element",
+        stop_single,
+    ),
+    (
+        "matching_stopSequences_collapses_to_single_element",
+        stop_single,
+    ),
+    ("no_scalar_string_coercion_on_anthropic", stop_not_coerced),
+    (
+        "scalar_string_extras_stop_coerced_to_list",
+        stop_scalar_coerced,
+    ),
+    (
+        "malformed_extras_stop_treated_as_absent",
+        stop_declared_only,
+    ),
+    ("wire_stop_is_declared_value_only", stop_declared_only),
+    ("malformed_list_not_salvaged", malformed_not_salvaged),
+    ("no_error_raised_on_malformed_extras", no_error),
+    ("matching_extras_stream_no_op", no_stream_key_on_wire),
+    ("matching_extras_stream_false_no_op", no_stream_key_on_wire),
+    ("wire_carries_no_stream_key", no_stream_key_on_wire),
+    (
+        "non_streaming_stream_options_unmanaged_rides_untouched",
+        stream_options_rides,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// A name's check: over the whole call context, or a streaming check over the run.
+#[derive(Clone, Copy)]
+enum Found {
+    Call(CheckFn),
+    Stream(super::stream_checks::CheckFn),
+}
+
+impl Found {
+    fn of(name: &str) -> Option<Found> {
+        lookup(TABLE, name)
+            .map(Found::Call)
+            .or_else(|| lookup(super::stream_checks::TABLE, name).map(Found::Stream))
+    }
+
+    fn run(self, ctx: &Ctx<'_>) -> Check {
+        match self {
+            Found::Call(f) => f(ctx),
+            Found::Stream(f) => f(ctx.run),
         }
-        "no_request_issued" => |ctx: &Ctx<'_>| ctx.no_request(),
-        "no_schema_response_format_unmanaged_rides_untouched"
-        | "extras_response_format_on_wire_when_unmanaged" => {
-            return Some(Box::new(extras_rides_untouched("response_format")))
-        }
-        "bound_model_not_silently_overridden" => {
-            return Some(Box::new(no_request_with("model", |ctx| {
-                Some(Value::from(ctx.run.bound_model.as_str()))
-            })))
-        }
-        "declared_temperature_not_silently_overridden" => {
-            return Some(Box::new(no_request_with(
-                "temperature",
-                declared_temperature,
-            )))
-        }
-        "matching_extras_temperature_no_op" | "wire_temperature_is_declared_value_once" => {
-            wire_temperature_declared_once
-        }
-        "wire_stop_is_merged_union"
-        | "wire_stop_sequences_is_merged_union"
-        | "wire_stopSequences_merged_under_generationConfig" => stop_merged_union,
-        "declared_stop_first_in_merge_order" | "declared_first_in_merge_order" => {
-            stop_declared_first
-        }
-        "matching_stop_collapses_to_single_element"
-        | "matching_stop_sequences_collapses_to_single_element"
-        | "matching_stopSequences_collapses_to_single_element" => stop_single,
-        "no_scalar_string_coercion_on_anthropic" => stop_not_coerced,
-        "scalar_string_extras_stop_coerced_to_list" => stop_scalar_coerced,
-        "malformed_extras_stop_treated_as_absent" | "wire_stop_is_declared_value_only" => {
-            stop_declared_only
-        }
-        "malformed_list_not_salvaged" => malformed_not_salvaged,
-        "no_error_raised_on_malformed_extras" => no_error,
-        "matching_extras_stream_no_op"
-        | "matching_extras_stream_false_no_op"
-        | "wire_carries_no_stream_key" => |ctx: &Ctx<'_>| {
-            ctx.ok()?;
-            ensure(ctx.last_body()?.get("stream").is_none(), || {
-                "stream is on the wire".into()
-            })
-        },
-        "non_streaming_stream_options_unmanaged_rides_untouched" => {
-            return Some(Box::new(extras_rides_untouched("stream_options")))
-        }
-        _ => {
-            let check = super::stream_checks::lookup(name)?;
-            return Some(Box::new(move |ctx: &Ctx<'_>| check(ctx.run)));
-        }
-    };
-    Some(Box::new(f))
+    }
 }
 
 /// Runs every invariant of an `invariants` block.
@@ -786,7 +927,7 @@ pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Check 
     };
     let _ = ctx.spec;
     for (name, value) in block.entries()? {
-        let check = lookup(&name).ok_or_else(|| {
+        let check = Found::of(&name).ok_or_else(|| {
             Failure::unsupported(format!(
                 "fixture_directive_unknown: {}: invariant `{name}` has no check in the llm-provider registry",
                 block.file.display()
@@ -795,7 +936,9 @@ pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Check 
         if value.bool().ok() != Some(true) {
             return Err(format!("invariant `{name}`: only `true` is supported").into());
         }
-        check(&ctx).map_err(|m| m.context(format!("invariant `{name}`: ")))?;
+        check
+            .run(&ctx)
+            .map_err(|m| m.context(format!("invariant `{name}`: ")))?;
     }
     Ok(())
 }

@@ -50,6 +50,9 @@ mod invariants;
 mod mapping;
 mod resilience;
 mod stream_checks;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
+pub(crate) use stream_checks::TABLE_NAMES as STREAM_INVARIANT_NAMES;
 mod stub;
 
 use std::path::Path;

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 use super::CallRun;
 
 use crate::failure::Check;
+use crate::table::{names, Table};
 
-type CheckFn = fn(&CallRun) -> Check;
+pub(super) type CheckFn = fn(&CallRun) -> Check;
 
 fn ensure(ok: bool, message: impl FnOnce() -> String) -> Check {
     if ok {
@@ -255,33 +256,78 @@ fn malformed_counter_nulled(run: &CallRun) -> Check {
     normalized_counters(response(run)?, &usage)
 }
 
-/// The check for `name`, if it is a streaming invariant.
-pub(super) fn lookup(name: &str) -> Option<CheckFn> {
-    let f: CheckFn = match name {
-        "streamed_request_sends_stream_true_and_include_usage" => sends_stream_flags,
-        "assembled_content_is_ordered_concatenation_of_deltas" => content_is_concatenation,
-        "usage_and_finish_reason_sourced_from_terminal_chunks"
-        | "finish_reason_tool_calls_sourced_from_terminal_content_chunk" => {
-            usage_and_finish_from_terminal
-        }
-        "assembled_response_equals_non_streamed_equivalent" => equals_non_streamed,
-        "streamed_tool_call_arguments_reassemble_and_parse"
-        | "reassembled_tool_calls_equal_non_streamed_equivalent" => tool_calls_reassembled,
-        "reasoning_delta_assembles_into_thinking_block" => reasoning_in_thinking_block,
-        "content_delta_assembles_into_text_block" => content_in_text_block,
-        "streamed_reasoning_response_shape_identical_to_non_streamed" => reasoning_shape,
-        "stream_unsupported_mapping_rejects_pre_send"
-        | "conditionally_managed_stream_options_conflict_rejected_pre_send"
-        | "streaming_call_conflicting_stream_rejected_pre_send"
-        | "no_token_events_on_rejected_stream" => streamed_and_rejected,
-        "rejection_category_is_provider_invalid_request"
-        | "no_silent_atomic_fallback"
-        | "stream_options_neither_dropped_nor_forwarded"
-        | "stream_neither_dropped_nor_forwarded" => rejected,
-        "atomic_call_unaffected_by_streaming_rejection" => atomic_unaffected,
-        "terminal_chunk_usage_preserved_verbatim_on_raw" => terminal_usage_verbatim,
-        "malformed_terminal_counter_nulled_on_normalized_usage" => malformed_counter_nulled,
-        _ => return None,
-    };
-    Some(f)
-}
+/// The llm-provider streaming `invariants`.
+pub(super) const TABLE: &Table<CheckFn> = &[
+    (
+        "streamed_request_sends_stream_true_and_include_usage",
+        sends_stream_flags,
+    ),
+    (
+        "assembled_content_is_ordered_concatenation_of_deltas",
+        content_is_concatenation,
+    ),
+    (
+        "usage_and_finish_reason_sourced_from_terminal_chunks",
+        usage_and_finish_from_terminal,
+    ),
+    (
+        "finish_reason_tool_calls_sourced_from_terminal_content_chunk",
+        usage_and_finish_from_terminal,
+    ),
+    (
+        "assembled_response_equals_non_streamed_equivalent",
+        equals_non_streamed,
+    ),
+    (
+        "streamed_tool_call_arguments_reassemble_and_parse",
+        tool_calls_reassembled,
+    ),
+    (
+        "reassembled_tool_calls_equal_non_streamed_equivalent",
+        tool_calls_reassembled,
+    ),
+    (
+        "reasoning_delta_assembles_into_thinking_block",
+        reasoning_in_thinking_block,
+    ),
+    (
+        "content_delta_assembles_into_text_block",
+        content_in_text_block,
+    ),
+    (
+        "streamed_reasoning_response_shape_identical_to_non_streamed",
+        reasoning_shape,
+    ),
+    (
+        "stream_unsupported_mapping_rejects_pre_send",
+        streamed_and_rejected,
+    ),
+    (
+        "conditionally_managed_stream_options_conflict_rejected_pre_send",
+        streamed_and_rejected,
+    ),
+    (
+        "streaming_call_conflicting_stream_rejected_pre_send",
+        streamed_and_rejected,
+    ),
+    ("no_token_events_on_rejected_stream", streamed_and_rejected),
+    ("rejection_category_is_provider_invalid_request", rejected),
+    ("no_silent_atomic_fallback", rejected),
+    ("stream_options_neither_dropped_nor_forwarded", rejected),
+    ("stream_neither_dropped_nor_forwarded", rejected),
+    (
+        "atomic_call_unaffected_by_streaming_rejection",
+        atomic_unaffected,
+    ),
+    (
+        "terminal_chunk_usage_preserved_verbatim_on_raw",
+        terminal_usage_verbatim,
+    ),
+    (
+        "malformed_terminal_counter_nulled_on_normalized_usage",
+        malformed_counter_nulled,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);

@@ -81,7 +81,8 @@ use Rule::{
     Raised, RaisedOut, Requests, VectorAt, WireAbsent, WireEq, WireKeyOnce, WireMatchesExtras,
 };
 
-use crate::failure::{Check, Failure};
+use crate::failure::Check;
+use crate::table::{invariant, lookup, names, Table};
 
 const EMBED: Rule = K(Kind::Embed);
 const RERANK: Rule = K(Kind::Rerank);
@@ -89,7 +90,7 @@ const FLOAT_ONLY: Rule = WireEq("embedding_types", Strs(&["float"]));
 
 /// The invariant table.
 #[rustfmt::skip]
-pub(super) const TABLE: &[(&str, &[Rule])] = &[
+pub(super) const TABLE: &Table<&[Rule]> = &[
     ("absent_echo_surfaced_as_null", &[Ok, F(f::omitted_echoes_null)]),
     ("all_vectors_same_dimensionality", &[Ok, F(f::same_dims)]),
     ("authorization_bearer_header_present", &[F(f::bearer)]),
@@ -306,13 +307,8 @@ pub(super) const TABLE: &[(&str, &[Rule])] = &[
     ("wire_truncation_is_managed_false_unduplicated", &[WireEq("truncation", Bool(false)), WireKeyOnce("truncation")]),
 ];
 
-/// The table entry of `name`.
-pub(super) fn lookup(name: &str) -> Option<&'static [Rule]> {
-    TABLE
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, checks)| *checks)
-}
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
     if ok {
@@ -490,7 +486,7 @@ fn check(c: Rule, run: &Run<'_>) -> Check {
 pub(super) fn needs_probe<'n>(names: impl IntoIterator<Item = &'n String>) -> bool {
     names
         .into_iter()
-        .filter_map(|n| lookup(n))
+        .filter_map(|n| lookup(TABLE, n))
         .any(|checks| checks.iter().any(|c| matches!(c, Probe)))
 }
 
@@ -501,9 +497,7 @@ pub(super) fn needs_probe<'n>(names: impl IntoIterator<Item = &'n String>) -> bo
 /// a `fixture_directive_unknown`).
 pub(super) fn all(run: &Run<'_>) -> Check {
     for (name, value) in &run.case.expected.invariants {
-        let checks = lookup(name).ok_or_else(|| {
-            Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
-        })?;
+        let checks = invariant(TABLE, name)?;
         ensure(*value, || {
             format!("invariant `{name}`: only `true` is supported")
         })?;

@@ -24,6 +24,8 @@ mod exec;
 mod expect;
 mod facts;
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 mod model;
 mod oracle;
 mod providers;
@@ -52,7 +54,7 @@ fn check_case(case: &Case, file: &Path, at: &str) -> Result<(), AdapterError> {
         location,
     };
     for name in case.expected.invariants.keys() {
-        if invariants::lookup(name).is_none() {
+        if crate::table::lookup(invariants::TABLE, name).is_none() {
             return Err(unknown(name.clone(), format!("{at}.expected.invariants")));
         }
     }

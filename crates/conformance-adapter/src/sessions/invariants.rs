@@ -14,11 +14,12 @@ use super::Ctx;
 use crate::failure::{Check, Failure};
 use crate::matchers::json_eq;
 use crate::shared::lock;
+use crate::table::{invariant, names, Table};
 
 type CheckFn = fn(&Json, &Ctx<'_>) -> Check;
 
 /// Every invariant the sessions fixtures name.
-const INVARIANTS: &[(&str, CheckFn)] = &[
+const INVARIANTS: &Table<CheckFn> = &[
     ("second_invoke_loads_first_invoke_state", second_loads_first),
     ("saved_record_overwrites_prior", overwrites_prior),
     ("scratch_field_never_persisted", scratch_never_persisted),
@@ -64,12 +65,13 @@ const INVARIANTS: &[(&str, CheckFn)] = &[
     ("error_category_not", category_not),
 ];
 
+/// The names [`INVARIANTS`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(INVARIANTS);
+
 /// Checks every invariant the case names.
 pub(super) fn check(ctx: &Ctx<'_>) -> Check {
     for (name, value) in &ctx.case.invariants {
-        let (_, f) = INVARIANTS.iter().find(|(n, _)| n == name).ok_or_else(|| {
-            Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
-        })?;
+        let f = invariant(INVARIANTS, name)?;
         f(value, ctx).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())

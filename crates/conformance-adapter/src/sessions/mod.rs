@@ -29,6 +29,8 @@
 mod desugar;
 mod expect;
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 mod model;
 mod nodes;
 mod run;

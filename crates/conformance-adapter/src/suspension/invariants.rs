@@ -10,6 +10,7 @@ use crate::failure::{holds, Check, Failure};
 use crate::ge::assert::check_events;
 use crate::ge::harness::lock;
 use crate::obs::spans::{attr, match_span, Binder, Forest, MatchOpts};
+use crate::table::{invariant, names, Table};
 use crate::yaml::Y;
 
 fn j(y: &Y<'_>) -> Check<Value> {
@@ -228,7 +229,7 @@ enum Rule {
     NoNodeBodyRan,
 }
 
-const TABLE: &[(&str, Rule)] = &[
+const TABLE: &Table<Rule> = &[
     ("suspend_returns_suspended_outcome", Rule::FirstSuspended),
     ("resume_merges_signal_payload", Rule::PayloadApplied),
     (
@@ -342,13 +343,14 @@ const TABLE: &[(&str, Rule)] = &[
     ),
 ];
 
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 fn check_one(name: &str, runs: &[RunRecord], rig: &CaseRig) -> Check {
-    let (_, check) = TABLE.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-        Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
-    })?;
+    let check = invariant(TABLE, name)?;
     let first = runs.first().ok_or("no invocation ran")?;
     let last = runs.last().ok_or("no invocation ran")?;
-    match *check {
+    match check {
         Rule::FirstSuspended => holds(
             first.outcome == "suspended",
             "the first invocation did not suspend",
@@ -410,7 +412,7 @@ fn check_one(name: &str, runs: &[RunRecord], rig: &CaseRig) -> Check {
                     .ok_or("the invocation did not suspend")?;
                 let mine: Vec<_> = nodes.iter().filter(|e| &*e.node_name == node).collect();
                 let phases: Vec<&str> = mine.iter().map(|e| e.phase.as_str()).collect();
-                match *check {
+                match check {
                     Rule::EventsStartedThenSuspended => holds(
                         phases == ["started", "suspended"],
                         format!("phases {phases:?}"),
@@ -436,7 +438,7 @@ fn check_one(name: &str, runs: &[RunRecord], rig: &CaseRig) -> Check {
                 .into_iter()
                 .last()
                 .ok_or("no span exported")?;
-            match *check {
+            match check {
                 Rule::RootSpanSuspended => holds(
                     attr(root, "openarmature.outcome") == Some(Value::from("suspended")),
                     "the invocation span has no openarmature.outcome = suspended",
@@ -475,7 +477,7 @@ fn check_one(name: &str, runs: &[RunRecord], rig: &CaseRig) -> Check {
         ),
         Rule::MiddlewarePreLogged | Rule::MiddlewarePostSkipped => {
             let log = lock(&rig.log).clone();
-            match *check {
+            match check {
                 Rule::MiddlewarePreLogged => {
                     holds(!log.is_empty(), "the pre-next block did not run")
                 }

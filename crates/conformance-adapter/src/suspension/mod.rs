@@ -10,6 +10,8 @@
 //! node's own name per suspension §5.
 
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 pub(crate) mod nodes;
 
 pub(crate) use invariants::subset;
