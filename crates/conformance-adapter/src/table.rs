@@ -47,6 +47,10 @@ pub struct NamedChecks {
     pub keys: &'static [&'static str],
     /// The names the table knows.
     pub names: fn() -> Vec<&'static str>,
+    /// Whether the tables of this capability and key know every name its runner
+    /// accepts. `false` while some of the names are still dispatched elsewhere (then
+    /// only "every entry is used" can be judged).
+    pub complete: bool,
 }
 
 /// Every name → check table of the adapter. Tables sharing a capability and key
@@ -60,43 +64,74 @@ const REGISTRY: &[NamedChecks] = &[
         table: "llm::invariants",
         capability: "llm-provider",
         keys: &["invariants"],
+        complete: true,
         names: crate::llm::INVARIANT_NAMES,
     },
     NamedChecks {
         table: "llm::stream_checks",
         capability: "llm-provider",
         keys: &["invariants"],
+        complete: true,
         names: crate::llm::STREAM_INVARIANT_NAMES,
     },
     NamedChecks {
         table: "harness::invariants",
         capability: "harness",
         keys: &["invariants"],
+        complete: true,
         names: crate::harness::INVARIANT_NAMES,
     },
     NamedChecks {
         table: "chat::invariants",
         capability: "harness-chat",
         keys: &["invariants"],
+        complete: true,
         names: crate::chat::INVARIANT_NAMES,
     },
     NamedChecks {
         table: "suspension::invariants",
         capability: "suspension",
         keys: &["invariants", "observer_event_invariants"],
+        complete: true,
         names: crate::suspension::INVARIANT_NAMES,
     },
     NamedChecks {
         table: "sessions::invariants",
         capability: "sessions",
         keys: &["invariants"],
+        complete: true,
         names: crate::sessions::INVARIANT_NAMES,
     },
     NamedChecks {
         table: "retrieval::invariants",
         capability: "retrieval-provider",
         keys: &["invariants"],
+        complete: true,
         names: crate::retrieval::INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::usage_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::USAGE_INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::tool_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::TOOL_INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::metric_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::METRIC_INVARIANT_NAMES,
     },
 ];
 

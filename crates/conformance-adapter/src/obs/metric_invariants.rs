@@ -18,6 +18,7 @@ use super::spans::attr;
 use super::Run;
 
 use crate::failure::Check;
+use crate::table::{lookup, names, Table};
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
     if ok {
@@ -356,47 +357,105 @@ fn null_prompt_everywhere(run: &Run<'_>) -> Check {
     exceeded_signal_absent(run)
 }
 
+/// The observability `invariants` this module checks (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    (
+        "two_token_usage_observations_input_and_output",
+        two_token_observations,
+    ),
+    (
+        "one_duration_observation_per_call",
+        one_duration_per_attempt,
+    ),
+    ("duration_value_not_asserted", |run| {
+        ensure(!of(run, a::METRIC_OPERATION_DURATION).is_empty(), || {
+            "no duration observation".into()
+        })
+    }),
+    (
+        "errored_call_records_duration_with_error_type",
+        duration_error_types,
+    ),
+    (
+        "duration_records_error_type_on_failure",
+        duration_error_types,
+    ),
+    (
+        "no_token_usage_observation_on_failure",
+        no_tokens_on_failure,
+    ),
+    (
+        "no_measurements_recorded_when_metrics_off",
+        nothing_recorded,
+    ),
+    (
+        "token_usage_recorded_on_structured_output_failure",
+        tokens_on_structured_failure,
+    ),
+    (
+        "no_token_budget_exceeded_observation_when_under_budget",
+        under_budget,
+    ),
+    ("utilization_records_under_budget", under_budget),
+    (
+        "no_token_budget_instrument_observations_when_no_budget",
+        no_budget,
+    ),
+    ("token_budget_null_on_completion_event", no_budget),
+    (
+        "no_token_budget_instrument_observations_without_usage",
+        |run| budget_without_usage(run, false),
+    ),
+    (
+        "token_budget_populated_but_not_evaluated_without_usage",
+        |run| budget_without_usage(run, true),
+    ),
+    (
+        "no_input_token_usage_observation_when_prompt_tokens_null",
+        no_input_tokens,
+    ),
+    ("no_input_token_usage_observation", no_input_tokens),
+    (
+        "output_token_usage_observation_recorded_when_completion_sound",
+        output_tokens,
+    ),
+    ("input_bound_not_evaluated_when_prompt_tokens_null", {
+        input_bound_skipped
+    }),
+    (
+        "no_input_kind_budget_observation_when_prompt_tokens_null",
+        { input_bound_skipped },
+    ),
+    (
+        "no_token_budget_instrument_observation_for_unevaluable_input_bound",
+        { input_bound_skipped },
+    ),
+    (
+        "total_bound_evaluated_when_total_tokens_sound",
+        total_bound_evaluated,
+    ),
+    (
+        "exceeded_span_signal_absent_not_false_when_only_bound_unevaluable",
+        exceeded_signal_absent,
+    ),
+    (
+        "exceeded_span_signal_absent_not_false",
+        exceeded_signal_absent,
+    ),
+    ("span_omits_both_input_usage_attributes", span_omits_input),
+    (
+        "null_prompt_tokens_reaches_no_span_histogram_or_budget_surface",
+        null_prompt_everywhere,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The metric invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    let check: fn(&Run<'_>) -> Check = match name {
-        "two_token_usage_observations_input_and_output" => two_token_observations,
-        "one_duration_observation_per_call" => one_duration_per_attempt,
-        "duration_value_not_asserted" => |run| {
-            ensure(!of(run, a::METRIC_OPERATION_DURATION).is_empty(), || {
-                "no duration observation".into()
-            })
-        },
-        "errored_call_records_duration_with_error_type"
-        | "duration_records_error_type_on_failure" => duration_error_types,
-        "no_token_usage_observation_on_failure" => no_tokens_on_failure,
-        "no_measurements_recorded_when_metrics_off" => nothing_recorded,
-        "token_usage_recorded_on_structured_output_failure" => tokens_on_structured_failure,
-        "no_token_budget_exceeded_observation_when_under_budget"
-        | "utilization_records_under_budget" => under_budget,
-        "no_token_budget_instrument_observations_when_no_budget"
-        | "token_budget_null_on_completion_event" => no_budget,
-        "no_token_budget_instrument_observations_without_usage" => {
-            |run| budget_without_usage(run, false)
-        }
-        "token_budget_populated_but_not_evaluated_without_usage" => {
-            |run| budget_without_usage(run, true)
-        }
-        "no_input_token_usage_observation_when_prompt_tokens_null"
-        | "no_input_token_usage_observation" => no_input_tokens,
-        "output_token_usage_observation_recorded_when_completion_sound" => output_tokens,
-        "input_bound_not_evaluated_when_prompt_tokens_null"
-        | "no_input_kind_budget_observation_when_prompt_tokens_null"
-        | "no_token_budget_instrument_observation_for_unevaluable_input_bound" => {
-            input_bound_skipped
-        }
-        "total_bound_evaluated_when_total_tokens_sound" => total_bound_evaluated,
-        "exceeded_span_signal_absent_not_false_when_only_bound_unevaluable"
-        | "exceeded_span_signal_absent_not_false" => exceeded_signal_absent,
-        "span_omits_both_input_usage_attributes" => span_omits_input,
-        "null_prompt_tokens_reaches_no_span_histogram_or_budget_surface" => null_prompt_everywhere,
-        _ => return None,
-    };
+    let check = lookup(TABLE, name)?;
     Some(match v {
         Value::Bool(true) => check(run),
         other => Err(format!("expected `true` as the invariant's value, got {other}").into()),

@@ -13,6 +13,7 @@ use super::typed;
 use super::Run;
 
 use crate::failure::{holds, Check};
+use crate::table::{lookup, names, Table};
 
 const SUCCESS: &str = "ToolCallEvent";
 const FAILURE: &str = "ToolCallFailedEvent";
@@ -230,6 +231,91 @@ fn no_gen_ai_tool_attrs(run: &Run<'_>) -> Check {
     Ok(())
 }
 
+/// The observability `invariants` this module checks (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    ("exactly_one_tool_call_event_observed", |run| {
+        let n = records(run, SUCCESS).len();
+        holds(n == 1, format!("{n} {SUCCESS}"))
+    }),
+    ("exactly_one_tool_call_failed_event_observed", |run| {
+        let n = records(run, FAILURE).len();
+        holds(n == 1, format!("{n} {FAILURE}"))
+    }),
+    ("zero_tool_call_failed_events_on_success", |run| {
+        counts(run, 1, 0)
+    }),
+    ("success_one_tool_call_event_zero_failed", |run| {
+        counts(run, 1, 0)
+    }),
+    ("zero_tool_call_events_on_failure", |run| counts(run, 0, 1)),
+    ("failure_one_tool_call_failed_event_zero_success", |run| {
+        counts(run, 0, 1)
+    }),
+    ("tool_call_event_carries_full_field_set", full_field_set),
+    ("latency_ms_present", latency_present),
+    (
+        "no_error_category_field_on_tool_failure_event",
+        no_error_category,
+    ),
+    ("exception_propagates_alongside_typed_event", propagates),
+    (
+        "tool_call_id_matches_requesting_llm_output_tool_calls_id",
+        ids_link_to_llm_request,
+    ),
+    ("standalone_tool_call_id_is_null", standalone_null),
+    ("tool_span_name_is_openarmature_tool_call", |run| {
+        tool_spans(run)?;
+        no_execute_tool_names(run)
+    }),
+    ("execute_tool_span_name_not_used", no_execute_tool_names),
+    ("oa_namespace_tool_attributes_emitted", |run| {
+        tool_span_attrs(run, IDENTITY, true)?;
+        tool_span_attrs(run, PAYLOAD, true)
+    }),
+    ("payload_on_populates_tool_arguments_and_result", |run| {
+        tool_span_attrs(run, IDENTITY, true)?;
+        tool_span_attrs(run, PAYLOAD, true)
+    }),
+    ("payload_off_suppresses_tool_arguments_and_result", |run| {
+        tool_span_attrs(run, PAYLOAD, false)
+    }),
+    ("identity_attributes_present_with_payload_off", |run| {
+        tool_span_attrs(run, IDENTITY, true)?;
+        tool_span_attrs(run, PAYLOAD, false)
+    }),
+    (
+        "gen_ai_tool_attributes_not_emitted_in_v1",
+        no_gen_ai_tool_attrs,
+    ),
+    (
+        "renders_as_dedicated_tool_observation_not_generation",
+        |run| each_langfuse_tool(run, "type tool", |o| o.kind == ObservationType::Tool),
+    ),
+    ("tool_name_and_call_id_in_metadata", |run| {
+        each_langfuse_tool(run, "tool name and call id in metadata", |o| {
+            has_meta(o, "openarmature_tool_name") && has_meta(o, "openarmature_tool_call_id")
+        })
+    }),
+    ("input_output_populated_with_payload_on", |run| {
+        each_langfuse_tool(run, "input and output", |o| {
+            o.input.is_some() && o.output.is_some()
+        })
+    }),
+    ("failed_tool_renders_error_level", |run| {
+        each_langfuse_tool(run, "ERROR level with a status message", |o| {
+            o.level == Level::Error && o.status_message.is_some()
+        })
+    }),
+    ("error_type_and_message_in_metadata", |run| {
+        each_langfuse_tool(run, "error_type and error_message in metadata", |o| {
+            has_meta(o, "error_type") && has_meta(o, "error_message")
+        })
+    }),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The tool invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these. `exception_propagates_alongside_typed_event` is shared with the LLM
 /// fixtures: it is a tool invariant only in a run that made tool events.
@@ -240,70 +326,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     {
         return None;
     }
-    let verdict: fn(&Run<'_>) -> Check = match name {
-        "exactly_one_tool_call_event_observed" => |run| {
-            let n = records(run, SUCCESS).len();
-            holds(n == 1, format!("{n} {SUCCESS}"))
-        },
-        "exactly_one_tool_call_failed_event_observed" => |run| {
-            let n = records(run, FAILURE).len();
-            holds(n == 1, format!("{n} {FAILURE}"))
-        },
-        "zero_tool_call_failed_events_on_success" | "success_one_tool_call_event_zero_failed" => {
-            |run| counts(run, 1, 0)
-        }
-        "zero_tool_call_events_on_failure" | "failure_one_tool_call_failed_event_zero_success" => {
-            |run| counts(run, 0, 1)
-        }
-        "tool_call_event_carries_full_field_set" => full_field_set,
-        "latency_ms_present" => latency_present,
-        "no_error_category_field_on_tool_failure_event" => no_error_category,
-        "exception_propagates_alongside_typed_event" => propagates,
-        "tool_call_id_matches_requesting_llm_output_tool_calls_id" => ids_link_to_llm_request,
-        "standalone_tool_call_id_is_null" => standalone_null,
-        "tool_span_name_is_openarmature_tool_call" => |run| {
-            tool_spans(run)?;
-            no_execute_tool_names(run)
-        },
-        "execute_tool_span_name_not_used" => no_execute_tool_names,
-        "oa_namespace_tool_attributes_emitted"
-        | "payload_on_populates_tool_arguments_and_result" => |run| {
-            tool_span_attrs(run, IDENTITY, true)?;
-            tool_span_attrs(run, PAYLOAD, true)
-        },
-        "payload_off_suppresses_tool_arguments_and_result" => {
-            |run| tool_span_attrs(run, PAYLOAD, false)
-        }
-        "identity_attributes_present_with_payload_off" => |run| {
-            tool_span_attrs(run, IDENTITY, true)?;
-            tool_span_attrs(run, PAYLOAD, false)
-        },
-        "gen_ai_tool_attributes_not_emitted_in_v1" => no_gen_ai_tool_attrs,
-        "renders_as_dedicated_tool_observation_not_generation" => {
-            |run| each_langfuse_tool(run, "type tool", |o| o.kind == ObservationType::Tool)
-        }
-        "tool_name_and_call_id_in_metadata" => |run| {
-            each_langfuse_tool(run, "tool name and call id in metadata", |o| {
-                has_meta(o, "openarmature_tool_name") && has_meta(o, "openarmature_tool_call_id")
-            })
-        },
-        "input_output_populated_with_payload_on" => |run| {
-            each_langfuse_tool(run, "input and output", |o| {
-                o.input.is_some() && o.output.is_some()
-            })
-        },
-        "failed_tool_renders_error_level" => |run| {
-            each_langfuse_tool(run, "ERROR level with a status message", |o| {
-                o.level == Level::Error && o.status_message.is_some()
-            })
-        },
-        "error_type_and_message_in_metadata" => |run| {
-            each_langfuse_tool(run, "error_type and error_message in metadata", |o| {
-                has_meta(o, "error_type") && has_meta(o, "error_message")
-            })
-        },
-        _ => return None,
-    };
+    let verdict = lookup(TABLE, name)?;
     Some(match v {
         Value::Bool(true) => verdict(run),
         other => Err(format!("expected `true` as the invariant's value, got {other}").into()),

@@ -22,6 +22,7 @@ use super::spans::{attr, attr_str};
 use super::{typed, Run};
 
 use crate::failure::Check;
+use crate::table::{lookup, names, Table};
 
 /// The three §6 counters, with the span attributes that render each (§5.5.3).
 const COUNTERS: [(&str, &[&str]); 3] = [
@@ -270,32 +271,56 @@ fn present_record_of_nulls(run: &Run<'_>) -> Check {
     Ok(())
 }
 
+/// Every usage counter.
+const ALL: &[&str] = &["prompt_tokens", "completion_tokens", "total_tokens"];
+
+/// The observability `invariants` this module checks (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    (
+        "input_usage_attributes_omitted_when_prompt_tokens_null",
+        input_omitted,
+    ),
+    (
+        "output_and_total_usage_attributes_emitted_when_sound",
+        sound_rendered,
+    ),
+    (
+        "gen_ai_input_tokens_never_sourced_from_null_counter",
+        input_never_from_null,
+    ),
+    (
+        "malformed_wire_prompt_tokens_nulled_before_event_and_span",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, true),
+    ),
+    (
+        "event_usage_prompt_tokens_null_not_verbatim_wire_value",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, false),
+    ),
+    (
+        "span_omits_both_input_usage_attributes_on_malformed_wire_counter",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], false, true),
+    ),
+    (
+        "all_three_malformed_wire_counters_nulled_before_event_and_span",
+        |run: &Run<'_>| malformed_nulled(run, ALL, true, true),
+    ),
+    (
+        "event_usage_is_present_record_of_nulls_not_null_record",
+        present_record_of_nulls,
+    ),
+    (
+        "span_omits_all_usage_attributes_when_all_counters_malformed",
+        |run: &Run<'_>| malformed_nulled(run, ALL, false, true),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The usage invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    const ALL: &[&str] = &["prompt_tokens", "completion_tokens", "total_tokens"];
-    let verdict: fn(&Run<'_>) -> Check = match name {
-        "input_usage_attributes_omitted_when_prompt_tokens_null" => input_omitted,
-        "output_and_total_usage_attributes_emitted_when_sound" => sound_rendered,
-        "gen_ai_input_tokens_never_sourced_from_null_counter" => input_never_from_null,
-        "malformed_wire_prompt_tokens_nulled_before_event_and_span" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, true)
-        }
-        "event_usage_prompt_tokens_null_not_verbatim_wire_value" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, false)
-        }
-        "span_omits_both_input_usage_attributes_on_malformed_wire_counter" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], false, true)
-        }
-        "all_three_malformed_wire_counters_nulled_before_event_and_span" => {
-            |run: &Run<'_>| malformed_nulled(run, ALL, true, true)
-        }
-        "event_usage_is_present_record_of_nulls_not_null_record" => present_record_of_nulls,
-        "span_omits_all_usage_attributes_when_all_counters_malformed" => {
-            |run: &Run<'_>| malformed_nulled(run, ALL, false, true)
-        }
-        _ => return None,
-    };
+    let verdict = lookup(TABLE, name)?;
     Some(match v {
         Value::Bool(true) => verdict(run),
         other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
