@@ -1,14 +1,43 @@
 //! Spec: conformance-adapter §5 — what every capability runner shares, so that no
 //! runner imports another for it: the poison-tolerant lock over the harness's
-//! recorders, and the node a directive wraps around a fixture node.
+//! recorders, the node a directive wraps around a fixture node, and the runtime of
+//! a case that talks to a mock server.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::failure::{Check, Failure, FailureKind};
 use openarmature_graph::{
     CompileError, CompileWarning, DynState, DynUpdate, Node, NodeConfig, NodeCtx, NodeError,
     NodeFuture,
 };
+
+/// Runs `case` on a fresh unpaused current-thread runtime with I/O, in a thread of
+/// its own named `name` (a case that talks to a mock HTTP server needs real time and
+/// sockets; the runner's own runtime has a paused clock).
+pub(crate) async fn on_own_runtime<F, Fut>(name: &str, case: F) -> Check
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Check>,
+{
+    let harness = |m: String| Failure::new(FailureKind::Harness, m);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(case()),
+                Err(e) => Err(harness(format!("cannot start a runtime: {e}"))),
+            };
+            let _ = tx.send(result);
+        })
+        .map_err(|e| harness(format!("cannot start the case thread: {e}")))?;
+    rx.await
+        .map_err(|_| harness(format!("the {name} thread panicked")))?
+}
 
 /// Locks a recorder; a poisoned lock still yields its data (a failed case must not
 /// hide what was recorded before the panic).

@@ -625,16 +625,7 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
         FlakyMode::Sequence(entries)
     } else if let Some(n) = y.get("fail_count") {
         let count = usize::try_from(n.i64()?).map_err(|_| n.invalid("fail_count must be ≥ 0"))?;
-        let category = match y.get("category") {
-            None => Some("provider_unavailable".to_owned()),
-            Some(c) if c.is_null() => None,
-            Some(c) => Some(c.str()?.to_owned()),
-        };
-        let message = y
-            .get("message")
-            .map(|m| m.str().map(str::to_owned))
-            .transpose()?
-            .unwrap_or_else(|| "flaky failure".into());
+        let (category, message) = failure_of(y, "flaky failure")?;
         let spec = FailSpec {
             category,
             message,
@@ -660,6 +651,22 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
     Ok(FlakyScript::new(mode, success))
 }
 
+/// A scripted failure's `category` (`provider_unavailable` when absent, none when
+/// null) and `message` (`default` when absent).
+fn failure_of(y: &Y<'_>, default: &str) -> Result<(Option<String>, String), AdapterError> {
+    let category = match y.get("category") {
+        None => Some("provider_unavailable".to_owned()),
+        Some(c) if c.is_null() => None,
+        Some(c) => Some(c.str()?.to_owned()),
+    };
+    let message = y
+        .get("message")
+        .map(|m| m.str().map(str::to_owned))
+        .transpose()?
+        .unwrap_or_else(|| default.to_owned());
+    Ok((category, message))
+}
+
 /// `flaky_by_index: {fail_when_idx | fail_count_per_idx, category?, success_compute}`
 /// and `flaky_instance_only: {fail_count_per_instance, category, success_compute}`.
 fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
@@ -683,16 +690,7 @@ fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
     } else {
         return Err(y.invalid("needs fail_when_idx, fail_count_per_idx or fail_count_per_instance"));
     };
-    let category = match y.get("category") {
-        None => Some("provider_unavailable".to_owned()),
-        Some(c) if c.is_null() => None,
-        Some(c) => Some(c.str()?.to_owned()),
-    };
-    let message = y
-        .get("message")
-        .map(|m| m.str().map(str::to_owned))
-        .transpose()?
-        .unwrap_or_else(|| "instance failure".into());
+    let (category, message) = failure_of(y, "instance failure")?;
     let success = match y.get("success_compute") {
         Some(u) if !u.is_null() => json_pairs(&u)?,
         _ => Vec::new(),

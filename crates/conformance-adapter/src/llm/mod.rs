@@ -75,8 +75,9 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::{Map, Value};
 
 pub(crate) use self::mapping::Mapping;
-use crate::failure::{Check, Failure, FailureKind};
+use crate::failure::{Check, Failure};
 use crate::http_mock::{Captured, MockServer, Reply, SseItem};
+use crate::shared::on_own_runtime;
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -139,31 +140,14 @@ pub(crate) async fn run_case(path: &Path, root: &Y<'_>, case: &Y<'_>) -> Check {
     let file = path.to_path_buf();
     let root_value = root.value.clone();
     let case_value = (!std::ptr::eq(root.value, case.value)).then(|| case.value.clone());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("llm-provider-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(async {
-                    let root = Y::root(&root_value, &file);
-                    let case = case_value
-                        .as_ref()
-                        .map_or_else(|| root.clone(), |c| Y::root(c, &file));
-                    run(&root, &case).await
-                }),
-                Err(e) => Err(Failure::new(
-                    FailureKind::Harness,
-                    format!("cannot start a runtime: {e}"),
-                )),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the llm-provider case thread panicked".to_owned())?
+    on_own_runtime("llm-provider-case", move || async move {
+        let root = Y::root(&root_value, &file);
+        let case = case_value
+            .as_ref()
+            .map_or_else(|| root.clone(), |c| Y::root(c, &file));
+        run(&root, &case).await
+    })
+    .await
 }
 
 /// One call of a case: the call mapping plus, for the single `call:` form, the

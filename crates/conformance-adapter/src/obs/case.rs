@@ -23,10 +23,10 @@ use super::setup::{canonical_json, graph_defs, mentions, subgraph_nodes, GlobalO
 use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
 use super::{attempts, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
-use crate::failure::{Check, Failure, FailureKind};
+use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::harness::Harness;
-use crate::shared::lock;
+use crate::shared::{lock, on_own_runtime};
 use crate::yaml::Y;
 
 /// Runs one observability case; cases that call an LLM get their own unpaused
@@ -51,33 +51,16 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Check {
     let single = std::ptr::eq(doc.value, case.value);
     let doc_value = doc.value.clone();
     let case_value = desugared.unwrap_or_else(|| case.value.clone());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("observability-llm-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(async {
-                    let doc = Y::root(&doc_value, &file);
-                    let case = if single {
-                        doc.clone()
-                    } else {
-                        Y::root(&case_value, &file)
-                    };
-                    run_inner(&doc, &case, true).await
-                }),
-                Err(e) => Err(Failure::new(
-                    FailureKind::Harness,
-                    format!("cannot start a runtime: {e}"),
-                )),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the observability case thread panicked".to_owned())?
+    on_own_runtime("observability-llm-case", move || async move {
+        let doc = Y::root(&doc_value, &file);
+        let case = if single {
+            doc.clone()
+        } else {
+            Y::root(&case_value, &file)
+        };
+        run_inner(&doc, &case, true).await
+    })
+    .await
 }
 
 fn flag(case: &Y<'_>, key: &str) -> Check<Option<bool>> {

@@ -7,62 +7,38 @@ use openarmature_core::vocab::retrieval::{EmbeddingRequestSummary, RerankRequest
 use openarmature_graph::ObserverEvent;
 use serde_json::{json, Map, Value};
 
-use super::typed::site_fields;
-
-fn prompt_fields(m: &mut Map<String, Value>, p: &PromptContext) {
-    m.insert(
-        "active_prompt".into(),
-        p.prompt().map_or(Value::Null, |p| {
-            json!({
-                "name": p.name,
-                "version": p.version,
-                "label": p.label,
-                "template_hash": p.template_hash,
-                "rendered_hash": p.rendered_hash,
-            })
-        }),
-    );
-    m.insert(
-        "active_prompt_group".into(),
-        p.group()
-            .map_or(Value::Null, |g| json!({"group_name": g.group_name})),
-    );
-}
+use super::typed::{request_context, request_identity, site_fields};
 
 fn embedding_request(m: &mut Map<String, Value>, r: &EmbeddingRequestSummary) {
-    m.insert("provider".into(), json!(r.provider));
-    m.insert("model".into(), json!(r.model));
-    m.insert("call_id".into(), json!(r.call_id));
+    request_identity(m, json!(r.provider), json!(r.model), json!(r.call_id));
     m.insert("input_strings".into(), json!(&*r.input_strings));
     m.insert("input_count".into(), json!(r.input_count()));
-    m.insert(
-        "request_params".into(),
-        Value::Object(r.request_params.clone()),
-    );
-    m.insert(
-        "request_extras".into(),
-        Value::Object(r.request_extras.clone()),
-    );
-    prompt_fields(m, &r.prompt_context);
+    context(m, &r.request_params, &r.request_extras, &r.prompt_context);
 }
 
 fn rerank_request(m: &mut Map<String, Value>, r: &RerankRequestSummary) {
-    m.insert("provider".into(), json!(r.provider));
-    m.insert("model".into(), json!(r.model));
-    m.insert("call_id".into(), json!(r.call_id));
+    request_identity(m, json!(r.provider), json!(r.model), json!(r.call_id));
     m.insert("query".into(), json!(r.query));
     m.insert("documents".into(), json!(&*r.documents));
     m.insert("document_count".into(), json!(r.document_count()));
     m.insert("top_k".into(), json!(r.top_k));
-    m.insert(
-        "request_params".into(),
-        Value::Object(r.request_params.clone()),
-    );
-    m.insert(
-        "request_extras".into(),
-        Value::Object(r.request_extras.clone()),
-    );
-    prompt_fields(m, &r.prompt_context);
+    context(m, &r.request_params, &r.request_extras, &r.prompt_context);
+}
+
+fn context(
+    m: &mut Map<String, Value>,
+    params: &Map<String, Value>,
+    extras: &Map<String, Value>,
+    p: &PromptContext,
+) {
+    request_context(m, params, extras, p.prompt(), p.group());
+}
+
+/// The outcome fields both successful retrieval events open with.
+fn outcome_identity(m: &mut Map<String, Value>, model: Value, id: Value, usage: Value) {
+    m.insert("response_model".into(), model);
+    m.insert("response_id".into(), id);
+    m.insert("usage".into(), usage);
 }
 
 fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_core::vocab::llm::LlmFailure) {
@@ -80,9 +56,12 @@ pub(crate) fn record(event: &ObserverEvent, caller_metadata: Value) -> Option<Va
             site_fields(&mut m, &e.site);
             embedding_request(&mut m, &e.request);
             let o = &e.outcome;
-            m.insert("response_model".into(), json!(o.response_model));
-            m.insert("response_id".into(), json!(o.response_id));
-            m.insert("usage".into(), json!(o.usage));
+            outcome_identity(
+                &mut m,
+                json!(o.response_model),
+                json!(o.response_id),
+                json!(o.usage),
+            );
             m.insert("dimensions".into(), json!(o.dimensions));
             m.insert("output_vectors".into(), json!(&*o.output_vectors));
             m.insert("latency_ms".into(), json!(e.latency_ms));
@@ -99,9 +78,12 @@ pub(crate) fn record(event: &ObserverEvent, caller_metadata: Value) -> Option<Va
             site_fields(&mut m, &e.site);
             rerank_request(&mut m, &e.request);
             let o = &e.outcome;
-            m.insert("response_model".into(), json!(o.response_model));
-            m.insert("response_id".into(), json!(o.response_id));
-            m.insert("usage".into(), json!(o.usage));
+            outcome_identity(
+                &mut m,
+                json!(o.response_model),
+                json!(o.response_id),
+                json!(o.usage),
+            );
             m.insert("result_count".into(), json!(o.result_count()));
             m.insert("output_results".into(), json!(o.output_results));
             m.insert("latency_ms".into(), json!(e.latency_ms));

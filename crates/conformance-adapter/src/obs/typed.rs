@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::prompt::{PromptGroupIdentity, PromptIdentity};
 use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registration};
 use serde_json::{json, Map, Value};
 
@@ -182,22 +183,32 @@ fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_llm::ToolCallReco
     m.insert("latency_ms".into(), json!(call.latency_ms));
 }
 
-fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
-    m.insert("provider".into(), json!(r.provider));
-    m.insert("model".into(), json!(r.model));
-    m.insert("call_id".into(), json!(r.call_id));
-    m.insert("input_messages".into(), json!(&*r.input_messages));
-    m.insert(
-        "request_params".into(),
-        Value::Object(r.request_params.get().clone()),
-    );
-    m.insert(
-        "request_extras".into(),
-        Value::Object(r.request_extras.clone()),
-    );
+/// The identity every typed request summary (LLM, embedding, rerank) opens with.
+pub(super) fn request_identity(
+    m: &mut Map<String, Value>,
+    provider: Value,
+    model: Value,
+    call_id: Value,
+) {
+    m.insert("provider".into(), provider);
+    m.insert("model".into(), model);
+    m.insert("call_id".into(), call_id);
+}
+
+/// What every typed request summary carries after its own fields: the parameters,
+/// the extras and the active prompt (and group).
+pub(super) fn request_context(
+    m: &mut Map<String, Value>,
+    params: &Map<String, Value>,
+    extras: &Map<String, Value>,
+    prompt: Option<&PromptIdentity>,
+    group: Option<&PromptGroupIdentity>,
+) {
+    m.insert("request_params".into(), Value::Object(params.clone()));
+    m.insert("request_extras".into(), Value::Object(extras.clone()));
     m.insert(
         "active_prompt".into(),
-        r.active_prompt().map_or(Value::Null, |p| {
+        prompt.map_or(Value::Null, |p| {
             json!({
                 "name": p.name,
                 "version": p.version,
@@ -209,8 +220,19 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
     );
     m.insert(
         "active_prompt_group".into(),
-        r.active_prompt_group()
-            .map_or(Value::Null, |g| json!({"group_name": g.group_name})),
+        group.map_or(Value::Null, |g| json!({"group_name": g.group_name})),
+    );
+}
+
+fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
+    request_identity(m, json!(r.provider), json!(r.model), json!(r.call_id));
+    m.insert("input_messages".into(), json!(&*r.input_messages));
+    request_context(
+        m,
+        r.request_params.get(),
+        &r.request_extras,
+        r.active_prompt(),
+        r.active_prompt_group(),
     );
     m.insert(
         "token_budget".into(),

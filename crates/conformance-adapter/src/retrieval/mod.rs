@@ -35,7 +35,8 @@ use std::path::{Path, PathBuf};
 
 use self::model::{Case, Fixture};
 use self::providers::Mapping;
-use crate::failure::{Check, Failure, FailureKind};
+use crate::failure::Check;
+use crate::shared::on_own_runtime;
 use crate::AdapterError;
 
 /// The event types `contains_event` can name.
@@ -130,23 +131,8 @@ pub(crate) async fn run_case(file: &Path, doc: &serde_norway::Value, case: Optio
     let file: PathBuf = file.to_path_buf();
     let doc = doc.clone();
     let case = case.map(str::to_owned);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("retrieval-provider-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(run(&doc, &file, case.as_deref())),
-                Err(e) => Err(Failure::new(
-                    FailureKind::Harness,
-                    format!("cannot start a runtime: {e}"),
-                )),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the retrieval-provider case thread panicked".to_owned())?
+    on_own_runtime("retrieval-provider-case", move || async move {
+        run(&doc, &file, case.as_deref()).await
+    })
+    .await
 }
