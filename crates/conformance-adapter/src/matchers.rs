@@ -27,6 +27,32 @@ fn is_uuid_hex(s: &str) -> bool {
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
+/// Compares two lists item by item with `item` (the item's path is `path[i]`);
+/// lists of different lengths differ at `path`.
+///
+/// # Errors
+/// The length mismatch, or the first item `item` rejects.
+pub(crate) fn pairwise(
+    expected: &[Value],
+    got: &[Value],
+    actual: &Value,
+    path: &str,
+    mut item: impl FnMut(&Value, &Value, &str) -> Check,
+) -> Check {
+    if expected.len() != got.len() {
+        return Err(format!(
+            "{path}: expected {} items, got {}: {actual}",
+            expected.len(),
+            got.len()
+        )
+        .into());
+    }
+    for (i, (ev, av)) in expected.iter().zip(got).enumerate() {
+        item(ev, av, &format!("{path}[{i}]"))?;
+    }
+    Ok(())
+}
+
 /// Compares `actual` against `expected` exactly, honouring the §5.10 tokens.
 /// Mappings must have the same keys; lists the same length.
 ///
@@ -59,17 +85,7 @@ pub(crate) fn check(
             Ok(())
         }
         (Value::Array(e), Value::Array(a)) => {
-            if e.len() != a.len() {
-                return Err(format!(
-                    "{path}: expected {} items, got {}: {actual}",
-                    e.len(),
-                    a.len()
-                )
-                .into());
-            }
-            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
-                check(ev, av, bindings, &format!("{path}[{i}]"))?;
-            }
+            pairwise(e, a, actual, path, |ev, av, at| check(ev, av, bindings, at))?;
             Ok(())
         }
         (Value::Number(e), Value::Number(a)) => {

@@ -117,6 +117,11 @@ impl<'a> Y<'a> {
             .ok_or_else(|| self.invalid(format!("expected a string, got {}", kind(self.value))))
     }
 
+    /// The string under `key`, `None` when the key is absent.
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, AdapterError> {
+        self.get(key).map(|v| v.str()).transpose()
+    }
+
     pub(crate) fn i64(&self) -> Result<i64, AdapterError> {
         self.value
             .as_i64()

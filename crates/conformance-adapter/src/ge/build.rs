@@ -7,7 +7,7 @@ use std::sync::Arc;
 use openarmature_graph::reducers::{json::field_key, Reducer};
 use openarmature_graph::{
     timeout_from_secs, CompileError, CompiledGraph, DynSchema, DynState, FieldType, GraphBuilder,
-    Middleware, Node, SubgraphNode, Target, END,
+    Middleware, Node, SubgraphNode, Target,
 };
 use serde_json::Value;
 
@@ -15,6 +15,7 @@ use super::harness::{
     FailSpec, FlakyMode, FlakyScript, Harness, IndexedFlaky, IndexedMode, OrderRecorder,
     ScriptedNode, Step,
 };
+use crate::shared::{if_field_edge, target};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -391,14 +392,6 @@ pub(crate) fn json_pairs(y: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError
         .collect()
 }
 
-fn target(name: &str) -> Target {
-    if name == "END" {
-        END
-    } else {
-        Target::from(name)
-    }
-}
-
 fn value_target(v: &Value) -> Result<Target, openarmature_graph::BoxError> {
     match v {
         Value::String(s) => Ok(target(s)),
@@ -445,22 +438,7 @@ fn add_edge(
             }),
         };
     }
-    cond.check_keys(&["if_field", "equals", "then", "else"])?;
-    let field = cond.req("if_field")?.str()?.to_owned();
-    let equals = cond.req("equals")?.json()?;
-    let then = target(cond.req("then")?.str()?);
-    let otherwise = target(cond.req("else")?.str()?);
-    let hints = Some(vec![then.clone(), otherwise.clone()]);
-    Ok(b.add_conditional_edge(
-        from,
-        move |s: &DynState| {
-            let hit = s
-                .get(&field)
-                .is_some_and(|v| crate::matchers::json_eq(v, &equals));
-            Ok(if hit { then.clone() } else { otherwise.clone() })
-        },
-        hints,
-    ))
+    if_field_edge(b, from, &cond, true)
 }
 
 /// `state.fields.<f>: {type, default | required, reducer, alt_reducer}`; a

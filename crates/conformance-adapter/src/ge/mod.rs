@@ -356,12 +356,7 @@ fn attach_observers(
             "sleep_ms_per_event",
         ])?;
         let name = spec.req("name")?.str()?.to_owned();
-        let behavior = match spec
-            .get("behavior")
-            .map(|b| b.str())
-            .transpose()?
-            .unwrap_or("record")
-        {
+        let behavior = match spec.opt_str("behavior")?.unwrap_or("record") {
             "record" => Behavior::Record,
             "accumulate" => Behavior::Accumulate,
             "raise" => Behavior::Raise,
@@ -407,16 +402,8 @@ fn attach_observers(
         ));
         lock(&harness.observers).insert(name.clone(), Arc::clone(&observer));
         let registration = Registration::shared(name.as_str(), observer).phases(phases);
-        let attach = spec
-            .get("attach")
-            .map(|a| a.str())
-            .transpose()?
-            .unwrap_or("graph");
-        let target = spec
-            .get("target")
-            .map(|t| t.str())
-            .transpose()?
-            .unwrap_or("outer");
+        let attach = spec.opt_str("attach")?.unwrap_or("graph");
+        let target = spec.opt_str("target")?.unwrap_or("outer");
         match attach {
             "invocation" => per_invocation.push(registration),
             "graph" if target == "outer" => graph.attach_observer(registration),

@@ -382,18 +382,7 @@ pub(crate) fn wire_match(expected: &Value, actual: &Value, path: &str) -> Check 
             Ok(())
         }
         (Value::Array(e), Value::Array(a)) => {
-            if e.len() != a.len() {
-                return Err(format!(
-                    "{path}: expected {} items, got {}: {actual}",
-                    e.len(),
-                    a.len()
-                )
-                .into());
-            }
-            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
-                wire_match(ev, av, &format!("{path}[{i}]"))?;
-            }
-            Ok(())
+            crate::matchers::pairwise(e, a, actual, path, wire_match)
         }
         _ if json_eq(actual, expected) => Ok(()),
         _ => Err(format!("{path}: expected {expected}, got {actual}").into()),

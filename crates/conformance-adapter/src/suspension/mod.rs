@@ -210,27 +210,14 @@ fn attach_observers(
     for spec in list.seq()? {
         spec.check_keys(&["name", "attach", "target", "behavior"])?;
         let name = spec.req("name")?.str()?.to_owned();
-        let attach = spec
-            .get("attach")
-            .map(|a| a.str())
-            .transpose()?
-            .unwrap_or("graph");
-        let target = spec
-            .get("target")
-            .map(|t| t.str())
-            .transpose()?
-            .unwrap_or("outer");
+        let attach = spec.opt_str("attach")?.unwrap_or("graph");
+        let target = spec.opt_str("target")?.unwrap_or("outer");
         if (attach, target) != ("graph", "outer") {
             return Err(
                 spec.invalid("only graph-attached observers of the outer graph are scripted")
             );
         }
-        match spec
-            .get("behavior")
-            .map(|b| b.str())
-            .transpose()?
-            .unwrap_or("record")
-        {
+        match spec.opt_str("behavior")?.unwrap_or("record") {
             "record" => {
                 let observer = Arc::new(HarnessObserver::new(
                     &name,

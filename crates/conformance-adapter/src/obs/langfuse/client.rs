@@ -74,7 +74,7 @@ pub(crate) async fn client_mode(case: &Y<'_>) -> Check<Option<ClientMode>> {
     c.check_keys(&["mode", "provider"])?;
     match c.req("mode").and_then(|m| m.str())? {
         "supplied" => {
-            let provider = c.get("provider").map(|p| p.str()).transpose()?;
+            let provider = c.opt_str("provider")?;
             if provider.is_some_and(|p| p != "global") {
                 return Err(Failure::from(
                     c.invalid("only `provider: global` is supported"),
