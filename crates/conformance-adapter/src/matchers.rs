@@ -27,6 +27,26 @@ fn is_uuid_hex(s: &str) -> bool {
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
+/// Runs `item` over the pairs of two lists of the same length (with the index);
+/// lists of different lengths fail with `differ()`.
+///
+/// # Errors
+/// The length mismatch, or the first pair `item` rejects.
+pub(crate) fn each_pair<'e, 'g, E, G>(
+    expected: &'e [E],
+    got: &'g [G],
+    differ: impl FnOnce() -> String,
+    mut item: impl FnMut(usize, &'e E, &'g G) -> Check,
+) -> Check {
+    if expected.len() != got.len() {
+        return Err(differ().into());
+    }
+    for (i, (e, g)) in expected.iter().zip(got).enumerate() {
+        item(i, e, g)?;
+    }
+    Ok(())
+}
+
 /// Compares two lists item by item with `item` (the item's path is `path[i]`);
 /// lists of different lengths differ at `path`.
 ///
@@ -39,18 +59,16 @@ pub(crate) fn pairwise(
     path: &str,
     mut item: impl FnMut(&Value, &Value, &str) -> Check,
 ) -> Check {
-    if expected.len() != got.len() {
-        return Err(format!(
+    let differ = || {
+        format!(
             "{path}: expected {} items, got {}: {actual}",
             expected.len(),
             got.len()
         )
-        .into());
-    }
-    for (i, (ev, av)) in expected.iter().zip(got).enumerate() {
-        item(ev, av, &format!("{path}[{i}]"))?;
-    }
-    Ok(())
+    };
+    each_pair(expected, got, differ, |i, e, g| {
+        item(e, g, &format!("{path}[{i}]"))
+    })
 }
 
 /// Compares `actual` against `expected` exactly, honouring the §5.10 tokens.

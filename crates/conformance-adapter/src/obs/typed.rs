@@ -25,7 +25,7 @@ use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registrati
 use serde_json::{json, Map, Value};
 
 use crate::failure::{Check, Failure};
-use crate::matchers::{check, Bindings};
+use crate::matchers::{check, each_pair, Bindings};
 use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -602,19 +602,23 @@ fn in_order(y: &Y<'_>, records: &[Value]) -> Check {
     let t = event_type(&y.req("event_type")?)?;
     let want = y.req("events").and_then(|e| e.seq())?;
     let got = of_type(records, &t);
-    if got.len() != want.len() {
-        return Err(format!(
-            "contains_events_in_order: {} {t}, expected {}",
-            got.len(),
-            want.len()
-        )
-        .into());
-    }
-    for (i, (w, g)) in want.iter().zip(got).enumerate() {
-        let Value::Object(fields) = w.json()? else {
-            return Err(format!("contains_events_in_order[{i}]: not a mapping").into());
-        };
-        fields_match(&fields, g, &format!("contains_events_in_order[{i}]"))?;
-    }
+    each_pair(
+        &want,
+        &got,
+        || {
+            format!(
+                "contains_events_in_order: {} {t}, expected {}",
+                got.len(),
+                want.len()
+            )
+        },
+        |i, w, g| {
+            let Value::Object(fields) = w.json()? else {
+                return Err(format!("contains_events_in_order[{i}]: not a mapping").into());
+            };
+            fields_match(&fields, g, &format!("contains_events_in_order[{i}]"))?;
+            Ok(())
+        },
+    )?;
     Ok(())
 }

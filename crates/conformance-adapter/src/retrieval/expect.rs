@@ -17,7 +17,7 @@ use super::exec::Run;
 use super::model::{RecordExpect, WireBodies};
 use crate::failure::{Check, Failure};
 use crate::http_mock::Captured;
-use crate::matchers::{check, Bindings};
+use crate::matchers::{check, each_pair, Bindings};
 
 fn exact(expected: &Value, actual: &Value, path: &str) -> Check {
     check(expected, actual, &mut Bindings::default(), path)
@@ -134,26 +134,30 @@ fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Check {
             .get("results")
             .and_then(Value::as_array)
             .ok_or("the record has no results")?;
-        if want.len() != got.len() {
-            return Err(format!(
-                "{at}.results: expected {} entries, got {}: {got:?}",
-                want.len(),
-                got.len()
-            )
-            .into());
-        }
-        for (i, (w, g)) in want.iter().zip(got).enumerate() {
-            let w = w
-                .as_object()
-                .ok_or_else(|| format!("{at}.results[{i}]: not a mapping"))?;
-            for (key, value) in w {
-                exact(
-                    value,
-                    g.get(key).unwrap_or(&Value::Null),
-                    &format!("{at}.results[{i}].{key}"),
-                )?;
-            }
-        }
+        each_pair(
+            want,
+            got,
+            || {
+                format!(
+                    "{at}.results: expected {} entries, got {}: {got:?}",
+                    want.len(),
+                    got.len()
+                )
+            },
+            |i, w, g| {
+                let w = w
+                    .as_object()
+                    .ok_or_else(|| format!("{at}.results[{i}]: not a mapping"))?;
+                for (key, value) in w {
+                    exact(
+                        value,
+                        g.get(key).unwrap_or(&Value::Null),
+                        &format!("{at}.results[{i}].{key}"),
+                    )?;
+                }
+                Ok(())
+            },
+        )?;
     }
     Ok(())
 }

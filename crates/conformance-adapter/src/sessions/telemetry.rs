@@ -19,7 +19,7 @@ use serde_json::{Map, Value as Json};
 
 use super::model::{LogExpect, SpanExpect};
 use crate::failure::{Check, Failure};
-use crate::matchers::json_eq;
+use crate::matchers::{each_pair, json_eq};
 
 /// The case's observer and what it exported.
 pub(super) struct Telemetry {
@@ -255,26 +255,32 @@ impl Tree<'_> {
 
 /// `log_records`: exhaustive, in emission order.
 pub(super) fn check_logs(expected: &[LogExpect], logs: &[LogView]) -> Check {
-    if expected.len() != logs.len() {
-        let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
-        return Err(format!(
-            "log_records: {} records {bodies:?}, expected {}",
-            logs.len(),
-            expected.len()
-        )
-        .into());
-    }
-    for (i, (want, got)) in expected.iter().zip(logs).enumerate() {
-        let path = format!("log_records[{i}]");
-        if want.body != got.body {
-            return Err(format!("{path}: body `{}`, expected `{}`", got.body, want.body).into());
-        }
-        attributes(
-            &want.attributes,
-            &want.attributes_absent,
-            &got.attributes,
-            &path,
-        )?;
-    }
+    each_pair(
+        expected,
+        logs,
+        || {
+            let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
+            format!(
+                "log_records: {} records {bodies:?}, expected {}",
+                logs.len(),
+                expected.len()
+            )
+        },
+        |i, want, got| {
+            let path = format!("log_records[{i}]");
+            if want.body != got.body {
+                return Err(
+                    format!("{path}: body `{}`, expected `{}`", got.body, want.body).into(),
+                );
+            }
+            attributes(
+                &want.attributes,
+                &want.attributes_absent,
+                &got.attributes,
+                &path,
+            )?;
+            Ok(())
+        },
+    )?;
     Ok(())
 }

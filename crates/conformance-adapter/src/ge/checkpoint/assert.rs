@@ -13,7 +13,7 @@ use super::store::{positions_json, record_json, MigrationLog, Store};
 use super::Run;
 use crate::failure::{Check, Failure};
 use crate::ge::harness::{lock, Harness, HarnessObserver};
-use crate::matchers::{check, Bindings};
+use crate::matchers::{check, each_pair, Bindings};
 use crate::yaml::Y;
 
 pub(crate) use super::invariants::invariants;
@@ -325,29 +325,33 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Check {
 /// `checkpoint_saves: [{after_node, state, completed_positions}]`, one per save.
 fn checkpoint_saves(y: &Y<'_>, saves: &[CheckpointRecord]) -> Check {
     let list = y.seq()?;
-    if list.len() != saves.len() {
-        return Err(format!(
-            "checkpoint_saves: expected {} saves, got {}",
-            list.len(),
-            saves.len()
-        )
-        .into());
-    }
-    for (i, (want, save)) in list.iter().zip(saves).enumerate() {
-        want.check_keys(&["after_node", "state", "completed_positions"])?;
-        let path = format!("checkpoint_saves[{i}]");
-        if let Some(n) = want.get("after_node") {
-            let last = save.completed_positions.last().map(|p| p.node_name.clone());
-            eq(&j(&n)?, &json!(last), &format!("{path}.after_node"))?;
-        }
-        if let Some(s) = want.get("state") {
-            eq(&j(&s)?, &save.state, &format!("{path}.state"))?;
-        }
-        if let Some(p) = want.get("completed_positions") {
-            let got = positions_json(&save.completed_positions);
-            eq(&j(&p)?, &got, &format!("{path}.completed_positions"))?;
-        }
-    }
+    each_pair(
+        &list,
+        saves,
+        || {
+            format!(
+                "checkpoint_saves: expected {} saves, got {}",
+                list.len(),
+                saves.len()
+            )
+        },
+        |i, want, save| {
+            want.check_keys(&["after_node", "state", "completed_positions"])?;
+            let path = format!("checkpoint_saves[{i}]");
+            if let Some(n) = want.get("after_node") {
+                let last = save.completed_positions.last().map(|p| p.node_name.clone());
+                eq(&j(&n)?, &json!(last), &format!("{path}.after_node"))?;
+            }
+            if let Some(s) = want.get("state") {
+                eq(&j(&s)?, &save.state, &format!("{path}.state"))?;
+            }
+            if let Some(p) = want.get("completed_positions") {
+                let got = positions_json(&save.completed_positions);
+                eq(&j(&p)?, &got, &format!("{path}.completed_positions"))?;
+            }
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 
