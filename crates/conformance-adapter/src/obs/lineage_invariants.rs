@@ -26,7 +26,8 @@ use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
 use super::spans::{attr, attr_str, Forest};
-use super::{typed, Run};
+use super::typed::records;
+use super::Run;
 
 use crate::failure::Check;
 
@@ -104,14 +105,6 @@ pub(super) fn event_lineage(r: &Value) -> Vec<Hop> {
                 _ => None,
             }
         })
-        .collect()
-}
-
-fn records(run: &Run<'_>, event_type: &str) -> Vec<Value> {
-    run.events
-        .iter()
-        .filter_map(|e| typed::record(e, None))
-        .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(event_type))
         .collect()
 }
 

@@ -4,7 +4,7 @@
 
 use openarmature_core::vocab::prompt::PromptContext;
 use openarmature_core::vocab::retrieval::{EmbeddingRequestSummary, RerankRequestSummary};
-use openarmature_graph::ObserverEvent;
+use openarmature_graph::{CallSite, ObserverEvent};
 use serde_json::{json, Map, Value};
 
 use super::typed::{request_context, request_identity, site_fields};
@@ -34,11 +34,18 @@ fn context(
     request_context(m, params, extras, p.prompt(), p.group());
 }
 
-/// The outcome fields both successful retrieval events open with.
-fn outcome_identity(m: &mut Map<String, Value>, model: Value, id: Value, usage: Value) {
+/// The outcome fields both successful retrieval events open with:
+/// `[response_model, response_id, usage]`.
+fn outcome_identity(m: &mut Map<String, Value>, [model, id, usage]: [Value; 3]) {
     m.insert("response_model".into(), model);
     m.insert("response_id".into(), id);
     m.insert("usage".into(), usage);
+}
+
+/// The fields every retrieval record opens with.
+fn opening(m: &mut Map<String, Value>, event_type: &str, site: &CallSite) {
+    m.insert("event_type".into(), json!(event_type));
+    site_fields(m, site);
 }
 
 fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_core::vocab::llm::LlmFailure) {
@@ -50,53 +57,50 @@ fn failure_fields(m: &mut Map<String, Value>, f: &openarmature_core::vocab::llm:
 /// The record of a retrieval event (`None` for any other event).
 pub(crate) fn record(event: &ObserverEvent, caller_metadata: Value) -> Option<Value> {
     let mut m = Map::new();
-    match event {
+    let latency_ms = match event {
         ObserverEvent::Embedding(e) => {
-            m.insert("event_type".into(), json!("EmbeddingEvent"));
-            site_fields(&mut m, &e.site);
+            opening(&mut m, "EmbeddingEvent", &e.site);
             embedding_request(&mut m, &e.request);
             let o = &e.outcome;
-            outcome_identity(
-                &mut m,
+            let ids = [
                 json!(o.response_model),
                 json!(o.response_id),
                 json!(o.usage),
-            );
+            ];
+            outcome_identity(&mut m, ids);
             m.insert("dimensions".into(), json!(o.dimensions));
             m.insert("output_vectors".into(), json!(&*o.output_vectors));
-            m.insert("latency_ms".into(), json!(e.latency_ms));
+            e.latency_ms
         }
         ObserverEvent::EmbeddingFailed(e) => {
-            m.insert("event_type".into(), json!("EmbeddingFailedEvent"));
-            site_fields(&mut m, &e.site);
+            opening(&mut m, "EmbeddingFailedEvent", &e.site);
             embedding_request(&mut m, &e.request);
             failure_fields(&mut m, &e.failure);
-            m.insert("latency_ms".into(), json!(e.latency_ms));
+            e.latency_ms
         }
         ObserverEvent::Rerank(e) => {
-            m.insert("event_type".into(), json!("RerankEvent"));
-            site_fields(&mut m, &e.site);
+            opening(&mut m, "RerankEvent", &e.site);
             rerank_request(&mut m, &e.request);
             let o = &e.outcome;
-            outcome_identity(
-                &mut m,
+            let ids = [
                 json!(o.response_model),
                 json!(o.response_id),
                 json!(o.usage),
-            );
+            ];
+            outcome_identity(&mut m, ids);
             m.insert("result_count".into(), json!(o.result_count()));
             m.insert("output_results".into(), json!(o.output_results));
-            m.insert("latency_ms".into(), json!(e.latency_ms));
+            e.latency_ms
         }
         ObserverEvent::RerankFailed(e) => {
-            m.insert("event_type".into(), json!("RerankFailedEvent"));
-            site_fields(&mut m, &e.site);
+            opening(&mut m, "RerankFailedEvent", &e.site);
             rerank_request(&mut m, &e.request);
             failure_fields(&mut m, &e.failure);
-            m.insert("latency_ms".into(), json!(e.latency_ms));
+            e.latency_ms
         }
         _ => return None,
-    }
+    };
+    m.insert("latency_ms".into(), json!(latency_ms));
     m.insert("caller_invocation_metadata".into(), caller_metadata);
     Some(Value::Object(m))
 }

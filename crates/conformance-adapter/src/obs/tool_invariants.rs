@@ -9,7 +9,7 @@ use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
 use super::spans::attr;
-use super::typed;
+use super::typed::{self, records};
 use super::Run;
 
 use crate::failure::{holds, Check};
@@ -36,14 +36,6 @@ const FULL_FIELD_SET: &[&str] = &[
 ];
 const PAYLOAD: &[&str] = &[a::TOOL_CALL_ARGUMENTS, a::TOOL_CALL_RESULT];
 const IDENTITY: &[&str] = &[a::TOOL_NAME, a::TOOL_CALL_ID];
-
-fn records(run: &Run<'_>, event_type: &str) -> Vec<Value> {
-    run.events
-        .iter()
-        .filter_map(|e| typed::record(e, None))
-        .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(event_type))
-        .collect()
-}
 
 fn counts(run: &Run<'_>, success: usize, failure: usize) -> Check {
     let (s, f) = (records(run, SUCCESS).len(), records(run, FAILURE).len());

@@ -540,6 +540,15 @@ fn contains_event(y: &Y<'_>, records: &[Value]) -> Check {
     Err(last)
 }
 
+/// The typed-event records of `run` of type `event_type`, in emission order.
+pub(super) fn records(run: &super::Run<'_>, event_type: &str) -> Vec<Value> {
+    run.events
+        .iter()
+        .filter_map(|e| record(e, None))
+        .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(event_type))
+        .collect()
+}
+
 /// One entry of an ordered expectation: `{event_type, <field>: <value>...}`.
 fn entry_matches(entry: &Map<String, Value>, record: &Value) -> bool {
     entry.iter().all(|(k, want)| {
