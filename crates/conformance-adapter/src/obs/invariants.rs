@@ -32,7 +32,8 @@ pub(crate) fn check_all(invariants: &Y<'_>, run: &Run<'_>) -> Check {
     Ok(())
 }
 
-fn truthy(v: &Value) -> Check {
+/// `Ok` when an invariant's value is `true` (the only value a check accepts).
+pub(super) fn truthy(v: &Value) -> Check {
     match v {
         Value::Bool(true) => Ok(()),
         other => mismatch(format!(

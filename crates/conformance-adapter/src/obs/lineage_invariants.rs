@@ -29,6 +29,7 @@ use super::spans::{attr, attr_str, Forest};
 use super::typed::records;
 use super::Run;
 
+use super::invariants::truthy;
 use crate::failure::Check;
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
@@ -449,8 +450,5 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
         "dispatch_spans_close_before_node_span" => close_before_node(f),
         other => super::orphan_invariants::check(other, run)?,
     };
-    Some(match v {
-        Value::Bool(true) => verdict,
-        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
-    })
+    Some(truthy(v).and(verdict))
 }

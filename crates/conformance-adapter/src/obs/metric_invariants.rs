@@ -17,6 +17,7 @@ use super::metrics::{close, Point};
 use super::spans::attr;
 use super::Run;
 
+use super::invariants::truthy;
 use crate::failure::Check;
 use crate::table::{lookup, names, Table};
 
@@ -456,8 +457,5 @@ pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
 /// one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let check = lookup(TABLE, name)?;
-    Some(match v {
-        Value::Bool(true) => check(run),
-        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
-    })
+    Some(truthy(v).and_then(|()| check(run)))
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::spans::attr;
 use super::Run;
 
+use super::invariants::truthy;
 use crate::failure::Check;
 
 type Verdict = Check;
@@ -650,8 +651,5 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
         | "errored_rerank_records_duration_with_error_type" => duration(run, k, true),
         _ => return None,
     };
-    Some(match v {
-        Value::Bool(true) => verdict,
-        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
-    })
+    Some(truthy(v).and(verdict))
 }

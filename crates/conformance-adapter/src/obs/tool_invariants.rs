@@ -12,6 +12,7 @@ use super::spans::attr;
 use super::typed::{self, records};
 use super::Run;
 
+use super::invariants::truthy;
 use crate::failure::{holds, Check};
 use crate::table::{lookup, names, Table};
 
@@ -319,8 +320,5 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
         return None;
     }
     let verdict = lookup(TABLE, name)?;
-    Some(match v {
-        Value::Bool(true) => verdict(run),
-        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
-    })
+    Some(truthy(v).and_then(|()| verdict(run)))
 }

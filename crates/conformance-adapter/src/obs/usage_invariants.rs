@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use super::spans::{attr, attr_str};
 use super::{typed, Run};
 
+use super::invariants::truthy;
 use crate::failure::Check;
 use crate::table::{lookup, names, Table};
 
@@ -321,8 +322,5 @@ pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
 /// one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let verdict = lookup(TABLE, name)?;
-    Some(match v {
-        Value::Bool(true) => verdict(run),
-        other => Err(format!("expected `true` as the invariant's value, got {other}").into()),
-    })
+    Some(truthy(v).and_then(|()| verdict(run)))
 }

@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::typed;
 use super::Run;
 
+use super::invariants::truthy;
 use crate::failure::{mismatch, Check};
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
@@ -100,15 +101,6 @@ fn call_ids(events: &[Value]) -> Check<Vec<String>> {
             other => mismatch(format!("call_id {other} is not a non-empty string")),
         })
         .collect()
-}
-
-fn truthy(v: &Value) -> Check {
-    match v {
-        Value::Bool(true) => Ok(()),
-        other => mismatch(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    }
 }
 
 /// Checks `name`, or `None` when it is not an LLM invariant.
