@@ -12,7 +12,7 @@ use openarmature_llm::{RetryReason, RuntimeConfig};
 use serde_json::Value;
 
 use super::{AttemptInfo, CallRun, CallSpec};
-use crate::failure::{Check, Failure};
+use crate::failure::{ensure, Check, Failure};
 use crate::matchers::json_eq;
 use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
@@ -73,14 +73,6 @@ impl Ctx<'_> {
             .last()
             .and_then(|r| r.served.as_ref())
             .and_then(|b| b.get("usage"))
-    }
-}
-
-fn ensure(ok: bool, message: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(message().into())
     }
 }
 

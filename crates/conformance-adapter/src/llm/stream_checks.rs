@@ -11,18 +11,10 @@ use serde_json::{Map, Value};
 
 use super::CallRun;
 
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 use crate::table::{names, Table};
 
 pub(super) type CheckFn = fn(&CallRun) -> Check;
-
-fn ensure(ok: bool, message: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(message().into())
-    }
-}
 
 /// What the served stream says the response must be.
 #[derive(Default)]

@@ -32,17 +32,9 @@ use serde_json::Value;
 
 use super::spans::{attr, attr_str};
 use super::Run;
-use crate::failure::{Check, Failure};
+use crate::failure::{ensure, Check, Failure};
 use crate::yaml::Y;
 use crate::AdapterError;
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
 
 /// Register O15: validates the case's `observers:` block.
 pub(crate) fn check_observers(case: &Y<'_>) -> Result<(), AdapterError> {

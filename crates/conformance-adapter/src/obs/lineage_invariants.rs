@@ -30,15 +30,7 @@ use super::typed::records;
 use super::Run;
 
 use super::invariants::truthy;
-use crate::failure::Check;
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
+use crate::failure::{ensure, Check};
 
 /// One boundary crossed on the way in: a fan-out instance or a parallel branch.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -18,16 +18,8 @@ use super::spans::attr;
 use super::Run;
 
 use super::invariants::truthy;
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 use crate::table::{lookup, names, Table};
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
 
 /// A call's terminal event, reduced to what the budget signal reads.
 struct Terminal {

@@ -16,15 +16,7 @@ use super::lineage_invariants::{
 use super::spans::{attr, attr_str, Forest};
 use super::{typed, Run};
 
-use crate::failure::Check;
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
+use crate::failure::{ensure, Check};
 
 /// Runs `each` over every orphan call.
 fn each(run: &Run<'_>, each: impl Fn(&Forest, &Call<'_>) -> Check) -> Check {

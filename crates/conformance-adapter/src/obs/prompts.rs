@@ -30,7 +30,7 @@ use openarmature_prompt::{
 use serde_json::{Map, Value};
 
 use super::Run;
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -220,14 +220,6 @@ impl PromptStep {
                 })
             }
         }
-    }
-}
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
     }
 }
 

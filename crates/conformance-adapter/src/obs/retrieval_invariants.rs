@@ -14,17 +14,9 @@ use super::spans::attr;
 use super::Run;
 
 use super::invariants::truthy;
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 
 type Verdict = Check;
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
 
 /// Which retrieval protocol the run exercised.
 #[derive(Clone, Copy, PartialEq)]

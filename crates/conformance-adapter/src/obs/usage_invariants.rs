@@ -22,7 +22,7 @@ use super::spans::{attr, attr_str};
 use super::{typed, Run};
 
 use super::invariants::truthy;
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 use crate::table::{lookup, names, Table};
 
 /// The three §6 counters, with the span attributes that render each (§5.5.3).
@@ -40,14 +40,6 @@ const COUNTERS: [(&str, &[&str]); 3] = [
     ),
     ("total_tokens", &[a::LLM_USAGE_TOTAL_TOKENS]),
 ];
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
 
 /// One completed call seen on its three surfaces.
 struct Call<'r> {

@@ -81,7 +81,7 @@ use Rule::{
     Raised, RaisedOut, Requests, VectorAt, WireAbsent, WireEq, WireKeyOnce, WireMatchesExtras,
 };
 
-use crate::failure::Check;
+use crate::failure::{ensure, Check};
 use crate::table::{invariant, lookup, names, Table};
 
 const EMBED: Rule = K(Kind::Embed);
@@ -309,14 +309,6 @@ pub(super) const TABLE: &Table<&[Rule]> = &[
 
 /// The names [`TABLE`] knows (for [`crate::table::registry`]).
 pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        std::result::Result::Ok(())
-    } else {
-        Err(why().into())
-    }
-}
 
 fn extras<'r>(run: &'r Run<'_>) -> &'r serde_json::Map<String, Value> {
     match run.call {

@@ -23,15 +23,7 @@ use super::typed;
 use super::Run;
 
 use super::invariants::truthy;
-use crate::failure::{mismatch, Check};
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
+use crate::failure::{ensure, mismatch, Check};
 
 /// The implicit recorder's spec events as fixture records, in delivery order.
 fn records(run: &Run<'_>) -> Vec<Value> {

@@ -12,14 +12,6 @@ use super::providers::Kind;
 /// A fact: holds, or a reason.
 pub(super) type Fact = fn(&Run<'_>) -> Check;
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Check {
-    if ok {
-        Ok(())
-    } else {
-        Err(why().into())
-    }
-}
-
 fn record<'r>(run: &'r Run<'_>) -> Check<&'r Value> {
     Ok(run
         .record()
@@ -151,4 +143,4 @@ pub(super) use self::events::*;
 pub(super) use self::response::*;
 pub(super) use self::wire::*;
 
-use crate::failure::{Check, Failure};
+use crate::failure::{ensure, Check, Failure};
