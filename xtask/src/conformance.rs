@@ -14,7 +14,7 @@ use openarmature_conformance::discovery::{discover, workspace_root, Discovery, S
 use openarmature_conformance::suite::{
     deferred_pass_hint, list_jobs, run_jobs, stale_entries, tally, workers, Counts, Job, Verdict,
 };
-use openarmature_conformance::CaseId;
+use openarmature_conformance::{CaseId, Failure};
 
 /// Lines of a failure message printed without `--verbose`.
 const MAX_LINES: usize = 12;
@@ -240,13 +240,16 @@ fn print_list(jobs: &[Job], deferrals: &Deferrals) -> ExitCode {
     }
 }
 
-fn print_failure(id: &CaseId, path: &Path, message: &str, verbose: bool) {
-    println!("\nFAILED {id}");
+/// A failed case: its id, its file and why (`<kind>: <message>`, truncated
+/// unless `verbose`).
+fn print_failure(id: &CaseId, path: &Path, failure: &Failure, verbose: bool) {
+    println!("\nFAILED {id} ({})", failure.kind());
     println!("    file: {}", path.display());
+    let message = failure.to_string();
     let text = if verbose {
-        message.to_owned()
+        message
     } else {
-        truncate(message, MAX_LINES, MAX_CHARS)
+        truncate(&message, MAX_LINES, MAX_CHARS)
     };
     for line in text.lines() {
         println!("    {line}");

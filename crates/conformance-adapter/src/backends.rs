@@ -10,8 +10,10 @@ use std::sync::{Arc, OnceLock};
 use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
 use openarmature_graph::session::{InMemorySessionStore, SessionStore};
 
+use crate::failure::{Check, Failure};
+
 /// Makes a fresh, empty store for one case.
-pub type Factory<T> = Arc<dyn Fn() -> Result<Arc<T>, String> + Send + Sync>;
+pub type Factory<T> = Arc<dyn Fn() -> Check<Arc<T>> + Send + Sync>;
 
 /// The backend selected for the process.
 #[derive(Clone)]
@@ -30,10 +32,13 @@ static SELECTED: OnceLock<Backends> = OnceLock::new();
 ///
 /// # Errors
 /// The name of the backend already selected (a process selects once).
-pub fn select(backends: Backends) -> Result<(), String> {
-    SELECTED
-        .set(backends)
-        .map_err(|_| SELECTED.get().map_or_else(String::new, |b| b.name.clone()))
+pub fn select(backends: Backends) -> Check {
+    SELECTED.set(backends).map_err(|_| {
+        Failure::setup(format!(
+            "backend `{}` already selected",
+            SELECTED.get().map_or("", |b| b.name.as_str())
+        ))
+    })
 }
 
 /// The selected backend, if any.
@@ -42,18 +47,24 @@ pub fn selected() -> Option<&'static Backends> {
 }
 
 /// A fresh Checkpointer of the selected backend (`None`: the reference one).
-pub(crate) fn checkpointer() -> Option<Result<Arc<dyn Checkpointer>, String>> {
-    selected().map(|b| (b.checkpointer)().map_err(|e| format!("{} checkpointer: {e}", b.name)))
+pub(crate) fn checkpointer() -> Option<Check<Arc<dyn Checkpointer>>> {
+    selected().map(|b| {
+        (b.checkpointer)()
+            .map_err(|e| Failure::setup(format!("{} checkpointer: {}", b.name, e.message())))
+    })
 }
 
 /// A fresh SessionStore of the selected backend (`None`: the reference one).
-pub(crate) fn session_store() -> Option<Result<Arc<dyn SessionStore>, String>> {
-    selected().map(|b| (b.session_store)().map_err(|e| format!("{} session store: {e}", b.name)))
+pub(crate) fn session_store() -> Option<Check<Arc<dyn SessionStore>>> {
+    selected().map(|b| {
+        (b.session_store)()
+            .map_err(|e| Failure::setup(format!("{} session store: {}", b.name, e.message())))
+    })
 }
 
 /// The Checkpointer of a case that names `checkpointer: in_memory`: a fresh one of the
 /// selected backend, or the engine's in-memory one.
-pub(crate) fn checkpointer_or_in_memory() -> Result<Arc<dyn Checkpointer>, String> {
+pub(crate) fn checkpointer_or_in_memory() -> Check<Arc<dyn Checkpointer>> {
     Ok(checkpointer()
         .transpose()?
         .unwrap_or_else(|| Arc::new(InMemoryCheckpointer::new())))
@@ -61,7 +72,7 @@ pub(crate) fn checkpointer_or_in_memory() -> Result<Arc<dyn Checkpointer>, Strin
 
 /// The SessionStore of a case that names `session_store: in_memory`: a fresh one of the
 /// selected backend, or the engine's in-memory one.
-pub(crate) fn session_store_or_in_memory() -> Result<Arc<dyn SessionStore>, String> {
+pub(crate) fn session_store_or_in_memory() -> Check<Arc<dyn SessionStore>> {
     Ok(session_store()
         .transpose()?
         .unwrap_or_else(|| Arc::new(InMemorySessionStore::new())))

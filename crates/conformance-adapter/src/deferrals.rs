@@ -330,6 +330,7 @@ impl Deferrals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Check;
 
     const SAMPLE: &str = r#"
 [spec]
@@ -455,12 +456,12 @@ reason = "one case only"
     }
 
     #[test]
-    fn parse_errors_are_typed_and_name_the_problem() -> Result<(), String> {
+    fn parse_errors_are_typed_and_name_the_problem() -> Check {
         match parse("[spec]\nrelease = 0.109\n") {
             Err(DeferralsError::Parse { source, .. }) => {
                 assert!(source.to_string().contains("release"), "{source}");
             }
-            other => return Err(format!("unexpected: {other:?}")),
+            other => return Err(format!("unexpected: {other:?}").into()),
         }
         // Missing [spec].
         assert!(matches!(parse(""), Err(DeferralsError::Parse { .. })));
@@ -498,7 +499,7 @@ reason = "one case only"
     }
 
     #[test]
-    fn load_reports_missing_file() -> Result<(), String> {
+    fn load_reports_missing_file() -> Check {
         let path = std::env::temp_dir().join(format!(
             "oa-deferrals-missing-{}/conformance.toml",
             std::process::id()
@@ -508,7 +509,7 @@ reason = "one case only"
                 assert!(err.to_string().contains("conformance.toml"), "{err}");
                 Ok(())
             }
-            other => Err(format!("unexpected: {other:?}")),
+            other => Err(format!("unexpected: {other:?}").into()),
         }
     }
 

@@ -12,7 +12,10 @@
 //! - [`discovery`] finds the fixture root and the fixture files.
 //! - [`deferrals`] reads `conformance.toml` (fixtures deferred with a reason).
 //! - [`runner`] parses one fixture file and runs a case against the engine.
+//! - [`failure`] says why a case did not pass ([`Failure`]: a [`FailureKind`] and
+//!   a message); every check returns a [`Check`].
 //! - [`report`] holds the case identifiers and outcomes both front ends print.
+//! - [`table`] holds the name → check tables every runner dispatches through.
 //! - [`suite`] lists and runs the cases and judges them against the deferrals
 //!   (both front ends, `cargo test` and `cargo xtask`, go through it).
 
@@ -21,6 +24,7 @@ mod chat;
 pub mod deferrals;
 pub mod discovery;
 pub mod error;
+pub mod failure;
 mod ge;
 mod harness;
 mod http_mock;
@@ -35,9 +39,11 @@ mod sessions;
 mod shared;
 pub mod suite;
 mod suspension;
+pub mod table;
 mod yaml;
 
 pub use error::AdapterError;
+pub use failure::{Check, Failure, FailureKind};
 pub use report::{CaseId, CaseOutcome};
 
 /// The conformance-adapter spec release this adapter implements (§8.5).

@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::failure::Check;
+
 /// First-occurrence bindings of `<name_X>` tokens within one case.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Bindings(HashMap<String, Value>);
@@ -25,6 +27,50 @@ fn is_uuid_hex(s: &str) -> bool {
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
+/// Runs `item` over the pairs of two lists of the same length (with the index);
+/// lists of different lengths fail with `differ()`.
+///
+/// # Errors
+/// The length mismatch, or the first pair `item` rejects.
+pub(crate) fn each_pair<'e, 'g, E, G>(
+    expected: &'e [E],
+    got: &'g [G],
+    differ: impl FnOnce() -> String,
+    mut item: impl FnMut(usize, &'e E, &'g G) -> Check,
+) -> Check {
+    if expected.len() != got.len() {
+        return Err(differ().into());
+    }
+    for (i, (e, g)) in expected.iter().zip(got).enumerate() {
+        item(i, e, g)?;
+    }
+    Ok(())
+}
+
+/// Compares two lists item by item with `item` (the item's path is `path[i]`);
+/// lists of different lengths differ at `path`.
+///
+/// # Errors
+/// The length mismatch, or the first item `item` rejects.
+pub(crate) fn pairwise(
+    expected: &[Value],
+    got: &[Value],
+    actual: &Value,
+    path: &str,
+    mut item: impl FnMut(&Value, &Value, &str) -> Check,
+) -> Check {
+    let differ = || {
+        format!(
+            "{path}: expected {} items, got {}: {actual}",
+            expected.len(),
+            got.len()
+        )
+    };
+    each_pair(expected, got, differ, |i, e, g| {
+        item(e, g, &format!("{path}[{i}]"))
+    })
+}
+
 /// Compares `actual` against `expected` exactly, honouring the §5.10 tokens.
 /// Mappings must have the same keys; lists the same length.
 ///
@@ -35,17 +81,17 @@ pub(crate) fn check(
     actual: &Value,
     bindings: &mut Bindings,
     path: &str,
-) -> Result<(), String> {
+) -> Check {
     if let Value::String(token) = expected {
         if let Some(result) = match_token(token, actual, bindings) {
-            return result.map_err(|m| format!("{path}: {m}"));
+            return result.map_err(|m| m.context(format!("{path}: ")));
         }
     }
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => {
             for key in a.keys() {
                 if !e.contains_key(key) {
-                    return Err(format!("{path}: unexpected key `{key}` (actual {actual})"));
+                    return Err(format!("{path}: unexpected key `{key}` (actual {actual})").into());
                 }
             }
             for (key, ev) in e {
@@ -57,16 +103,7 @@ pub(crate) fn check(
             Ok(())
         }
         (Value::Array(e), Value::Array(a)) => {
-            if e.len() != a.len() {
-                return Err(format!(
-                    "{path}: expected {} items, got {}: {actual}",
-                    e.len(),
-                    a.len()
-                ));
-            }
-            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
-                check(ev, av, bindings, &format!("{path}[{i}]"))?;
-            }
+            pairwise(e, a, actual, path, |ev, av, at| check(ev, av, bindings, at))?;
             Ok(())
         }
         (Value::Number(e), Value::Number(a)) => {
@@ -77,22 +114,22 @@ pub(crate) fn check(
             if equal {
                 Ok(())
             } else {
-                Err(format!("{path}: expected {expected}, got {actual}"))
+                Err(format!("{path}: expected {expected}, got {actual}").into())
             }
         }
         _ if expected == actual => Ok(()),
-        _ => Err(format!("{path}: expected {expected}, got {actual}")),
+        _ => Err(format!("{path}: expected {expected}, got {actual}").into()),
     }
 }
 
-fn match_token(token: &str, actual: &Value, bindings: &mut Bindings) -> Option<Result<(), String>> {
+fn match_token(token: &str, actual: &Value, bindings: &mut Bindings) -> Option<Check> {
     let inner = token.strip_prefix('<')?.strip_suffix('>')?;
     let as_str = actual.as_str();
     let verdict = |ok: bool, what: &str| {
         if ok {
             Ok(())
         } else {
-            Err(format!("{actual} does not match {what}"))
+            Err(format!("{actual} does not match {what}").into())
         }
     };
     Some(match inner {

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::failure::Failure;
+
 /// One runnable unit of a fixture file: the whole file (single-case and
 /// `invocations:` forms) or one entry of a `cases:` list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,8 +38,9 @@ impl fmt::Display for CaseId {
 pub enum CaseOutcome {
     /// Every assertion of the case held.
     Passed,
-    /// An assertion failed, or the harness raised an error; the text says which.
-    Failed(String),
+    /// An assertion failed, or the harness raised an error: the [`Failure`] says
+    /// which kind and prints as `<kind>: <message>`.
+    Failed(Failure),
 }
 
 impl CaseOutcome {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_norway::Value;
 
 use crate::yaml::Y;
-use crate::{AdapterError, CaseId, CaseOutcome, CONFORMANCE_VERSION};
+use crate::{AdapterError, CaseId, CaseOutcome, Check, Failure, FailureKind, CONFORMANCE_VERSION};
 
 fn load(path: &Path) -> Result<Value, AdapterError> {
     let text = std::fs::read_to_string(path).map_err(|source| AdapterError::Io {
@@ -142,7 +142,7 @@ pub fn list_cases_in(
 pub fn run_case(path: &Path, id: &CaseId) -> CaseOutcome {
     match load(path) {
         Ok(doc) => run_loaded(&doc, path, id),
-        Err(e) => CaseOutcome::Failed(e.to_string()),
+        Err(e) => CaseOutcome::Failed(e.into()),
     }
 }
 
@@ -151,7 +151,7 @@ pub fn run_case(path: &Path, id: &CaseId) -> CaseOutcome {
 pub fn run_case_in(path: &Path, text: &str, id: &CaseId) -> CaseOutcome {
     match parse(path, text) {
         Ok(doc) => run_loaded(&doc, path, id),
-        Err(e) => CaseOutcome::Failed(e.to_string()),
+        Err(e) => CaseOutcome::Failed(e.into()),
     }
 }
 
@@ -162,31 +162,31 @@ fn run_loaded(doc: &Value, path: &Path, id: &CaseId) -> CaseOutcome {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return CaseOutcome::Failed(format!("cannot start a runtime: {e}")),
+        Err(e) => {
+            return CaseOutcome::Failed(Failure::new(
+                FailureKind::Harness,
+                format!("cannot start a runtime: {e}"),
+            ))
+        }
     };
     let result = runtime.block_on(run(doc, path, id));
     match result {
         Ok(()) => CaseOutcome::Passed,
-        Err(message) => CaseOutcome::Failed(message),
+        Err(failure) => CaseOutcome::Failed(failure),
     }
 }
 
-async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
+async fn run(doc: &Value, path: &Path, id: &CaseId) -> Check {
     let root = Y::root(doc, path);
     let case = match &id.case {
         None => root.clone(),
         Some(name) => {
-            let names = case_names(&root)
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
+            let names = case_names(&root)?.unwrap_or_default();
             let index = names
                 .iter()
                 .position(|n| n == name)
                 .ok_or_else(|| format!("no case named `{name}`"))?;
-            root.req("cases")
-                .and_then(|c| c.seq())
-                .map_err(|e| e.to_string())?
-                .swap_remove(index)
+            root.req("cases").and_then(|c| c.seq())?.swap_remove(index)
         }
     };
     match id.capability.as_str() {
@@ -199,9 +199,9 @@ async fn run(doc: &Value, path: &Path, id: &CaseId) -> Result<(), String> {
         "suspension" => crate::suspension::run_case(&root, &case).await,
         "harness" => crate::harness::run_case(&root, &case).await,
         "harness-chat" => crate::chat::run_case(&root, &case).await,
-        other => Err(format!(
+        other => Err(Failure::unsupported(format!(
             "harness_primitive_missing: {}: no runner for capability `{other}` yet",
             path.display()
-        )),
+        ))),
     }
 }

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use serde_json::{Map, Number, Value as Json};
 use serde_norway::Value;
 
+use crate::failure::Check;
 use crate::AdapterError;
 
 /// A YAML node with its location, for directive-aware errors.
@@ -116,6 +117,11 @@ impl<'a> Y<'a> {
             .ok_or_else(|| self.invalid(format!("expected a string, got {}", kind(self.value))))
     }
 
+    /// The string under `key`, `None` when the key is absent.
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, AdapterError> {
+        self.get(key).map(|v| v.str()).transpose()
+    }
+
     pub(crate) fn i64(&self) -> Result<i64, AdapterError> {
         self.value
             .as_i64()
@@ -159,7 +165,7 @@ impl<'a> Y<'a> {
 
     /// The value as JSON (mapping order kept).
     pub(crate) fn json(&self) -> Result<Json, AdapterError> {
-        to_json(self.value).map_err(|m| self.invalid(m))
+        to_json(self.value).map_err(|m| self.invalid(m.message()))
     }
 }
 
@@ -186,7 +192,7 @@ fn scalar_key(k: &Value) -> Option<String> {
 }
 
 /// Converts YAML to JSON, keeping mapping order.
-pub(crate) fn to_json(v: &Value) -> Result<Json, String> {
+pub(crate) fn to_json(v: &Value) -> Check<Json> {
     Ok(match v {
         Value::Null => Json::Null,
         Value::Bool(b) => Json::Bool(*b),
@@ -211,10 +217,7 @@ pub(crate) fn to_json(v: &Value) -> Result<Json, String> {
             Json::Object(out)
         }
         Value::Tagged(t) => {
-            return Err(format!(
-                "tagged YAML values are not supported (tag {})",
-                t.tag
-            ))
+            return Err(format!("tagged YAML values are not supported (tag {})", t.tag).into())
         }
     })
 }

@@ -60,7 +60,9 @@ fn main() -> ExitCode {
         let job = job.clone();
         let trial = Trial::test(job.id.to_string(), move || match job.run() {
             CaseOutcome::Passed => Ok(()),
-            CaseOutcome::Failed(message) => Err(Failed::from(with_reason(message, reason))),
+            CaseOutcome::Failed(message) => {
+                Err(Failed::from(with_reason(message.to_string(), reason)))
+            }
         });
         trials.push(trial.with_ignored_flag(ignored));
     }

@@ -7,11 +7,13 @@ use openarmature_llm::{Content, Message};
 use serde_json::Value;
 
 use super::{ChatRecord, ChatRig};
+use crate::failure::{holds, Check, Failure};
 use crate::ge::harness::lock;
+use crate::table::{invariant, names, Table};
 use crate::yaml::Y;
 
 #[derive(Clone, Copy)]
-enum Check {
+enum Rule {
     /// Every turn returned one of the three outcomes, a completed one with its state.
     Outcome,
     /// Each completed turn's replies are exactly the history it added after the user
@@ -59,120 +61,120 @@ enum Check {
     NoInvokeOnInvalidMessage,
 }
 
-const TABLE: &[(&str, Check)] = &[
-    ("send_returns_chat_turn_outcome", Check::Outcome),
+const TABLE: &Table<Rule> = &[
+    ("send_returns_chat_turn_outcome", Rule::Outcome),
     (
         "replies_contain_only_new_messages_appended_during_turn",
-        Check::RepliesAreTheTail,
+        Rule::RepliesAreTheTail,
     ),
     (
         "replies_field_contains_only_current_turn_new_messages",
-        Check::RepliesAreTheTail,
+        Rule::RepliesAreTheTail,
     ),
     (
         "replies_list_preserves_graph_execution_order",
-        Check::RepliesAreTheTail,
+        Rule::RepliesAreTheTail,
     ),
-    ("turn_2_loads_turn_1_history", Check::LoadsEarlierHistory),
+    ("turn_2_loads_turn_1_history", Rule::LoadsEarlierHistory),
     (
         "session_messages_field_accumulates_via_append_reducer",
-        Check::Accumulates,
+        Rule::Accumulates,
     ),
     (
         "tool_calls_lives_on_assistant_message_not_in_content_blocks",
-        Check::ToolCallsTopLevel,
+        Rule::ToolCallsTopLevel,
     ),
     (
         "tool_role_message_has_tool_call_id_and_string_content",
-        Check::ToolResultShape,
+        Rule::ToolResultShape,
     ),
     (
         "multimodal_content_blocks_preserved_in_history",
-        Check::BlocksPreserved,
+        Rule::BlocksPreserved,
     ),
     (
         "content_block_types_match_llm_provider_3_1_set",
-        Check::BlockKinds,
+        Rule::BlockKinds,
     ),
     (
         "pending_message_extracted_from_state_messages_tail",
-        Check::PendingIsTail,
+        Rule::PendingIsTail,
     ),
     (
         "no_chat_specific_engine_hook_required_for_pending_message",
-        Check::PendingIsTail,
+        Rule::PendingIsTail,
     ),
     (
         "chat_harness_does_not_block_on_suspended_outcome",
-        Check::DidNotBlock,
+        Rule::DidNotBlock,
     ),
     (
         "compose_pending_state_persisted_before_suspend_node_runs",
-        Check::PendingPersisted,
+        Rule::PendingPersisted,
     ),
     (
         "listener_fires_exactly_once_per_resumed_turn",
-        Check::ListenerOnce,
+        Rule::ListenerOnce,
     ),
     (
         "listener_callback_carries_post_resume_chat_turn_outcome",
-        Check::ListenerPostResume,
+        Rule::ListenerPostResume,
     ),
     (
         "next_send_call_does_not_consume_the_post_resume_reply",
-        Check::NextSendOwnReply,
+        Rule::NextSendOwnReply,
     ),
     (
         "error_bucket_routes_to_harness_section_7_1",
-        Check::Bucket(ErrorBucket::SessionTerminating),
+        Rule::Bucket(ErrorBucket::SessionTerminating),
     ),
     (
         "error_bucket_routes_to_harness_section_7_2",
-        Check::Bucket(ErrorBucket::RetryableTransient),
+        Rule::Bucket(ErrorBucket::RetryableTransient),
     ),
     (
         "error_bucket_routes_to_harness_section_7_3",
-        Check::Bucket(ErrorBucket::UserCorrectable),
+        Rule::Bucket(ErrorBucket::UserCorrectable),
     ),
-    ("reply_role_is_system", Check::SystemReply),
+    ("reply_role_is_system", Rule::SystemReply),
     (
         "chat_harness_does_not_invoke_graph_when_session_load_fails",
-        Check::NoInvokeOnLoadFailure,
+        Rule::NoInvokeOnLoadFailure,
     ),
     (
         "session_state_preserved_after_transient_error",
-        Check::StatePreservedOnError,
+        Rule::StatePreservedOnError,
     ),
     (
         "reply_content_includes_upstream_diagnostic",
-        Check::ReplyCarriesDiagnostic,
+        Rule::ReplyCarriesDiagnostic,
     ),
     (
         "message_validation_runs_at_send_api_boundary_before_session_load",
-        Check::ValidatedBeforeLoad,
+        Rule::ValidatedBeforeLoad,
     ),
     (
         "chat_message_shape_invalid_routes_to_user_correctable",
-        Check::ShapeInvalidIsUserCorrectable,
+        Rule::ShapeInvalidIsUserCorrectable,
     ),
     (
         "graph_body_not_invoked_when_message_validation_fails",
-        Check::NoInvokeOnInvalidMessage,
+        Rule::NoInvokeOnInvalidMessage,
     ),
 ];
 
-pub(crate) async fn check(y: &Y<'_>, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String> {
-    for (name, want) in y.entries().map_err(|e| e.to_string())? {
-        if !want.bool().map_err(|e| e.to_string())? {
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+pub(crate) async fn check(y: &Y<'_>, turns: &[ChatRecord], rig: &ChatRig) -> Check {
+    for (name, want) in y.entries()? {
+        if !want.bool()? {
             continue;
         }
-        let (_, c) = TABLE
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| format!("fixture_directive_unknown: invariant `{name}`"))?;
-        one(*c, turns, rig)
+        let c = invariant(TABLE, &name)?;
+        one(c, turns, rig)
             .await
-            .map_err(|m| format!("invariant {name}: {m}"))?;
+            .map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }
@@ -182,14 +184,6 @@ fn list(v: &Option<Value>) -> Vec<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
-}
-
-fn ok(cond: bool, what: &str) -> Result<(), String> {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.to_owned())
-    }
 }
 
 fn errored(
@@ -208,17 +202,17 @@ fn replies(turns: &[ChatRecord]) -> impl Iterator<Item = &Message> {
     })
 }
 
-async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String> {
+async fn one(c: Rule, turns: &[ChatRecord], rig: &ChatRig) -> Check {
     let first = turns.first().ok_or("no chat turn ran")?;
     match c {
-        Check::Outcome => ok(
+        Rule::Outcome => holds(
             turns.iter().all(|t| match &t.outcome {
                 ChatTurnOutcome::Completed(c) => c.final_state.get(HISTORY_FIELD).is_some(),
                 o => matches!(o.kind(), "errored" | "suspended"),
             }),
             "a turn's outcome is not a ChatTurnOutcome carrying its fields",
         ),
-        Check::RepliesAreTheTail => {
+        Rule::RepliesAreTheTail => {
             for t in turns {
                 let ChatTurnOutcome::Completed(c) = &t.outcome else {
                     continue;
@@ -226,22 +220,22 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 let (before, after) = (list(&t.stored_before), list(&t.stored_after));
                 let tail: Vec<Value> = after.iter().skip(before.len() + 1).cloned().collect();
                 let got: Vec<Value> = c.replies.iter().map(Message::to_json).collect();
-                ok(
+                holds(
                     got == tail,
-                    &format!("replies {got:?} are not the new history {tail:?}"),
+                    format!("replies {got:?} are not the new history {tail:?}"),
                 )?;
             }
             Ok(())
         }
-        Check::LoadsEarlierHistory => {
+        Rule::LoadsEarlierHistory => {
             let second = turns.get(1).ok_or("no second turn")?;
             let (a, b) = (list(&first.stored_after), list(&second.stored_after));
-            ok(
+            holds(
                 !a.is_empty() && b.starts_with(&a),
                 "turn 2's history does not begin with turn 1's",
             )
         }
-        Check::Accumulates => {
+        Rule::Accumulates => {
             for t in turns {
                 let ChatTurnOutcome::Completed(c) = &t.outcome else {
                     continue;
@@ -249,14 +243,14 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 let mut want = list(&t.stored_before);
                 want.extend(t.sent.clone());
                 want.extend(c.replies.iter().map(Message::to_json));
-                ok(
+                holds(
                     list(&t.stored_after) == want,
                     "the stored history is not previous + message + replies",
                 )?;
             }
             Ok(())
         }
-        Check::ToolCallsTopLevel => ok(
+        Rule::ToolCallsTopLevel => holds(
             replies(turns).any(|m| match m {
                 Message::Assistant(a) => {
                     !a.tool_calls.is_empty()
@@ -275,34 +269,34 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
             }),
             "no assistant reply carries top-level tool_calls",
         ),
-        Check::ToolResultShape => ok(
+        Rule::ToolResultShape => holds(
             replies(turns).any(|m| {
                 matches!(m, Message::Tool(t) if !t.tool_call_id.is_empty())
                     && m.to_json()["content"].is_string()
             }),
             "no tool reply with a tool_call_id and string content",
         ),
-        Check::BlocksPreserved => {
+        Rule::BlocksPreserved => {
             let sent = first.sent.clone().ok_or("the first turn sent nothing")?;
             let stored = list(&first.stored_after)
                 .get(list(&first.stored_before).len())
                 .cloned();
             let normalized = Message::from_json(&sent)
-                .map_err(|e| e.to_string())?
+                .map_err(Failure::mismatch)?
                 .to_json();
-            ok(
+            holds(
                 stored.as_ref() == Some(&normalized),
-                &format!("stored {stored:?}, sent {normalized}"),
+                format!("stored {stored:?}, sent {normalized}"),
             )
         }
-        Check::BlockKinds => {
+        Rule::BlockKinds => {
             let history = list(&turns.last().ok_or("no turn")?.stored_after);
             for m in &history {
-                let msg = Message::from_json(m).map_err(|e| e.to_string())?;
+                let msg = Message::from_json(m).map_err(Failure::mismatch)?;
                 if let Message::User(u) = &msg {
                     if let Content::Blocks(blocks) = &u.content {
                         for b in blocks {
-                            ok(
+                            holds(
                                 matches!(
                                     b.kind(),
                                     "text" | "image" | "thinking" | "redacted_thinking"
@@ -315,7 +309,7 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
             }
             Ok(())
         }
-        Check::PendingIsTail | Check::PendingPersisted | Check::DidNotBlock => {
+        Rule::PendingIsTail | Rule::PendingPersisted | Rule::DidNotBlock => {
             let (t, p) = turns
                 .iter()
                 .find_map(|t| match &t.outcome {
@@ -328,13 +322,13 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 .graph()
                 .paused_record(&p.invocation_id)
                 .await
-                .map_err(|e| e.to_string())?;
-            if let Check::DidNotBlock = c {
+                .map_err(Failure::mismatch)?;
+            if let Rule::DidNotBlock = c {
                 let resumed = rig
                     .arrivals
                     .iter()
                     .any(|(id, _)| *id == p.signal_descriptor.signal_id);
-                return ok(
+                return holds(
                     resumed || record.is_some(),
                     "the suspended turn left no paused record",
                 );
@@ -343,7 +337,7 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 // Resumed since: the paused record is gone; the saved session holds the state.
                 let after = list(&t.stored_after);
                 let pending: Vec<Value> = p.pending_messages.iter().map(Message::to_json).collect();
-                return ok(
+                return holds(
                     after.ends_with(&pending),
                     "the saved session lacks the pending messages",
                 );
@@ -356,18 +350,18 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
             let start = list(&t.stored_before).len() + 1;
             let tail: Vec<Value> = paused.iter().skip(start).cloned().collect();
             let pending: Vec<Value> = p.pending_messages.iter().map(Message::to_json).collect();
-            ok(
+            holds(
                 !pending.is_empty() && tail == pending,
-                &format!("pending {pending:?}, paused tail {tail:?}"),
+                format!("pending {pending:?}, paused tail {tail:?}"),
             )
         }
-        Check::ListenerOnce => {
+        Rule::ListenerOnce => {
             let heard = lock(&rig.heard);
-            ok(!heard.is_empty(), "no listener registered")?;
+            holds(!heard.is_empty(), "no listener registered")?;
             for (name, outcomes) in heard.iter() {
-                ok(
+                holds(
                     outcomes.len() == rig.arrivals.len(),
-                    &format!(
+                    format!(
                         "listener {name} heard {} outcomes for {} arrivals",
                         outcomes.len(),
                         rig.arrivals.len()
@@ -376,9 +370,9 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
             }
             Ok(())
         }
-        Check::ListenerPostResume => {
+        Rule::ListenerPostResume => {
             let heard = lock(&rig.heard);
-            ok(
+            holds(
                 heard
                     .values()
                     .flatten()
@@ -387,7 +381,7 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 "a listener heard something other than a resumed turn",
             )
         }
-        Check::NextSendOwnReply => {
+        Rule::NextSendOwnReply => {
             let (_, resumed) = rig.arrivals.first().ok_or("no signal arrived")?;
             let before: Vec<Value> = resumed
                 .outcome
@@ -400,36 +394,36 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
                 .send(&resumed.session_id, Message::user("adapter probe"))
                 .await;
             let got: Vec<Value> = probe.messages().iter().map(Message::to_json).collect();
-            ok(
+            holds(
                 !before.is_empty() && got.iter().all(|m| !before.contains(m)),
-                &format!(
+                format!(
                     "the next send returned {got:?}, which repeats the resumed reply {before:?}"
                 ),
             )
         }
-        Check::Bucket(bucket) => ok(
+        Rule::Bucket(bucket) => holds(
             errored(turns).any(|(_, e)| e.error_bucket == bucket),
             bucket.as_str(),
         ),
-        Check::SystemReply => {
-            ok(errored(turns).count() > 0, "no turn errored")?;
-            ok(
+        Rule::SystemReply => {
+            holds(errored(turns).count() > 0, "no turn errored")?;
+            holds(
                 errored(turns).all(|(_, e)| e.reply.role() == "system"),
                 "a reply is not a system message",
             )
         }
-        Check::NoInvokeOnLoadFailure => ok(
+        Rule::NoInvokeOnLoadFailure => holds(
             errored(turns).any(|(t, e)| {
                 e.error_category == "session_load_failed" && t.loads > 0 && t.order.is_empty()
             }),
             "no turn failed its load without running a node",
         ),
-        Check::StatePreservedOnError => ok(
+        Rule::StatePreservedOnError => holds(
             errored(turns).count() > 0
                 && errored(turns).all(|(t, _)| t.stored_before == t.stored_after),
             "an errored turn changed the stored session",
         ),
-        Check::ReplyCarriesDiagnostic => ok(
+        Rule::ReplyCarriesDiagnostic => holds(
             errored(turns).any(|(_, e)| {
                 !e.diagnostic.is_empty()
                     && e.reply.to_json()["content"]
@@ -438,19 +432,19 @@ async fn one(c: Check, turns: &[ChatRecord], rig: &ChatRig) -> Result<(), String
             }),
             "no errored reply carries its diagnostic",
         ),
-        Check::ValidatedBeforeLoad => ok(
+        Rule::ValidatedBeforeLoad => holds(
             errored(turns)
                 .any(|(t, e)| e.error_category == "chat_message_shape_invalid" && t.loads == 0),
             "the refused message was preceded by a session load",
         ),
-        Check::ShapeInvalidIsUserCorrectable => ok(
+        Rule::ShapeInvalidIsUserCorrectable => holds(
             errored(turns).any(|(_, e)| {
                 e.error_category == "chat_message_shape_invalid"
                     && e.error_bucket == ErrorBucket::UserCorrectable
             }),
             "no user-correctable chat_message_shape_invalid",
         ),
-        Check::NoInvokeOnInvalidMessage => ok(
+        Rule::NoInvokeOnInvalidMessage => holds(
             errored(turns).any(|(t, e)| {
                 e.error_category == "chat_message_shape_invalid" && t.order.is_empty()
             }),

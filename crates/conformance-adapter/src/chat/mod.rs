@@ -12,6 +12,8 @@
 mod expected;
 mod invariants;
 
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -21,13 +23,10 @@ use openarmature_harness::SignalTarget;
 use openarmature_harness_chat::{ChatHarness, ChatTurnOutcome};
 use serde_json::Value;
 
+use crate::failure::{Check, Failure};
 use crate::ge::harness::lock;
 use crate::harness::{case_graph, patched, store::CountingStore, CaseGraph};
 use crate::yaml::Y;
-
-fn s(e: crate::AdapterError) -> String {
-    e.to_string()
-}
 
 /// One `send` (or signal), with what the store and the graph did around it.
 pub(crate) struct ChatRecord {
@@ -111,7 +110,7 @@ where
     }
 }
 
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let same = case.value == doc.value;
     let mut value = patched(case);
     retype(&mut value);
@@ -128,8 +127,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         "chat_turns",
         "signal_arrivals",
         "invariants",
-    ])
-    .map_err(s)?;
+    ])?;
     let CaseGraph {
         recorder,
         graph,
@@ -140,7 +138,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     if stateless {
         return Err("harness-chat is sessioned-mode only (§1), the case asks for stateless".into());
     }
-    let mut harness = ChatHarness::new(graph.clone()).map_err(|e| e.to_string())?;
+    let mut harness = ChatHarness::new(graph.clone()).map_err(Failure::setup)?;
     if let Some(c) = coordinator {
         harness = harness.coordinator(c);
     }
@@ -148,8 +146,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let mut turns = Vec::new();
     for (i, t) in case
         .req("chat_turns")
-        .and_then(|v| v.seq())
-        .map_err(s)?
+        .and_then(|v| v.seq())?
         .iter()
         .enumerate()
     {
@@ -159,25 +156,23 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             "user_message",
             "subscribe_listener",
             "expected",
-        ])
-        .map_err(s)?;
+        ])?;
         let label = match t.get("name") {
-            Some(n) => n.str().map_err(s)?.to_owned(),
+            Some(n) => n.str()?.to_owned(),
             None => format!("#{i}"),
         };
         let session_id = t
             .req("session_id")
-            .and_then(|v| v.str().map(str::to_owned))
-            .map_err(s)?;
+            .and_then(|v| v.str().map(str::to_owned))?;
         if let Some(l) = t.get("subscribe_listener") {
-            let name = l.str().map_err(s)?.to_owned();
+            let name = l.str()?.to_owned();
             let sink = Arc::clone(&heard);
             lock(&heard).entry(name.clone()).or_default();
             harness.subscribe(&session_id, move |o| {
                 lock(&sink).entry(name.clone()).or_default().push(o.clone());
             });
         }
-        let message = t.req("user_message").and_then(|m| m.json()).map_err(s)?;
+        let message = t.req("user_message").and_then(|m| m.json())?;
         let rec = record(
             store.as_ref(),
             &graph,
@@ -188,21 +183,19 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         )
         .await;
         if let Some(e) = t.get("expected") {
-            expected::turn(&e, &rec).map_err(|m| format!("chat turn {label}: {m}"))?;
+            expected::turn(&e, &rec).map_err(|m| m.context(format!("chat turn {label}: ")))?;
         }
         turns.push(rec);
     }
     let mut arrivals = Vec::new();
     if let Some(list) = case.get("signal_arrivals") {
-        for a in list.seq().map_err(s)? {
-            a.check_keys(&["signal_id", "signal_payload", "expected_listener_callback"])
-                .map_err(s)?;
+        for a in list.seq()? {
+            a.check_keys(&["signal_id", "signal_payload", "expected_listener_callback"])?;
             let signal_id = a
                 .req("signal_id")
-                .and_then(|v| v.str().map(str::to_owned))
-                .map_err(s)?;
+                .and_then(|v| v.str().map(str::to_owned))?;
             let payload = match a.get("signal_payload") {
-                Some(p) => p.json().map_err(s)?,
+                Some(p) => p.json()?,
                 None => Value::Object(Default::default()),
             };
             let session = turns
@@ -220,7 +213,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             .await;
             if let Some(e) = a.get("expected_listener_callback") {
                 expected::callback(&e, &rec, &lock(&heard))
-                    .map_err(|m| format!("signal {signal_id}: {m}"))?;
+                    .map_err(|m| m.context(format!("signal {signal_id}: ")))?;
             }
             arrivals.push((signal_id, rec));
         }

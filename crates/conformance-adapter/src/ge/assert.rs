@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::harness::{lock, Harness, HarnessObserver};
 use super::RunOutcome;
+use crate::failure::{Check, Failure};
 use crate::matchers::{check, Bindings};
 use crate::yaml::Y;
 
@@ -19,36 +20,36 @@ pub(crate) struct Ctx<'a> {
     pub(crate) graph: &'a CompiledGraph<DynState>,
 }
 
-fn j(y: &Y<'_>) -> Result<Value, String> {
-    y.json().map_err(|e| e.to_string())
+fn j(y: &Y<'_>) -> Check<Value> {
+    Ok(y.json()?)
 }
 
-fn unknown(y: &Y<'_>, key: &str) -> String {
-    format!(
+fn unknown(y: &Y<'_>, key: &str) -> Failure {
+    Failure::unsupported(format!(
         "fixture_directive_unknown: {}: unknown directive `{key}` at {}",
         y.file.display(),
         y.location()
-    )
+    ))
 }
 
 /// `expected_compile_warning`: a scalar is "among"; a list is the exhaustive set.
-pub(crate) fn compile_warnings(y: &Y<'_>, warnings: &[CompileWarning]) -> Result<(), String> {
+pub(crate) fn compile_warnings(y: &Y<'_>, warnings: &[CompileWarning]) -> Check {
     let mut actual: Vec<&str> = warnings.iter().map(CompileWarning::category).collect();
     if let Ok(one) = y.str() {
         return if actual.contains(&one) {
             Ok(())
         } else {
-            Err(format!("`{one}` not among {actual:?}"))
+            Err(format!("`{one}` not among {actual:?}").into())
         };
     }
-    let mut want = y.strings().map_err(|e| e.to_string())?;
+    let mut want = y.strings()?;
     want.sort();
     actual.sort();
     actual.dedup();
     if want == actual {
         Ok(())
     } else {
-        Err(format!("expected exactly {want:?}, got {actual:?}"))
+        Err(format!("expected exactly {want:?}, got {actual:?}").into())
     }
 }
 
@@ -106,15 +107,10 @@ const EVENT_KEYS: &[&str] = &[
 
 /// Compares one recorded event with its expectation: only written keys, with
 /// `attempt_index: 0` and `parent_states: []` implied.
-fn check_event(
-    expected: &Y<'_>,
-    actual: &Value,
-    b: &mut Bindings,
-    path: &str,
-) -> Result<(), String> {
+fn check_event(expected: &Y<'_>, actual: &Value, b: &mut Bindings, path: &str) -> Check {
     let mut want = match j(expected)? {
         Value::Object(m) => m,
-        other => return Err(format!("{path}: expected an event mapping, got {other}")),
+        other => return Err(format!("{path}: expected an event mapping, got {other}").into()),
     };
     for key in want.keys() {
         if !EVENT_KEYS.contains(&key.as_str()) {
@@ -133,7 +129,9 @@ fn check_event(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-                other => return Err(format!("{path}.error: unsupported expectation {other}")),
+                other => {
+                    return Err(format!("{path}.error: unsupported expectation {other}").into())
+                }
             };
             let got_category = got
                 .get("category")
@@ -142,7 +140,8 @@ fn check_event(
             if got_category != category {
                 return Err(format!(
                     "{path}.error: expected {category}, got {got_category} in {actual}"
-                ));
+                )
+                .into());
             }
             if let Some(msg) = value.get("message") {
                 check(
@@ -153,26 +152,22 @@ fn check_event(
                 )?;
             }
             if actual.get("post_state").is_some() {
-                return Err(format!("{path}: an error event must carry no post_state"));
+                return Err(format!("{path}: an error event must carry no post_state").into());
             }
             continue;
         }
         if key == "post_state" && actual.get("error").is_some() {
-            return Err(format!(
-                "{path}: expected post_state, event carries an error: {actual}"
-            ));
+            return Err(
+                format!("{path}: expected post_state, event carries an error: {actual}").into(),
+            );
         }
         check(value, &got, b, &format!("{path}.{key}"))?;
     }
     Ok(())
 }
 
-pub(crate) fn check_events(
-    expected: &Y<'_>,
-    actual: &[Arc<ObserverEvent>],
-    label: &str,
-) -> Result<(), String> {
-    let items = expected.seq().map_err(|e| e.to_string())?;
+pub(crate) fn check_events(expected: &Y<'_>, actual: &[Arc<ObserverEvent>], label: &str) -> Check {
+    let items = expected.seq()?;
     // Node events only: framework events (failure isolation, …) are asserted by
     // their own directives.
     let actual: Vec<Value> = actual
@@ -186,7 +181,8 @@ pub(crate) fn check_events(
             items.len(),
             actual.len(),
             Value::Array(actual.clone())
-        ));
+        )
+        .into());
     }
     let mut b = Bindings::default();
     for (i, (want, got)) in items.iter().zip(&actual).enumerate() {
@@ -195,46 +191,42 @@ pub(crate) fn check_events(
     Ok(())
 }
 
-fn check_summary(
-    y: &Y<'_>,
-    summary: openarmature_graph::DrainSummary,
-    label: &str,
-) -> Result<(), String> {
+fn check_summary(y: &Y<'_>, summary: openarmature_graph::DrainSummary, label: &str) -> Check {
     y.check_keys(&[
         "timeout_reached",
         "undelivered_count",
         "undelivered_count_min",
-    ])
-    .map_err(|e| e.to_string())?;
+    ])?;
     if let Some(t) = y.get("timeout_reached") {
-        let want = t.bool().map_err(|e| e.to_string())?;
+        let want = t.bool()?;
         if want != summary.timeout_reached {
-            return Err(format!(
-                "{label}.timeout_reached: expected {want}, got {summary:?}"
-            ));
+            return Err(
+                format!("{label}.timeout_reached: expected {want}, got {summary:?}").into(),
+            );
         }
     }
     if let Some(n) = y.get("undelivered_count") {
-        let want = n.i64().map_err(|e| e.to_string())?;
+        let want = n.i64()?;
         if i64::try_from(summary.undelivered_count).ok() != Some(want) {
-            return Err(format!(
-                "{label}.undelivered_count: expected {want}, got {summary:?}"
-            ));
+            return Err(
+                format!("{label}.undelivered_count: expected {want}, got {summary:?}").into(),
+            );
         }
     }
     if let Some(n) = y.get("undelivered_count_min") {
-        let want = n.i64().map_err(|e| e.to_string())?;
+        let want = n.i64()?;
         if i64::try_from(summary.undelivered_count).unwrap_or(i64::MAX) < want {
             return Err(format!(
                 "{label}.undelivered_count_min: expected ≥ {want}, got {summary:?}"
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
 /// `expected_error: {category, raised_from, message, recoverable_state, execution_order}`.
-pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     y.check_keys(&[
         "category",
         "raised_from",
@@ -245,13 +237,12 @@ pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
         "fan_out_category",
         "branch_name",
         "cause_message",
-    ])
-    .map_err(|e| e.to_string())?;
+    ])?;
     let failure = match &ctx.outcome.result {
         Ok(state) => {
-            return Err(format!(
-                "expected the invocation to fail; it completed with {state}"
-            ))
+            return Err(
+                format!("expected the invocation to fail; it completed with {state}").into(),
+            )
         }
         Err(f) => f,
     };
@@ -297,14 +288,10 @@ pub(crate) fn expected_error(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
 }
 
 /// One `expected:` block.
-pub(crate) async fn expected(
-    y: &Y<'_>,
-    ctx: &Ctx<'_>,
-    case_error: Option<&Y<'_>>,
-) -> Result<(), String> {
+pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, case_error: Option<&Y<'_>>) -> Check {
     let inv = &ctx.outcome.invocation_id;
     let mut b = Bindings::default();
-    for (key, v) in y.entries().map_err(|e| e.to_string())? {
+    for (key, v) in y.entries()? {
         match key.as_str() {
             "final_state" => match &ctx.outcome.result {
                 Ok(state) => {
@@ -318,7 +305,8 @@ pub(crate) async fn expected(
                     return Err(format!(
                         "final_state: the invocation failed: {} at {}: {}",
                         f.category, f.node, f.message
-                    ))
+                    )
+                    .into())
                 }
             },
             "execution_order" => check(
@@ -328,15 +316,16 @@ pub(crate) async fn expected(
                 "execution_order",
             )?,
             "expected_error" => {
-                expected_error(&v, ctx).map_err(|m| format!("expected_error: {m}"))?
+                expected_error(&v, ctx).map_err(|m| m.context("expected_error: "))?
             }
             "no_propagated_error" => {
-                if v.bool().map_err(|e| e.to_string())? {
+                if v.bool()? {
                     if let Err(f) = &ctx.outcome.result {
                         return Err(format!(
                             "no_propagated_error: the invocation failed with {}",
                             f.category
-                        ));
+                        )
+                        .into());
                     }
                 }
             }
@@ -350,7 +339,7 @@ pub(crate) async fn expected(
             }
             "no_failure_isolation_event" => {
                 let none = super::pu_assert::isolation_events(ctx).is_empty();
-                if none != v.bool().map_err(|e| e.to_string())? {
+                if none != v.bool()? {
                     return Err(
                         "no_failure_isolation_event: a failure-isolation event was emitted".into(),
                     );
@@ -359,7 +348,7 @@ pub(crate) async fn expected(
             "expected_attempt_events" => super::pu_assert::attempt_events(&v, ctx)?,
             "expected_observer_event" => super::pu_assert::observer_event(&v, ctx)?,
             "observer_events" => {
-                for (name, events) in v.entries().map_err(|e| e.to_string())? {
+                for (name, events) in v.entries()? {
                     let observer = ctx
                         .harness
                         .observer(&name)
@@ -377,18 +366,18 @@ pub(crate) async fn expected(
                     .filter(|d| d.invocation_id == *inv)
                     .map(|d| json!({"observer": d.observer, "step": d.step, "phase": d.phase.as_str()}))
                     .collect();
-                let items = v.seq().map_err(|e| e.to_string())?;
+                let items = v.seq()?;
                 if items.len() != log.len() {
                     return Err(format!(
                         "delivery_order: expected {} deliveries, got {}: {log:?}",
                         items.len(),
                         log.len()
-                    ));
+                    )
+                    .into());
                 }
                 for (i, (want, got)) in items.iter().zip(&log).enumerate() {
-                    want.check_keys(&["observer", "step", "phase"])
-                        .map_err(|e| e.to_string())?;
-                    for (k, wv) in want.entries().map_err(|e| e.to_string())? {
+                    want.check_keys(&["observer", "step", "phase"])?;
+                    for (k, wv) in want.entries()? {
                         check(
                             &j(&wv)?,
                             &got[&k],
@@ -400,7 +389,7 @@ pub(crate) async fn expected(
             }
             "drain_summary" => check_summary(&v, ctx.outcome.drain, "drain_summary")?,
             "node_drain_summaries" => {
-                for (node, summary) in v.entries().map_err(|e| e.to_string())? {
+                for (node, summary) in v.entries()? {
                     let drains = lock(&ctx.harness.node_drains);
                     let d = drains
                         .iter()
@@ -412,8 +401,8 @@ pub(crate) async fn expected(
                 }
             }
             "node_accumulator_snapshots" => {
-                for (node, per_observer) in v.entries().map_err(|e| e.to_string())? {
-                    for (observer, events) in per_observer.entries().map_err(|e| e.to_string())? {
+                for (node, per_observer) in v.entries()? {
+                    for (observer, events) in per_observer.entries()? {
                         let snapshot = {
                             let drains = lock(&ctx.harness.node_drains);
                             drains
@@ -431,7 +420,7 @@ pub(crate) async fn expected(
                 }
             }
             "final_accumulator_state" => {
-                for (name, events) in v.entries().map_err(|e| e.to_string())? {
+                for (name, events) in v.entries()? {
                     let observer = ctx
                         .harness
                         .observer(&name)
@@ -448,23 +437,20 @@ pub(crate) async fn expected(
                 Ok(_) => return Err("recoverable_state: the invocation did not fail".into()),
             },
             "concurrency_invariant" => {
-                v.check_keys(&["max_in_flight"])
-                    .map_err(|e| e.to_string())?;
-                let max = v
-                    .req("max_in_flight")
-                    .and_then(|m| m.i64())
-                    .map_err(|e| e.to_string())?;
+                v.check_keys(&["max_in_flight"])?;
+                let max = v.req("max_in_flight").and_then(|m| m.i64())?;
                 let observed =
                     super::pu_assert::max_instances_in_flight(&super::pu_assert::node_events(ctx));
                 if observed == 0 || i64::try_from(observed).unwrap_or(i64::MAX) > max {
                     return Err(format!(
                         "concurrency_invariant: {observed} instances in flight at once (max {max})"
-                    ));
+                    )
+                    .into());
                 }
             }
             "observer_event_invariants" => {
                 let events = super::pu_assert::node_events(ctx);
-                for (name, want) in v.entries().map_err(|e| e.to_string())? {
+                for (name, want) in v.entries()? {
                     match super::event_invariants::check(&name, &j(&want)?, &events) {
                         Some(result) => result?,
                         None => return Err(unknown(&want, &name)),
@@ -472,8 +458,8 @@ pub(crate) async fn expected(
                 }
             }
             "node_accumulator_snapshot_invariants" => {
-                for (node, per_observer) in v.entries().map_err(|e| e.to_string())? {
-                    for (observer, preds) in per_observer.entries().map_err(|e| e.to_string())? {
+                for (node, per_observer) in v.entries()? {
+                    for (observer, preds) in per_observer.entries()? {
                         let snapshot: Vec<_> = lock(&ctx.harness.node_drains)
                             .iter()
                             .find(|d| {
@@ -483,7 +469,7 @@ pub(crate) async fn expected(
                             })
                             .map(|d| d.snapshot.iter().filter_map(|e| e.as_node().cloned()).collect())
                             .ok_or_else(|| format!("node_accumulator_snapshot_invariants: no snapshot of `{observer}` at `{node}`"))?;
-                        for (name, want) in preds.entries().map_err(|e| e.to_string())? {
+                        for (name, want) in preds.entries()? {
                             match super::event_invariants::check(&name, &j(&want)?, &snapshot) {
                                 Some(result) => result?,
                                 None => return Err(unknown(&want, &name)),
@@ -493,7 +479,7 @@ pub(crate) async fn expected(
                 }
             }
             "empty_phases_raises_at_registration" => {
-                let want = v.bool().map_err(|e| e.to_string())?;
+                let want = v.bool()?;
                 if PhaseSet::new(&[]).is_err() != want {
                     return Err("empty_phases_raises_at_registration: registration accepted an empty phase set".into());
                 }
@@ -510,20 +496,22 @@ pub(crate) async fn expected(
             return Err(format!(
                 "unexpected failure: {} at `{}`: {}",
                 f.category, f.node, f.message
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
-fn flag(v: &Y<'_>, name: &str) -> Result<bool, String> {
-    v.bool().map_err(|e| format!("invariant {name}: {e}"))
+fn flag(v: &Y<'_>, name: &str) -> Check<bool> {
+    v.bool()
+        .map_err(|e| Failure::from(e).context(format!("invariant {name}: ")))
 }
 
 /// Per-invocation invariants (§5.9 and fixture-specific ones).
-pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let inv = &ctx.outcome.invocation_id;
-    for (name, v) in y.entries().map_err(|e| e.to_string())? {
+    for (name, v) in y.entries()? {
         // Node events only (invocation lifecycle and framework events are not node
         // boundaries).
         let recorded: Vec<Arc<ObserverEvent>> = ctx
@@ -534,7 +522,7 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
             .collect();
         let ok = match name.as_str() {
             "no_events_for_node" => {
-                let node = v.str().map_err(|e| e.to_string())?;
+                let node = v.str()?;
                 !recorded
                     .iter()
                     .any(|e| e.as_node().is_some_and(|n| &*n.node_name == node))
@@ -623,9 +611,7 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                     )
                 })
                 .collect();
-            return Err(format!(
-                "invariant `{name}` does not hold; node events: {trace:?}"
-            ));
+            return Err(format!("invariant `{name}` does not hold; node events: {trace:?}").into());
         }
     }
     Ok(())
@@ -638,10 +624,10 @@ pub(crate) async fn file_invariants(
     implicit: &Arc<HarnessObserver>,
     outcomes: &[RunOutcome],
     graph: &CompiledGraph<DynState>,
-) -> Result<(), String> {
+) -> Check {
     // Let every still-running delivery finish before judging.
     graph.drain(None).await;
-    for (name, v) in y.entries().map_err(|e| e.to_string())? {
+    for (name, v) in y.entries()? {
         let ok = match name.as_str() {
             "second_invocation_drain_independent_of_first" => {
                 let later_clean = outcomes
@@ -679,7 +665,8 @@ pub(crate) async fn file_invariants(
                         .collect();
                     return Err(format!(
                         "invariant `{name}` does not hold: delivered counts {counts:?}"
-                    ));
+                    )
+                    .into());
                 }
                 flag(&v, &name)? == complete
             }
@@ -704,7 +691,7 @@ pub(crate) async fn file_invariants(
             _ => return Err(unknown(&v, &name)),
         };
         if !ok {
-            return Err(format!("invariant `{name}` does not hold"));
+            return Err(format!("invariant `{name}` does not hold").into());
         }
     }
     Ok(())

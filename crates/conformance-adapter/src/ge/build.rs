@@ -7,7 +7,7 @@ use std::sync::Arc;
 use openarmature_graph::reducers::{json::field_key, Reducer};
 use openarmature_graph::{
     timeout_from_secs, CompileError, CompiledGraph, DynSchema, DynState, FieldType, GraphBuilder,
-    Middleware, Node, SubgraphNode, Target, END,
+    Middleware, Node, SubgraphNode, Target,
 };
 use serde_json::Value;
 
@@ -15,6 +15,7 @@ use super::harness::{
     FailSpec, FlakyMode, FlakyScript, Harness, IndexedFlaky, IndexedMode, OrderRecorder,
     ScriptedNode, Step,
 };
+use crate::shared::{if_field_edge, target};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -391,14 +392,6 @@ pub(crate) fn json_pairs(y: &Y<'_>) -> Result<Vec<(String, Value)>, AdapterError
         .collect()
 }
 
-fn target(name: &str) -> Target {
-    if name == "END" {
-        END
-    } else {
-        Target::from(name)
-    }
-}
-
 fn value_target(v: &Value) -> Result<Target, openarmature_graph::BoxError> {
     match v {
         Value::String(s) => Ok(target(s)),
@@ -445,22 +438,7 @@ fn add_edge(
             }),
         };
     }
-    cond.check_keys(&["if_field", "equals", "then", "else"])?;
-    let field = cond.req("if_field")?.str()?.to_owned();
-    let equals = cond.req("equals")?.json()?;
-    let then = target(cond.req("then")?.str()?);
-    let otherwise = target(cond.req("else")?.str()?);
-    let hints = Some(vec![then.clone(), otherwise.clone()]);
-    Ok(b.add_conditional_edge(
-        from,
-        move |s: &DynState| {
-            let hit = s
-                .get(&field)
-                .is_some_and(|v| crate::matchers::json_eq(v, &equals));
-            Ok(if hit { then.clone() } else { otherwise.clone() })
-        },
-        hints,
-    ))
+    if_field_edge(b, from, &cond, true)
 }
 
 /// `state.fields.<f>: {type, default | required, reducer, alt_reducer}`; a
@@ -625,16 +603,7 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
         FlakyMode::Sequence(entries)
     } else if let Some(n) = y.get("fail_count") {
         let count = usize::try_from(n.i64()?).map_err(|_| n.invalid("fail_count must be ≥ 0"))?;
-        let category = match y.get("category") {
-            None => Some("provider_unavailable".to_owned()),
-            Some(c) if c.is_null() => None,
-            Some(c) => Some(c.str()?.to_owned()),
-        };
-        let message = y
-            .get("message")
-            .map(|m| m.str().map(str::to_owned))
-            .transpose()?
-            .unwrap_or_else(|| "flaky failure".into());
+        let (category, message) = failure_of(y, "flaky failure")?;
         let spec = FailSpec {
             category,
             message,
@@ -660,6 +629,22 @@ fn flaky(y: &Y<'_>) -> Result<FlakyScript, AdapterError> {
     Ok(FlakyScript::new(mode, success))
 }
 
+/// A scripted failure's `category` (`provider_unavailable` when absent, none when
+/// null) and `message` (`default` when absent).
+fn failure_of(y: &Y<'_>, default: &str) -> Result<(Option<String>, String), AdapterError> {
+    let category = match y.get("category") {
+        None => Some("provider_unavailable".to_owned()),
+        Some(c) if c.is_null() => None,
+        Some(c) => Some(c.str()?.to_owned()),
+    };
+    let message = y
+        .get("message")
+        .map(|m| m.str().map(str::to_owned))
+        .transpose()?
+        .unwrap_or_else(|| default.to_owned());
+    Ok((category, message))
+}
+
 /// `flaky_by_index: {fail_when_idx | fail_count_per_idx, category?, success_compute}`
 /// and `flaky_instance_only: {fail_count_per_instance, category, success_compute}`.
 fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
@@ -683,16 +668,7 @@ fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
     } else {
         return Err(y.invalid("needs fail_when_idx, fail_count_per_idx or fail_count_per_instance"));
     };
-    let category = match y.get("category") {
-        None => Some("provider_unavailable".to_owned()),
-        Some(c) if c.is_null() => None,
-        Some(c) => Some(c.str()?.to_owned()),
-    };
-    let message = y
-        .get("message")
-        .map(|m| m.str().map(str::to_owned))
-        .transpose()?
-        .unwrap_or_else(|| "instance failure".into());
+    let (category, message) = failure_of(y, "instance failure")?;
     let success = match y.get("success_compute") {
         Some(u) if !u.is_null() => json_pairs(&u)?,
         _ => Vec::new(),

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use openarmature_graph::{NodeEvent, Phase};
 use serde_json::{json, Value};
 
+use crate::failure::Check;
+
 /// A set of JSON values, compared order-insensitively.
 fn set_of(values: impl IntoIterator<Item = Value>) -> BTreeSet<String> {
     values.into_iter().map(|v| v.to_string()).collect()
@@ -42,16 +44,14 @@ fn identity(e: &NodeEvent, by_chain: bool) -> String {
 }
 
 /// Evaluates one predicate. `None` when the name is not recognised.
-pub(crate) fn check(name: &str, want: &Value, events: &[NodeEvent]) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, want: &Value, events: &[NodeEvent]) -> Option<Check> {
     let flag = want.as_bool().unwrap_or(true);
     let inner: Vec<&NodeEvent> = events.iter().filter(|e| e.namespace.len() > 1).collect();
-    let verdict = |ok: bool, detail: String| -> Result<(), String> {
+    let verdict = |ok: bool, detail: String| -> Check {
         if ok {
             Ok(())
         } else {
-            Err(format!(
-                "observer invariant `{name}` ({want}) does not hold: {detail}"
-            ))
+            Err(format!("observer invariant `{name}` ({want}) does not hold: {detail}").into())
         }
     };
 

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use self::build::{Builder, GRAPH_KEYS};
 use self::harness::{lock, Behavior, DrainCall, Harness, HarnessObserver, Pace};
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -90,14 +91,18 @@ impl From<GraphError<DynState>> for FailureInfo {
 /// Runs one graph-engine case. `doc` is the file root, `case` the case mapping
 /// (the root itself for single-case files). A case with a `checkpointer:` runs in
 /// [`checkpoint`] (pipeline-utilities §10).
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     if case.get("checkpointer").is_some() {
         return checkpoint::run_case(doc, case).await;
     }
     let runs = match case.get("run_count") {
-        Some(n) => match n.i64().map_err(err)? {
+        Some(n) => match n.i64()? {
             runs if runs >= 1 => runs,
-            _ => return Err(err(n.invalid("run_count must be a positive integer"))),
+            _ => {
+                return Err(Failure::from(
+                    n.invalid("run_count must be a positive integer"),
+                ))
+            }
         },
         None => 1,
     };
@@ -106,17 +111,13 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         finals.push(run_once(doc, case).await?);
     }
     if finals.windows(2).any(|w| w[0] != w[1]) {
-        return Err(format!("run_count: runs differ: {finals:?}"));
+        return Err(format!("run_count: runs differ: {finals:?}").into());
     }
     Ok(())
 }
 
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
-
 /// One full run with fresh primitives; returns a determinism fingerprint.
-async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
+async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
     let mut keys: Vec<&str> = CASE_KEYS.to_vec();
     if case.get("graph").is_none() {
         keys.extend_from_slice(GRAPH_KEYS);
@@ -124,32 +125,28 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
     if case.value == doc.value {
         keys.push("conformance_version");
     } else {
-        doc.check_keys(FILE_KEYS).map_err(err)?;
+        doc.check_keys(FILE_KEYS)?;
     }
-    case.check_keys(&keys).map_err(err)?;
+    case.check_keys(&keys)?;
     let graph_y = case.get("graph").unwrap_or_else(|| case.clone());
     if case.get("graph").is_some() {
-        graph_y.check_keys(GRAPH_KEYS).map_err(err)?;
+        graph_y.check_keys(GRAPH_KEYS)?;
     }
 
     let clock_step_ms = match case.get("clock_stub") {
         None => None,
         Some(c) => {
-            c.check_keys(&["type", "advance_ms_per_call"])
-                .map_err(err)?;
+            c.check_keys(&["type", "advance_ms_per_call"])?;
             match c
                 .req("type")
-                .and_then(|t| t.str().map(str::to_owned))
-                .map_err(err)?
+                .and_then(|t| t.str().map(str::to_owned))?
                 .as_str()
             {
-                "deterministic_monotonic" => {
-                    Some(non_negative(&c.req("advance_ms_per_call").map_err(err)?).map_err(err)?)
-                }
+                "deterministic_monotonic" => Some(non_negative(&c.req("advance_ms_per_call")?)?),
                 other => {
-                    return Err(format!(
+                    return Err(Failure::unsupported(format!(
                         "fixture_directive_unknown: clock_stub type `{other}`"
-                    ))
+                    )))
                 }
             }
         }
@@ -159,24 +156,24 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
         ..Harness::default()
     });
     let mut builder = Builder::new(Arc::clone(&harness));
-    builder.collect_defs(doc).map_err(err)?;
+    builder.collect_defs(doc)?;
     if case.value != doc.value {
-        builder.collect_defs(case).map_err(err)?;
+        builder.collect_defs(case)?;
     }
     if case.get("graph").is_some() {
-        builder.collect_defs(&graph_y).map_err(err)?;
+        builder.collect_defs(&graph_y)?;
     }
 
-    let initial_states = initial_states(case).map_err(err)?;
+    let initial_states = initial_states(case)?;
     let extra: Vec<String> = initial_states
         .iter()
         .filter_map(|(_, s)| s.as_object())
         .flat_map(|m| m.keys().cloned())
         .collect();
-    let compiled = builder.graph(&graph_y, true, &extra).map_err(err)?;
+    let compiled = builder.graph(&graph_y, true, &extra)?;
 
     if let Some(expected) = case.get("expected_compile_error") {
-        let want = expected.str().map_err(err)?;
+        let want = expected.str()?;
         return match compiled {
             Err(e) if e.category() == want => {
                 if lock(&harness.order).is_empty() {
@@ -185,19 +182,16 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
                     Err("a node body ran before the compile error".into())
                 }
             }
-            Err(e) => Err(format!(
-                "expected compile error {want}, got {} ({e})",
-                e.category()
-            )),
-            Ok(_) => Err(format!(
-                "expected compile error {want}, but the graph compiled"
-            )),
+            Err(e) => {
+                Err(format!("expected compile error {want}, got {} ({e})", e.category()).into())
+            }
+            Ok(_) => Err(format!("expected compile error {want}, but the graph compiled").into()),
         };
     }
-    let graph = compiled.map_err(|e| format!("unexpected compile error: {e}"))?;
+    let graph = compiled.map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
     if let Some(w) = case.get("expected_compile_warning") {
         assert::compile_warnings(&w, graph.warnings())
-            .map_err(|m| format!("expected_compile_warning: {m}"))?;
+            .map_err(|m| m.context("expected_compile_warning: "))?;
     }
     let runnable = [
         "initial_state",
@@ -213,7 +207,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
     }
     let _ = harness.outer.set(graph.clone());
 
-    let invocation_observers = attach_observers(case, &graph, &builder, &harness).map_err(err)?;
+    let invocation_observers = attach_observers(case, &graph, &builder, &harness)?;
     let implicit = Arc::new(HarnessObserver::new(
         IMPLICIT,
         Behavior::Record,
@@ -225,14 +219,13 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
     let mut fingerprint = Vec::new();
     let mut outcomes = Vec::new();
     if let Some(invocations) = case.get("invocations") {
-        for (i, inv) in invocations.seq().map_err(err)?.iter().enumerate() {
-            inv.check_keys(&["name", "initial_state", "drain", "expected"])
-                .map_err(err)?;
+        for (i, inv) in invocations.seq()?.iter().enumerate() {
+            inv.check_keys(&["name", "initial_state", "drain", "expected"])?;
             let label = inv
                 .get("name")
                 .and_then(|n| n.str().ok().map(str::to_owned))
                 .unwrap_or(format!("#{i}"));
-            let timeout = drain_timeout(inv.get("drain")).map_err(err)?;
+            let timeout = drain_timeout(inv.get("drain"))?;
             let outcome = invoke(
                 &graph,
                 &initial_states[i].1,
@@ -252,7 +245,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
             if let Some(expected) = inv.get("expected") {
                 assert::expected(&expected, &ctx, None)
                     .await
-                    .map_err(|m| format!("invocation {label}: {m}"))?;
+                    .map_err(|m| m.context(format!("invocation {label}: ")))?;
             }
             outcomes.push(outcome);
         }
@@ -260,10 +253,9 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
             assert::file_invariants(&invariants, &harness, &implicit, &outcomes, &graph).await?;
         }
     } else {
-        let timeout =
-            drain_timeout(case.get("invoke").and_then(|i| i.get("drain"))).map_err(err)?;
+        let timeout = drain_timeout(case.get("invoke").and_then(|i| i.get("drain")))?;
         if let Some(invoke_y) = case.get("invoke") {
-            invoke_y.check_keys(&["drain"]).map_err(err)?;
+            invoke_y.check_keys(&["drain"])?;
         }
         let initial = initial_states
             .first()
@@ -289,7 +281,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Result<Vec<String>, String> {
         let expected = case.get("expected");
         let case_error = case.get("expected_error");
         if let Some(e) = &case_error {
-            assert::expected_error(e, &ctx).map_err(|m| format!("expected_error: {m}"))?;
+            assert::expected_error(e, &ctx).map_err(|m| m.context("expected_error: "))?;
         }
         match &expected {
             Some(expected) => assert::expected(expected, &ctx, case_error.as_ref()).await?,
@@ -364,12 +356,7 @@ fn attach_observers(
             "sleep_ms_per_event",
         ])?;
         let name = spec.req("name")?.str()?.to_owned();
-        let behavior = match spec
-            .get("behavior")
-            .map(|b| b.str())
-            .transpose()?
-            .unwrap_or("record")
-        {
+        let behavior = match spec.opt_str("behavior")?.unwrap_or("record") {
             "record" => Behavior::Record,
             "accumulate" => Behavior::Accumulate,
             "raise" => Behavior::Raise,
@@ -415,16 +402,8 @@ fn attach_observers(
         ));
         lock(&harness.observers).insert(name.clone(), Arc::clone(&observer));
         let registration = Registration::shared(name.as_str(), observer).phases(phases);
-        let attach = spec
-            .get("attach")
-            .map(|a| a.str())
-            .transpose()?
-            .unwrap_or("graph");
-        let target = spec
-            .get("target")
-            .map(|t| t.str())
-            .transpose()?
-            .unwrap_or("outer");
+        let attach = spec.opt_str("attach")?.unwrap_or("graph");
+        let target = spec.opt_str("target")?.unwrap_or("outer");
         match attach {
             "invocation" => per_invocation.push(registration),
             "graph" if target == "outer" => graph.attach_observer(registration),

@@ -7,15 +7,12 @@ use serde_json::{json, Value};
 
 use super::assert::Ctx;
 use super::harness::lock;
+use crate::failure::Check;
 use crate::matchers::{check, Bindings};
 use crate::yaml::Y;
 
-fn j(y: &Y<'_>) -> Result<Value, String> {
-    y.json().map_err(|e| e.to_string())
-}
-
-fn s(e: crate::AdapterError) -> String {
-    e.to_string()
+fn j(y: &Y<'_>) -> Check<Value> {
+    Ok(y.json()?)
 }
 
 /// The node events of the invocation under test (the harness recorder sees all).
@@ -39,8 +36,8 @@ pub(crate) fn isolation_events(ctx: &Ctx<'_>) -> Vec<FailureIsolationEvent> {
         .collect()
 }
 
-fn subset(expected: &Y<'_>, actual: &Value, b: &mut Bindings, path: &str) -> Result<(), String> {
-    for (key, v) in expected.entries().map_err(s)? {
+fn subset(expected: &Y<'_>, actual: &Value, b: &mut Bindings, path: &str) -> Check {
+    for (key, v) in expected.entries()? {
         let got = actual.get(&key).cloned().unwrap_or(Value::Null);
         check(&j(&v)?, &got, b, &format!("{path}.{key}"))?;
     }
@@ -48,9 +45,9 @@ fn subset(expected: &Y<'_>, actual: &Value, b: &mut Bindings, path: &str) -> Res
 }
 
 /// `trace_records: {recorder: [{state_in, partial_update_returned, pre_seen, post_seen}]}`.
-pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let mut b = Bindings::default();
-    for (name, list) in y.entries().map_err(s)? {
+    for (name, list) in y.entries()? {
         let records: Vec<Value> = lock(&ctx.harness.trace_records)
             .iter()
             .filter(|r| r.recorder == name)
@@ -63,12 +60,13 @@ pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                 })
             })
             .collect();
-        let items = list.seq().map_err(s)?;
+        let items = list.seq()?;
         if items.len() != records.len() {
             return Err(format!(
                 "trace_records.{name}: expected {} records, got {records:?}",
                 items.len()
-            ));
+            )
+            .into());
         }
         for (i, (want, got)) in items.iter().zip(&records).enumerate() {
             want.check_keys(&[
@@ -76,8 +74,7 @@ pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
                 "partial_update_returned",
                 "pre_seen",
                 "post_seen",
-            ])
-            .map_err(s)?;
+            ])?;
             subset(want, got, &mut b, &format!("trace_records.{name}[{i}]"))?;
         }
     }
@@ -86,26 +83,27 @@ pub(crate) fn trace_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// `timing_records: [{node_name, duration_ms, outcome, exception_category}]`
 /// (durations within 0.01 ms).
-pub(crate) fn timing_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) fn timing_records(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let records = lock(&ctx.harness.timing_records).clone();
-    let items = y.seq().map_err(s)?;
+    let items = y.seq()?;
     if items.len() != records.len() {
         return Err(format!(
             "timing_records: expected {} records, got {records:?}",
             items.len()
-        ));
+        )
+        .into());
     }
     let mut b = Bindings::default();
     for (i, (want, got)) in items.iter().zip(&records).enumerate() {
-        want.check_keys(&["node_name", "duration_ms", "outcome", "exception_category"])
-            .map_err(s)?;
+        want.check_keys(&["node_name", "duration_ms", "outcome", "exception_category"])?;
         if let Some(d) = want.get("duration_ms") {
-            let expected = d.f64().map_err(s)?;
+            let expected = d.f64()?;
             if (expected - got.duration_ms).abs() > 0.01 {
                 return Err(format!(
                     "timing_records[{i}].duration_ms: expected {expected}, got {}",
                     got.duration_ms
-                ));
+                )
+                .into());
             }
         }
         let actual = json!({
@@ -140,13 +138,14 @@ fn lineage_json(e: &FailureIsolationEvent) -> Value {
 
 /// `expected_failure_isolation_event`: exactly one event, written keys compared;
 /// `caught_exception.chain` has an exact length and subset-matched links.
-pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let events = isolation_events(ctx);
     let [event] = events.as_slice() else {
         return Err(format!(
             "expected exactly one failure-isolation event, got {}",
             events.len()
-        ));
+        )
+        .into());
     };
     y.check_keys(&[
         "event_name",
@@ -154,8 +153,7 @@ pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), St
         "pre_state",
         "post_state",
         "caught_exception",
-    ])
-    .map_err(s)?;
+    ])?;
     let mut b = Bindings::default();
     let p = "expected_failure_isolation_event";
     if let Some(v) = y.get("event_name") {
@@ -191,8 +189,7 @@ pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), St
         )?;
     }
     if let Some(ce) = y.get("caught_exception") {
-        ce.check_keys(&["category", "message", "chain"])
-            .map_err(s)?;
+        ce.check_keys(&["category", "message", "chain"])?;
         let caught = &event.caught_exception;
         if let Some(v) = ce.get("category") {
             check(
@@ -211,17 +208,17 @@ pub(crate) fn failure_isolation_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), St
             )?;
         }
         if let Some(chain) = ce.get("chain") {
-            let links = chain.seq().map_err(s)?;
+            let links = chain.seq()?;
             if links.len() != caught.chain.len() {
                 return Err(format!(
                     "{p}.caught_exception.chain: expected {} links, got {:?}",
                     links.len(),
                     caught.chain
-                ));
+                )
+                .into());
             }
             for (i, (want, got)) in links.iter().zip(&caught.chain).enumerate() {
-                want.check_keys(&["category", "message", "carrier"])
-                    .map_err(s)?;
+                want.check_keys(&["category", "message", "carrier"])?;
                 let actual = json!({"category": got.category, "message": got.message, "carrier": got.carrier});
                 subset(
                     want,
@@ -250,14 +247,15 @@ fn node_event_json(e: &NodeEvent) -> Value {
 
 /// `expected_attempt_events`: the node events, in order, with `error_category`
 /// meaning the §6.4 derived category of the carried error.
-pub(crate) fn attempt_events(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) fn attempt_events(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let events: Vec<Value> = node_events(ctx).iter().map(node_event_json).collect();
-    let items = y.seq().map_err(s)?;
+    let items = y.seq()?;
     if items.len() != events.len() {
         return Err(format!(
             "expected_attempt_events: expected {} events, got {events:?}",
             items.len()
-        ));
+        )
+        .into());
     }
     let mut b = Bindings::default();
     for (i, (want, got)) in items.iter().zip(&events).enumerate() {
@@ -268,8 +266,7 @@ pub(crate) fn attempt_events(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
             "error_category",
             "step",
             "namespace",
-        ])
-        .map_err(s)?;
+        ])?;
         subset(want, got, &mut b, &format!("expected_attempt_events[{i}]"))?;
     }
     Ok(())
@@ -277,19 +274,16 @@ pub(crate) fn attempt_events(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// `expected_observer_event: {node_name, post_state, error_absent}`: some
 /// `completed` event matches.
-pub(crate) fn observer_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
-    y.check_keys(&["node_name", "post_state", "error_absent"])
-        .map_err(s)?;
+pub(crate) fn observer_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
+    y.check_keys(&["node_name", "post_state", "error_absent"])?;
     let node = y
         .req("node_name")
-        .and_then(|n| n.str().map(str::to_owned))
-        .map_err(s)?;
+        .and_then(|n| n.str().map(str::to_owned))?;
     let post = y.get("post_state").map(|p| j(&p)).transpose()?;
     let error_absent = y
         .get("error_absent")
         .map(|e| e.bool())
-        .transpose()
-        .map_err(s)?
+        .transpose()?
         .unwrap_or(false);
     let events = node_events(ctx);
     let hit = events.iter().any(|e| {
@@ -308,7 +302,8 @@ pub(crate) fn observer_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
         let seen: Vec<Value> = events.iter().map(node_event_json).collect();
         Err(format!(
             "expected_observer_event: no completed event for `{node}` matches; events: {seen:?}"
-        ))
+        )
+        .into())
     }
 }
 
@@ -583,8 +578,8 @@ fn drain_snapshots(ctx: &Ctx<'_>) -> Vec<Vec<NodeEvent>> {
 }
 
 /// `expected_error.flaky_call_count`: how often the failing node's body ran.
-pub(crate) fn flaky_call_count(y: &Y<'_>, ctx: &Ctx<'_>, node: &str) -> Result<(), String> {
-    let want = y.i64().map_err(s)?;
+pub(crate) fn flaky_call_count(y: &Y<'_>, ctx: &Ctx<'_>, node: &str) -> Check {
+    let want = y.i64()?;
     let got = lock(&ctx.harness.flaky_calls)
         .get(node)
         .copied()
@@ -592,7 +587,7 @@ pub(crate) fn flaky_call_count(y: &Y<'_>, ctx: &Ctx<'_>, node: &str) -> Result<(
     if i64::try_from(got).ok() == Some(want) {
         Ok(())
     } else {
-        Err(format!("flaky_call_count: expected {want}, got {got}"))
+        Err(format!("flaky_call_count: expected {want}, got {got}").into())
     }
 }
 

@@ -4,12 +4,10 @@
 use serde_json::Value;
 
 use super::{counts, Rig, TurnRecord};
+use crate::failure::{holds, Check, Failure};
 use crate::suspension::subset;
+use crate::table::{invariant, names, Table};
 use crate::yaml::Y;
-
-fn s(e: crate::AdapterError) -> String {
-    e.to_string()
-}
 
 /// A `<from …>` token names the previous turn's invocation; anything else is literal.
 fn token(want: &str, previous: Option<&TurnRecord>) -> Option<String> {
@@ -20,8 +18,8 @@ fn token(want: &str, previous: Option<&TurnRecord>) -> Option<String> {
     }
 }
 
-fn flag(y: &Y<'_>) -> Result<bool, String> {
-    y.bool().map_err(s)
+fn flag(y: &Y<'_>) -> Check<bool> {
+    y.bool().map_err(Failure::from)
 }
 
 /// One transmission's `expected` block.
@@ -30,25 +28,25 @@ pub(crate) fn expected(
     t: &TurnRecord,
     rig: &Rig,
     previous: Option<&TurnRecord>,
-) -> Result<(), String> {
-    for (key, v) in y.entries().map_err(s)? {
-        let check = |ok: bool, what: String| {
+) -> Check {
+    for (key, v) in y.entries()? {
+        let check = |ok: bool, what: String| -> Check {
             if ok {
                 Ok(())
             } else {
-                Err(format!("{key}: {what}"))
+                Err(format!("{key}: {what}").into())
             }
         };
         match key.as_str() {
             "dispatch_path" => {
-                let want = v.str().map_err(s)?;
+                let want = v.str()?;
                 check(
                     t.path == Some(want),
                     format!("expected {want}, got {:?}", t.path),
                 )?;
             }
             "invoke_outcome" => {
-                let want = v.str().map_err(s)?;
+                let want = v.str()?;
                 check(
                     t.outcome == want,
                     format!("expected {want}, got {} ({:?})", t.outcome, t.category),
@@ -56,14 +54,14 @@ pub(crate) fn expected(
             }
             "final_state" => {
                 let got = t.state.clone().unwrap_or(Value::Null);
-                subset(&v.json().map_err(s)?, &got, "final_state")?;
+                subset(&v.json()?, &got, "final_state")?;
             }
             "descriptor" => {
                 let got = t
                     .descriptor
                     .clone()
                     .ok_or("descriptor: the turn did not suspend")?;
-                subset(&v.json().map_err(s)?, &got, "descriptor")?;
+                subset(&v.json()?, &got, "descriptor")?;
             }
             "invoke_args" => invoke_args(&v, t, previous)?,
             "harness_signal_subscription_registered" | "signal_subscription_registered" => {
@@ -83,24 +81,24 @@ pub(crate) fn expected(
                 "the acknowledgment's descriptor is not the outcome's".into(),
             )?,
             "error_category" => {
-                let want = v.str().map_err(s)?;
+                let want = v.str()?;
                 check(
                     t.category.as_deref() == Some(want),
                     format!("expected {want}, got {:?}", t.category),
                 )?;
             }
             "error_bucket" => {
-                let want = v.str().map_err(s)?;
+                let want = v.str()?;
                 check(
                     t.bucket == Some(want),
                     format!("expected {want}, got {:?}", t.bucket),
                 )?;
             }
             "outbound_shape" => {
-                let want = v.str().map_err(s)?;
+                let want = v.str()?;
                 check(t.shape == want, format!("expected {want}, got {}", t.shape))?;
             }
-            "outbound_payload_includes" => subset(&v.json().map_err(s)?, &t.payload, "outbound")?,
+            "outbound_payload_includes" => subset(&v.json()?, &t.payload, "outbound")?,
             "harness_auto_retried" => {
                 let want = flag(&v)?;
                 check(
@@ -115,14 +113,14 @@ pub(crate) fn expected(
                 )?;
             }
             "resolved_to_invocation_id" => {
-                let want = token(v.str().map_err(s)?, previous);
+                let want = token(v.str()?, previous);
                 check(
                     t.resolved == want,
                     format!("expected {want:?}, got {:?}", t.resolved),
                 )?;
             }
             "session_store_load_calls" | "session_store_save_calls" => {
-                let want = usize::try_from(v.i64().map_err(s)?).unwrap_or(usize::MAX);
+                let want = usize::try_from(v.i64()?).unwrap_or(usize::MAX);
                 let (loads, saves) = counts(rig);
                 let got = if key.ends_with("load_calls") {
                     loads
@@ -131,39 +129,48 @@ pub(crate) fn expected(
                 };
                 check(got == want, format!("expected {want}, got {got}"))?;
             }
-            other => return Err(format!("fixture_directive_unknown: expected.{other}")),
+            other => {
+                return Err(Failure::unsupported(format!(
+                    "fixture_directive_unknown: expected.{other}"
+                )))
+            }
         }
     }
     Ok(())
 }
 
-fn invoke_args(y: &Y<'_>, t: &TurnRecord, previous: Option<&TurnRecord>) -> Result<(), String> {
-    for (key, v) in y.entries().map_err(s)? {
+fn invoke_args(y: &Y<'_>, t: &TurnRecord, previous: Option<&TurnRecord>) -> Check {
+    for (key, v) in y.entries()? {
         let ok = match key.as_str() {
             "session_id_present" => t.session_id.is_some() == flag(&v)?,
             "session_id_auto_generated" => t.session_generated == flag(&v)?,
-            "session_id" => t.session_id.as_deref() == Some(v.str().map_err(s)?),
+            "session_id" => t.session_id.as_deref() == Some(v.str()?),
             "session_id_caller_supplied" => {
                 (!t.session_generated && t.session_id.is_some() && t.session_id == t.caller_session)
                     == flag(&v)?
             }
             "session_id_absent_verified" => t.session_id.is_none() == flag(&v)?,
-            "resume_invocation" => t.resume_invocation == token(v.str().map_err(s)?, previous),
-            "signal_payload" => t.signal_payload.as_ref() == Some(&v.json().map_err(s)?),
-            other => return Err(format!("fixture_directive_unknown: invoke_args.{other}")),
+            "resume_invocation" => t.resume_invocation == token(v.str()?, previous),
+            "signal_payload" => t.signal_payload.as_ref() == Some(&v.json()?),
+            other => {
+                return Err(Failure::unsupported(format!(
+                    "fixture_directive_unknown: invoke_args.{other}"
+                )))
+            }
         };
         if !ok {
             return Err(format!(
                 "invoke_args.{key}: session {:?} (generated {}), resume {:?}, payload {:?}",
                 t.session_id, t.session_generated, t.resume_invocation, t.signal_payload
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
 #[derive(Clone, Copy)]
-enum Check {
+enum Rule {
     Shape(&'static str),
     Bucket(&'static str),
     Path(usize, &'static str),
@@ -182,212 +189,211 @@ enum Check {
     PayloadFlag(&'static str),
 }
 
-const TABLE: &[(&str, Check)] = &[
+const TABLE: &Table<Rule> = &[
     (
         "completed_outcome_surfaced_as_completion_response_shape",
-        Check::Shape("completion_response"),
+        Rule::Shape("completion_response"),
     ),
     (
         "outbound_shape_distinct_from_error_or_suspended",
-        Check::Shape("completion_response"),
+        Rule::Shape("completion_response"),
     ),
     (
         "outbound_shape_is_error_response",
-        Check::Shape("error_response"),
+        Rule::Shape("error_response"),
     ),
     (
         "suspended_outcome_distinct_outbound_shape",
-        Check::Shape("suspended_acknowledgment"),
+        Rule::Shape("suspended_acknowledgment"),
     ),
     (
         "errored_outcome_categorized_into_retryable_transient_bucket",
-        Check::Bucket("retryable_transient"),
+        Rule::Bucket("retryable_transient"),
     ),
     (
         "provider_unavailable_classified_as_retryable_transient",
-        Check::Bucket("retryable_transient"),
+        Rule::Bucket("retryable_transient"),
     ),
     (
         "provider_invalid_request_classified_as_user_correctable",
-        Check::Bucket("user_correctable"),
+        Rule::Bucket("user_correctable"),
     ),
     (
         "session_load_failed_classified_as_terminating",
-        Check::Bucket("session_terminating"),
+        Rule::Bucket("session_terminating"),
     ),
     (
         "harness_classified_as_new_session_path",
-        Check::Path(0, "3.1"),
+        Rule::Path(0, "3.1"),
     ),
     (
         "stateless_harness_classified_via_path_3_0",
-        Check::Path(0, "3.0"),
+        Rule::Path(0, "3.0"),
     ),
     (
         "second_invoke_classified_as_signal_resume",
-        Check::Path(1, "3.3"),
+        Rule::Path(1, "3.3"),
     ),
     (
         "harness_classified_first_as_new_second_as_existing",
-        Check::Path(1, "3.2"),
+        Rule::Path(1, "3.2"),
     ),
     (
         "first_invoke_suspended_and_signal_subscribed",
-        Check::FirstSuspendedSubscribed,
+        Rule::FirstSuspendedSubscribed,
     ),
     (
         "harness_did_not_block_between_suspend_and_signal",
-        Check::FirstSuspendedSubscribed,
+        Rule::FirstSuspendedSubscribed,
     ),
     (
         "harness_did_not_block_on_suspended_turn",
-        Check::FirstSuspendedSubscribed,
+        Rule::FirstSuspendedSubscribed,
     ),
     (
         "suspend_registered_subscription",
-        Check::FirstSuspendedSubscribed,
+        Rule::FirstSuspendedSubscribed,
     ),
     (
         "suspended_outcome_registered_subscription",
-        Check::FirstSuspendedSubscribed,
+        Rule::FirstSuspendedSubscribed,
     ),
     (
         "end_to_end_signal_roundtrip_succeeded",
-        Check::LastCompletedAfterSuspend,
+        Rule::LastCompletedAfterSuspend,
     ),
     (
         "resume_invocation_completed_the_graph",
-        Check::LastCompletedAfterSuspend,
+        Rule::LastCompletedAfterSuspend,
     ),
     (
         "resume_threaded_signal_payload_into_engine",
-        Check::ResumeThreaded,
+        Rule::ResumeThreaded,
     ),
     (
         "signal_arrival_correlated_to_paused_invocation",
-        Check::Correlated,
+        Rule::Correlated,
     ),
-    ("engine_did_not_invoke_session_store", Check::StoreUntouched),
-    ("session_store_completely_untouched", Check::StoreUntouched),
+    ("engine_did_not_invoke_session_store", Rule::StoreUntouched),
+    ("session_store_completely_untouched", Rule::StoreUntouched),
     (
         "stateless_harness_did_not_resolve_session_id",
-        Check::NoSession,
+        Rule::NoSession,
     ),
-    ("engine_received_session_id", Check::AllSessioned),
-    ("harness_auto_generated_session_id", Check::FirstGenerated),
+    ("engine_received_session_id", Rule::AllSessioned),
+    ("harness_auto_generated_session_id", Rule::FirstGenerated),
     (
         "harness_threaded_caller_session_id_verbatim",
-        Check::CallerSessionVerbatim,
+        Rule::CallerSessionVerbatim,
     ),
     (
         "engine_loaded_prior_session_state_on_second_invoke",
-        Check::SecondSawFirst,
+        Rule::SecondSawFirst,
     ),
-    ("harness_did_not_auto_retry", Check::NoRetry),
+    ("harness_did_not_auto_retry", Rule::NoRetry),
     (
         "outbound_includes_category_and_bucket",
-        Check::PayloadHas(&["category", "bucket"]),
+        Rule::PayloadHas(&["category", "bucket"]),
     ),
     (
         "outbound_includes_diagnostic_message",
-        Check::PayloadHas(&["diagnostic_message"]),
+        Rule::PayloadHas(&["diagnostic_message"]),
     ),
     (
         "outbound_marked_intervention_required",
-        Check::PayloadFlag("intervention_required"),
+        Rule::PayloadFlag("intervention_required"),
     ),
     (
         "outbound_marked_retry_safe",
-        Check::PayloadFlag("retry_safe"),
+        Rule::PayloadFlag("retry_safe"),
     ),
     (
         "outbound_marks_user_action_required",
-        Check::PayloadFlag("user_action_required"),
+        Rule::PayloadFlag("user_action_required"),
     ),
 ];
 
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The case invariants: each `true` entry is checked.
-pub(crate) fn check(y: &Y<'_>, turns: &[TurnRecord], rig: &Rig) -> Result<(), String> {
-    for (name, want) in y.entries().map_err(s)? {
-        if !want.bool().map_err(s)? {
+pub(crate) fn check(y: &Y<'_>, turns: &[TurnRecord], rig: &Rig) -> Check {
+    for (name, want) in y.entries()? {
+        if !want.bool()? {
             continue;
         }
-        let (_, c) = TABLE
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| format!("fixture_directive_unknown: invariant `{name}`"))?;
-        one(*c, turns, rig).map_err(|m| format!("invariant {name}: {m}"))?;
+        let c = invariant(TABLE, &name)?;
+        one(c, turns, rig).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }
 
-fn one(c: Check, turns: &[TurnRecord], rig: &Rig) -> Result<(), String> {
+fn one(c: Rule, turns: &[TurnRecord], rig: &Rig) -> Check {
     let first = turns.first().ok_or("no transmission ran")?;
     let last = turns.last().ok_or("no transmission ran")?;
-    let ok = |cond: bool, what: &str| if cond { Ok(()) } else { Err(what.to_owned()) };
     match c {
-        Check::Shape(shape) => ok(turns.iter().any(|t| t.shape == shape), shape),
-        Check::Bucket(bucket) => ok(turns.iter().any(|t| t.bucket == Some(bucket)), bucket),
-        Check::Path(i, path) => ok(turns.get(i).is_some_and(|t| t.path == Some(path)), path),
-        Check::FirstSuspendedSubscribed => ok(
+        Rule::Shape(shape) => holds(turns.iter().any(|t| t.shape == shape), shape),
+        Rule::Bucket(bucket) => holds(turns.iter().any(|t| t.bucket == Some(bucket)), bucket),
+        Rule::Path(i, path) => holds(turns.get(i).is_some_and(|t| t.path == Some(path)), path),
+        Rule::FirstSuspendedSubscribed => holds(
             first.outcome == "suspended"
                 && first.subscribed
                 && first.shape == "suspended_acknowledgment",
             "the first turn did not suspend, subscribe and return",
         ),
-        Check::LastCompletedAfterSuspend => ok(
+        Rule::LastCompletedAfterSuspend => holds(
             turns.len() > 1 && first.outcome == "suspended" && last.outcome == "completed",
             "no completed resume after the suspension",
         ),
-        Check::ResumeThreaded => ok(
+        Rule::ResumeThreaded => holds(
             last.resume_invocation.is_some()
                 && last.resume_invocation == first.invocation_id
                 && last.signal_payload.is_some(),
             "the resume did not carry the paused invocation and its payload",
         ),
-        Check::Correlated => ok(
+        Rule::Correlated => holds(
             last.resolved.is_some() && last.resolved == first.invocation_id,
             "the signal id did not resolve to the paused invocation",
         ),
-        Check::StoreUntouched => ok(
+        Rule::StoreUntouched => holds(
             counts(rig) == (0, 0),
-            &format!("store calls {:?}", counts(rig)),
+            format!("store calls {:?}", counts(rig)),
         ),
-        Check::NoSession => ok(
+        Rule::NoSession => holds(
             rig.stateless && turns.iter().all(|t| t.session_id.is_none()),
             "a session id was threaded",
         ),
-        Check::AllSessioned => ok(
+        Rule::AllSessioned => holds(
             turns.iter().all(|t| t.session_id.is_some()),
             "a turn had no session id",
         ),
-        Check::FirstGenerated => ok(first.session_generated, "the session id was not minted"),
-        Check::CallerSessionVerbatim => ok(
+        Rule::FirstGenerated => holds(first.session_generated, "the session id was not minted"),
+        Rule::CallerSessionVerbatim => holds(
             turns
                 .iter()
                 .all(|t| t.session_id.is_some() && t.session_id == t.caller_session),
             "a caller session id was not threaded verbatim",
         ),
-        Check::SecondSawFirst => ok(
+        Rule::SecondSawFirst => holds(
             turns.len() > 1 && turns[1].state != first.state,
             "the second turn did not see the first turn's saved state",
         ),
-        Check::NoRetry => ok(
+        Rule::NoRetry => holds(
             turns.iter().all(|t| t.order.len() <= 1),
             "a node body ran more than once",
         ),
-        Check::PayloadHas(keys) => ok(
+        Rule::PayloadHas(keys) => holds(
             turns.iter().any(|t| {
                 keys.iter()
                     .all(|k| t.payload.get(*k).is_some_and(|v| !v.is_null()))
             }),
-            &format!("no outbound carries {keys:?}"),
+            format!("no outbound carries {keys:?}"),
         ),
-        Check::PayloadFlag(key) => ok(
+        Rule::PayloadFlag(key) => holds(
             turns
                 .iter()
                 .any(|t| t.payload.get(key) == Some(&Value::Bool(true))),
-            &format!("no outbound has {key} = true"),
+            format!("no outbound has {key} = true"),
         ),
     }
 }

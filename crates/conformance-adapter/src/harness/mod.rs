@@ -10,6 +10,8 @@
 //! the graph-engine runner's `raises: message` with `error_category: category`.
 
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 pub(crate) mod store;
 
 use std::sync::atomic::Ordering;
@@ -22,14 +24,10 @@ use openarmature_harness::{
 };
 use serde_json::Value;
 
+use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Harness as Recorder};
 use crate::yaml::Y;
-use crate::AdapterError;
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 /// One turn, reduced to what the fixtures assert.
 pub(crate) struct TurnRecord {
@@ -106,34 +104,37 @@ pub(crate) fn patched(case: &Y<'_>) -> serde_norway::Value {
 
 /// Builds the case's graph (its `state`, `nodes`, `edges`, `session_store`,
 /// `checkpointer`) and reads its `harness` block.
-pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Result<CaseGraph, String> {
+pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Check<CaseGraph> {
     let recorder = Arc::new(Recorder::default());
     let mut builder = Builder::new(Arc::clone(&recorder));
     builder.extension = Some(Arc::new(crate::suspension::nodes::SuspendExt::default()));
-    builder.collect_defs(doc).map_err(err)?;
+    builder.collect_defs(doc)?;
     if !same {
-        builder.collect_defs(case).map_err(err)?;
+        builder.collect_defs(case)?;
     }
-    let h = case.req("harness").map_err(err)?;
-    h.check_keys(&["mode", "signal_coordinator"]).map_err(err)?;
+    let h = case.req("harness")?;
+    h.check_keys(&["mode", "signal_coordinator"])?;
     let stateless = match h
         .req("mode")
-        .and_then(|m| m.str().map(str::to_owned))
-        .map_err(err)?
+        .and_then(|m| m.str().map(str::to_owned))?
         .as_str()
     {
         "sessioned" => false,
         "stateless" => true,
-        other => return Err(format!("fixture_directive_unknown: harness mode `{other}`")),
+        other => {
+            return Err(Failure::unsupported(format!(
+                "fixture_directive_unknown: harness mode `{other}`"
+            )))
+        }
     };
     let store = match case.get("session_store") {
         None => None,
         Some(s) if s.value.is_string() => Some(store::CountingStore::default()),
         Some(s) => {
-            s.check_keys(&["type", "behavior"]).map_err(err)?;
+            s.check_keys(&["type", "behavior"])?;
             let raises = match s.get("behavior") {
                 Some(b) => {
-                    b.check_keys(&["load_raises"]).map_err(err)?;
+                    b.check_keys(&["load_raises"])?;
                     b.get("load_raises").is_some()
                 }
                 None => false,
@@ -162,16 +163,15 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Result<CaseGr
         b
     }));
     let graph = builder
-        .graph(case, true, &[])
-        .map_err(err)?
-        .map_err(|e| format!("unexpected compile error: {e}"))?;
+        .graph(case, true, &[])?
+        .map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
     let coordinator = match h.get("signal_coordinator") {
-        Some(c) if c.str().map_err(err)? == "in_memory" => Some(InMemoryCoordinator::new()),
+        Some(c) if c.str()? == "in_memory" => Some(InMemoryCoordinator::new()),
         Some(c) => {
-            return Err(format!(
+            return Err(Failure::unsupported(format!(
                 "fixture_directive_unknown: signal_coordinator `{}`",
-                c.str().map_err(err)?
-            ))
+                c.str()?
+            )))
         }
         None => None,
     };
@@ -184,7 +184,7 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Result<CaseGr
     })
 }
 
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let same = case.value == doc.value;
     let patched = patched(case);
     let case = &Y::root(&patched, case.file);
@@ -202,8 +202,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         "checkpointer",
         "transmissions",
         "invariants",
-    ])
-    .map_err(err)?;
+    ])?;
     let CaseGraph {
         recorder,
         graph,
@@ -230,8 +229,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let mut turns: Vec<TurnRecord> = Vec::new();
     for (i, t) in case
         .req("transmissions")
-        .and_then(|v| v.seq())
-        .map_err(err)?
+        .and_then(|v| v.seq())?
         .iter()
         .enumerate()
     {
@@ -241,13 +239,13 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             "dispatch_intent",
             "signal_payload",
             "expected",
-        ])
-        .map_err(err)?;
+        ])?;
         let label = match t.get("name") {
-            Some(n) => n.str().map_err(err)?.to_owned(),
+            Some(n) => n.str()?.to_owned(),
             None => format!("#{i}"),
         };
-        let transmission = transmission(t, turns.last()).map_err(|m| format!("{label}: {m}"))?;
+        let transmission =
+            transmission(t, turns.last()).map_err(|m| m.context(format!("{label}: ")))?;
         let caller_session = transmission
             .payload
             .get("session_id")
@@ -263,7 +261,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         let record = reduce(turn, order, caller_session);
         if let Some(expected) = t.get("expected") {
             invariants::expected(&expected, &record, &rig, turns.last())
-                .map_err(|m| format!("transmission {label}: {m}"))?;
+                .map_err(|m| m.context(format!("transmission {label}: ")))?;
         }
         turns.push(record);
     }
@@ -273,18 +271,16 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn transmission(t: &Y<'_>, previous: Option<&TurnRecord>) -> Result<Transmission, String> {
+fn transmission(t: &Y<'_>, previous: Option<&TurnRecord>) -> Check<Transmission> {
     let payload = t
         .get("payload")
         .map(|p| p.json())
-        .transpose()
-        .map_err(err)?
+        .transpose()?
         .unwrap_or(Value::Null);
     let intent = match t
         .get("dispatch_intent")
         .map(|d| d.str().map(str::to_owned))
-        .transpose()
-        .map_err(err)?
+        .transpose()?
     {
         None => None,
         Some(d) => Some(match d.as_str() {
@@ -292,15 +288,15 @@ fn transmission(t: &Y<'_>, previous: Option<&TurnRecord>) -> Result<Transmission
             "existing_session" => DispatchIntent::ExistingSession,
             "signal_resume" => DispatchIntent::SignalResume,
             other => {
-                return Err(format!(
+                return Err(Failure::unsupported(format!(
                     "fixture_directive_unknown: dispatch_intent `{other}`"
-                ))
+                )))
             }
         }),
     };
     let mut out = Transmission::new(payload.clone());
     if let Some(sp) = t.get("signal_payload") {
-        let sp = sp.json().map_err(err)?;
+        let sp = sp.json()?;
         let target = if let Some(id) = payload.get("invocation_id").and_then(Value::as_str) {
             let id = if id.starts_with('<') {
                 previous

@@ -12,13 +12,12 @@ use openarmature_llm::{RetryReason, RuntimeConfig};
 use serde_json::Value;
 
 use super::{AttemptInfo, CallRun, CallSpec};
+use crate::failure::{ensure, Check, Failure};
 use crate::matchers::json_eq;
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 
-type Check = fn(&Ctx<'_>) -> Result<(), String>;
-
-/// A check built at lookup time (e.g. parameterized by the field it inspects).
-type BoxedCheck = Box<dyn Fn(&Ctx<'_>) -> Result<(), String>>;
+type CheckFn = fn(&Ctx<'_>) -> Check;
 
 /// What a check sees.
 struct Ctx<'a> {
@@ -32,38 +31,36 @@ impl Ctx<'_> {
         &self.run.attempts
     }
 
-    fn ok(&self) -> Result<(), String> {
+    fn ok(&self) -> Check {
         match &self.run.result {
             Ok(_) => Ok(()),
-            Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str())),
+            Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str()).into()),
         }
     }
 
-    fn raised(&self, category: &str) -> Result<(), String> {
+    fn raised(&self, category: &str) -> Check {
         match &self.run.result {
             Err(e) if e.category().as_str() == category => Ok(()),
-            Err(e) => Err(format!(
-                "raised {} instead of {category}",
-                e.category().as_str()
-            )),
-            Ok(_) => Err(format!("expected {category}, the call succeeded")),
+            Err(e) => Err(format!("raised {} instead of {category}", e.category().as_str()).into()),
+            Ok(_) => Err(format!("expected {category}, the call succeeded").into()),
         }
     }
 
-    fn no_request(&self) -> Result<(), String> {
+    fn no_request(&self) -> Check {
         if self.run.requests.is_empty() {
             Ok(())
         } else {
-            Err(format!("{} request(s) were sent", self.run.requests.len()))
+            Err(format!("{} request(s) were sent", self.run.requests.len()).into())
         }
     }
 
-    fn last_body(&self) -> Result<&Value, String> {
-        self.run
+    fn last_body(&self) -> Check<&Value> {
+        Ok(self
+            .run
             .bodies()
             .last()
             .copied()
-            .ok_or_else(|| "no request was sent".to_owned())
+            .ok_or_else(|| "no request was sent".to_owned())?)
     }
 
     fn extras(&self, key: &str) -> Option<&Value> {
@@ -76,14 +73,6 @@ impl Ctx<'_> {
             .last()
             .and_then(|r| r.served.as_ref())
             .and_then(|b| b.get("usage"))
-    }
-}
-
-fn ensure(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(message())
     }
 }
 
@@ -100,13 +89,11 @@ fn wire_sampling(config: &RuntimeConfig) -> serde_json::Map<String, Value> {
     params
 }
 
-fn sampling_matches(body: &Value, config: &RuntimeConfig) -> Result<(), String> {
+fn sampling_matches(body: &Value, config: &RuntimeConfig) -> Check {
     for (key, want) in wire_sampling(config) {
         let got = body.get(&key).unwrap_or(&Value::Null);
         if !json_eq(got, &want) {
-            return Err(format!(
-                "wire {key} is {got}, the attempt's config says {want}"
-            ));
+            return Err(format!("wire {key} is {got}, the attempt's config says {want}").into());
         }
     }
     Ok(())
@@ -136,7 +123,7 @@ fn messages_of(body: &Value) -> Vec<Value> {
 
 // ---- the checks ------------------------------------------------------------------
 
-fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
+fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Check {
     let n = ctx.run.spans.len();
     ensure(
         n == ctx.run.requests.len() && n == ctx.attempts().len(),
@@ -168,7 +155,7 @@ fn n_attempts_emit_n_llm_spans(ctx: &Ctx<'_>) -> Result<(), String> {
     }
 }
 
-fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Result<(), String> {
+fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Check {
     let indices: Vec<Option<i64>> = ctx.run.spans.iter().map(|s| s.attempt_index).collect();
     let ok = !indices.is_empty()
         && indices
@@ -180,7 +167,7 @@ fn attempt_indices_distinct(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn success_after_transient(ctx: &Ctx<'_>) -> Result<(), String> {
+fn success_after_transient(ctx: &Ctx<'_>) -> Check {
     ctx.ok()?;
     let failed = &ctx.attempts()[..ctx.attempts().len().saturating_sub(1)];
     ensure(!failed.is_empty(), || "no retry happened".into())?;
@@ -199,7 +186,7 @@ fn success_after_transient(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Check {
     let error = ctx.run.error().ok_or("the call succeeded")?;
     let max = ctx.run.retry.as_ref().map_or(1, |r| r.max_attempts);
     let last = ctx.attempts().last().ok_or("no attempt")?;
@@ -213,7 +200,7 @@ fn exhaustion_propagates_final_error(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn every_attempt_failed(ctx: &Ctx<'_>) -> Result<(), String> {
+fn every_attempt_failed(ctx: &Ctx<'_>) -> Check {
     let spans = &ctx.run.spans;
     ensure(
         !spans.is_empty()
@@ -229,14 +216,14 @@ fn every_attempt_failed(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn exactly_one_attempt_span(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exactly_one_attempt_span(ctx: &Ctx<'_>) -> Check {
     exactly_one_attempt(ctx)?;
     ensure(ctx.run.spans.len() == 1, || {
         format!("{} LLM spans", ctx.run.spans.len())
     })
 }
 
-fn exactly_one_attempt(ctx: &Ctx<'_>) -> Result<(), String> {
+fn exactly_one_attempt(ctx: &Ctx<'_>) -> Check {
     ensure(
         ctx.attempts().len() == 1 && ctx.run.requests.len() == 1,
         || {
@@ -249,7 +236,7 @@ fn exactly_one_attempt(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Result<(), String> {
+fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Check {
     let error = ctx.run.error().ok_or("the call succeeded")?;
     ensure(!error.is_transient(), || {
         format!("{} is transient", error.category())
@@ -257,13 +244,13 @@ fn non_transient_first_occurrence(ctx: &Ctx<'_>) -> Result<(), String> {
     exactly_one_attempt(ctx)
 }
 
-fn no_backoff_sleep(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_backoff_sleep(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.sleeps.is_empty(), || {
         format!("slept {:?}", ctx.run.sleeps)
     })
 }
 
-fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Result<(), String> {
+fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Check {
     let first = ctx
         .run
         .bodies()
@@ -273,21 +260,21 @@ fn base_attempt_uses_caller_config(ctx: &Ctx<'_>) -> Result<(), String> {
     sampling_matches(first, &ctx.run.caller_config)
 }
 
-fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Result<(), String> {
+fn override_applies_to_retries_only(ctx: &Ctx<'_>) -> Check {
     for (i, body) in ctx.run.bodies().iter().enumerate() {
         sampling_matches(body, &effective_config(ctx, i))
-            .map_err(|m| format!("attempt {i}: {m}"))?;
+            .map_err(|m| m.context(format!("attempt {i}: ")))?;
     }
     Ok(())
 }
 
-fn caller_config_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
+fn caller_config_unmutated(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.caller_config == ctx.run.caller_config_after, || {
         "the caller's config changed".into()
     })
 }
 
-fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
+fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Check {
     ensure(
         ctx.run.caller_messages.is_some()
             && ctx.run.caller_messages == ctx.run.caller_messages_after,
@@ -295,7 +282,7 @@ fn caller_messages_unmutated(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Check {
     let found = ctx.attempts().windows(2).any(|w| {
         w[0].category.as_deref() == Some("structured_output_invalid")
             && w[1].reason == Some(RetryReason::Reask)
@@ -310,7 +297,7 @@ fn reask_makes_soi_retryable(ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// For each reask attempt: the pair appended last, checked against the previous
 /// attempt's output and the builder's corresponding output.
-fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
+fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Check {
     let bodies = ctx.run.bodies();
     let mut correction = ctx.run.corrections.iter();
     let mut seen = 0;
@@ -329,7 +316,7 @@ fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
             n.checked_sub(2).and_then(|k| messages.get(k)),
             messages.last(),
         ) else {
-            return Err(format!("attempt {i}: fewer than two messages"));
+            return Err(format!("attempt {i}: fewer than two messages").into());
         };
         let output = previous
             .output_content
@@ -360,11 +347,11 @@ fn reask_pairs(ctx: &Ctx<'_>, check_user: bool) -> Result<(), String> {
     ensure(seen > 0, || "no reask attempt".into())
 }
 
-fn appended_assistant_exact(ctx: &Ctx<'_>) -> Result<(), String> {
+fn appended_assistant_exact(ctx: &Ctx<'_>) -> Check {
     reask_pairs(ctx, false)
 }
 
-fn appended_user_exact(ctx: &Ctx<'_>) -> Result<(), String> {
+fn appended_user_exact(ctx: &Ctx<'_>) -> Check {
     reask_pairs(ctx, true)?;
     ensure(
         ctx.run.corrections.len()
@@ -377,7 +364,7 @@ fn appended_user_exact(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     let max = ctx.run.retry.as_ref().map_or(1, |r| r.max_attempts) as usize;
     ensure(ctx.attempts().len() == max, || {
@@ -397,7 +384,7 @@ fn reask_exhausts_budget(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn final_soi_propagates(ctx: &Ctx<'_>) -> Result<(), String> {
+fn final_soi_propagates(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     let error = ctx
         .run
@@ -411,7 +398,7 @@ fn final_soi_propagates(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Result<(), String> {
+fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Check {
     ctx.raised("structured_output_invalid")?;
     ensure(!ctx.run.retry.as_ref().is_some_and(|r| r.reask), || {
         "a reask builder was set".into()
@@ -419,7 +406,7 @@ fn soi_not_retried_without_reask(ctx: &Ctx<'_>) -> Result<(), String> {
     exactly_one_attempt(ctx)
 }
 
-fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Result<(), String> {
+fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Check {
     ensure(ctx.run.consumed == 1 && ctx.run.scripted >= 2, || {
         format!(
             "{} of {} scripted responses consumed",
@@ -428,7 +415,7 @@ fn second_mock_never_consumed(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn override_and_reask_compose(ctx: &Ctx<'_>) -> Result<(), String> {
+fn override_and_reask_compose(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut any = false;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -438,7 +425,7 @@ fn override_and_reask_compose(ctx: &Ctx<'_>) -> Result<(), String> {
         any = true;
         let body = bodies.get(i).ok_or("missing request")?;
         sampling_matches(body, &effective_config(ctx, i))
-            .map_err(|m| format!("attempt {i}: {m}"))?;
+            .map_err(|m| m.context(format!("attempt {i}: ")))?;
         let prev = bodies.get(i - 1).ok_or("missing request")?;
         ensure(
             messages_of(body).len() == messages_of(prev).len() + 2,
@@ -448,7 +435,7 @@ fn override_and_reask_compose(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(any, || "no reask attempt".into())
 }
 
-fn transcript_accumulates(ctx: &Ctx<'_>) -> Result<(), String> {
+fn transcript_accumulates(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut reasks = 0;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -473,7 +460,7 @@ fn transcript_accumulates(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn transient_carries_transcript(ctx: &Ctx<'_>) -> Result<(), String> {
+fn transient_carries_transcript(ctx: &Ctx<'_>) -> Check {
     let bodies = ctx.run.bodies();
     let mut any = false;
     for (i, a) in ctx.attempts().iter().enumerate() {
@@ -494,7 +481,7 @@ fn transient_carries_transcript(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(any, || "no transient retry".into())
 }
 
-fn reasons_discriminate(ctx: &Ctx<'_>) -> Result<(), String> {
+fn reasons_discriminate(ctx: &Ctx<'_>) -> Check {
     let reasons: Vec<_> = ctx.attempts().iter().map(|a| a.reason).collect();
     ensure(
         reasons.first() == Some(&None)
@@ -504,7 +491,7 @@ fn reasons_discriminate(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Result<(), String> {
+fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Check {
     let response = ctx.run.response().ok_or("no response")?;
     let served = ctx.served_usage().ok_or("the mock served no usage")?;
     let raw = response.raw.get("usage").ok_or("raw has no usage")?;
@@ -513,33 +500,26 @@ fn raw_usage_verbatim(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn rejected_pre_send(ctx: &Ctx<'_>) -> Result<(), String> {
+fn rejected_pre_send(ctx: &Ctx<'_>) -> Check {
     ctx.raised("provider_invalid_request")?;
     ctx.no_request()
 }
 
-fn extras_rides_untouched(key: &'static str) -> impl Fn(&Ctx<'_>) -> Result<(), String> {
-    move |ctx| {
-        ctx.ok()?;
-        let want = ctx.extras(key).ok_or("the call has no such extra")?;
-        let got = ctx.last_body()?.get(key).ok_or("not on the wire")?;
-        ensure(got == want, || format!("wire {key} {got} != extras {want}"))
-    }
+fn extras_rides_untouched(ctx: &Ctx<'_>, key: &str) -> Check {
+    ctx.ok()?;
+    let want = ctx.extras(key).ok_or("the call has no such extra")?;
+    let got = ctx.last_body()?.get(key).ok_or("not on the wire")?;
+    ensure(got == want, || format!("wire {key} {got} != extras {want}"))
 }
 
-fn no_request_with(
-    key: &'static str,
-    want: fn(&Ctx<'_>) -> Option<Value>,
-) -> impl Fn(&Ctx<'_>) -> Result<(), String> {
-    move |ctx| {
-        let want = want(ctx);
-        for body in ctx.run.bodies() {
-            ensure(body.get(key) == want.as_ref(), || {
-                format!("a request carried {key} {:?}", body.get(key))
-            })?;
-        }
-        Ok(())
+fn no_request_with(ctx: &Ctx<'_>, key: &str, want: fn(&Ctx<'_>) -> Option<Value>) -> Check {
+    let want = want(ctx);
+    for body in ctx.run.bodies() {
+        ensure(body.get(key) == want.as_ref(), || {
+            format!("a request carried {key} {:?}", body.get(key))
+        })?;
     }
+    Ok(())
 }
 
 fn declared_temperature(ctx: &Ctx<'_>) -> Option<Value> {
@@ -550,7 +530,7 @@ fn declared_temperature(ctx: &Ctx<'_>) -> Option<Value> {
         .cloned()
 }
 
-fn wire_temperature_declared_once(ctx: &Ctx<'_>) -> Result<(), String> {
+fn wire_temperature_declared_once(ctx: &Ctx<'_>) -> Check {
     ctx.ok()?;
     let want = declared_temperature(ctx).ok_or("no declared temperature")?;
     let body = ctx.last_body()?;
@@ -582,16 +562,16 @@ fn declared_stop(ctx: &Ctx<'_>) -> Vec<Value> {
 
 /// The realized stop list under the mapping's key (`stop`, `stop_sequences`,
 /// `stopSequences`), at the body root or under §8.3's `generationConfig`.
-fn wire_stop(ctx: &Ctx<'_>) -> Result<Vec<Value>, String> {
+fn wire_stop(ctx: &Ctx<'_>) -> Check<Vec<Value>> {
     ctx.ok()?;
     let mapping = ctx.run.mapping;
     let key = mapping.stop_key();
-    mapping
+    Ok(mapping
         .stop_holder(ctx.last_body()?)
         .and_then(|h| h.get(key))
         .and_then(Value::as_array)
         .cloned()
-        .ok_or_else(|| format!("no {key} list on the wire"))
+        .ok_or_else(|| format!("no {key} list on the wire"))?)
 }
 
 /// The caller's extras value for the mapping's stop key.
@@ -599,7 +579,7 @@ fn extras_stop<'a>(ctx: &'a Ctx<'_>) -> Option<&'a Value> {
     ctx.extras(ctx.run.mapping.stop_key())
 }
 
-fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_merged_union(ctx: &Ctx<'_>) -> Check {
     let mut want = declared_stop(ctx);
     let extra: Vec<Value> = match extras_stop(ctx) {
         // Only §8.1 coerces a scalar string; the other stop fields are array-only.
@@ -618,7 +598,7 @@ fn stop_merged_union(ctx: &Ctx<'_>) -> Result<(), String> {
     ensure(got == want, || format!("wire stop {got:?}, union {want:?}"))
 }
 
-fn stop_declared_first(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_declared_first(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     ensure(got.starts_with(&declared), || {
@@ -626,12 +606,12 @@ fn stop_declared_first(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn stop_single(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_single(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     ensure(got.len() == 1, || format!("wire stop {got:?}"))
 }
 
-fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Check {
     let Some(Value::String(s)) = extras_stop(ctx) else {
         return Err("the extras stop is not a string".into());
     };
@@ -641,7 +621,7 @@ fn stop_scalar_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn stop_declared_only(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_declared_only(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     ensure(got == declared, || {
@@ -649,7 +629,7 @@ fn stop_declared_only(ctx: &Ctx<'_>) -> Result<(), String> {
     })
 }
 
-fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
+fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     let declared = declared_stop(ctx);
     let extras: Vec<&Value> = match extras_stop(ctx) {
@@ -666,7 +646,7 @@ fn malformed_not_salvaged(ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// An array-only stop field: the wire value is a list, and a string extras value
 /// was not coerced into it.
-fn stop_not_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
+fn stop_not_coerced(ctx: &Ctx<'_>) -> Check {
     let got = wire_stop(ctx)?;
     match extras_stop(ctx) {
         Some(s @ Value::String(_)) => ensure(!got.contains(s), || {
@@ -676,107 +656,257 @@ fn stop_not_coerced(ctx: &Ctx<'_>) -> Result<(), String> {
     }
 }
 
-fn no_error(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_error(ctx: &Ctx<'_>) -> Check {
     ctx.ok()
 }
 
-fn lookup(name: &str) -> Option<BoxedCheck> {
-    let f: Check = match name {
-        "n_attempts_emit_n_llm_spans" => n_attempts_emit_n_llm_spans,
-        "attempt_index_attribute_distinct_per_span" => attempt_indices_distinct,
-        "call_returns_successful_response_after_transient_retry" => success_after_transient,
-        "exhaustion_propagates_final_error" => exhaustion_propagates_final_error,
-        "every_attempt_span_carries_error_category" => every_attempt_failed,
-        "non_transient_exits_retry_loop_on_first_occurrence" => non_transient_first_occurrence,
-        "exactly_one_attempt_span_for_non_transient" => exactly_one_attempt_span,
-        "exactly_one_attempt_issued" => exactly_one_attempt,
-        "no_backoff_sleep_invoked" => no_backoff_sleep,
-        "base_attempt_uses_caller_config" => base_attempt_uses_caller_config,
-        "per_attempt_override_applies_to_retries_only" => override_applies_to_retries_only,
-        "caller_config_unmutated" => caller_config_unmutated,
-        "caller_messages_unmutated" => caller_messages_unmutated,
-        "reask_makes_structured_output_invalid_retryable" => reask_makes_soi_retryable,
-        "appended_assistant_message_is_exactly_model_output" => appended_assistant_exact,
-        "appended_user_correction_is_exactly_builder_output" => appended_user_exact,
-        "reask_exhausts_max_attempts_budget" => reask_exhausts_budget,
-        "final_structured_output_invalid_propagates" => final_soi_propagates,
-        "structured_output_invalid_not_retried_without_reask" => soi_not_retried_without_reask,
-        "second_mock_response_never_consumed" => second_mock_never_consumed,
-        "override_and_reask_compose_on_reask_retries" => override_and_reask_compose,
-        "reask_transcript_accumulates_across_retries" => transcript_accumulates,
-        "transient_retry_carries_accumulated_reask_transcript" => transient_carries_transcript,
-        "retry_reason_discriminates_reask_vs_transient_in_one_loop" => reasons_discriminate,
-        "raw_usage_prompt_tokens_verbatim_malformed"
-        | "raw_usage_input_tokens_verbatim_malformed"
-        | "raw_usage_all_counters_verbatim_malformed" => raw_usage_verbatim,
-        "conditionally_managed_response_format_conflict_rejected_pre_send"
-        | "extras_response_format_neither_dropped_nor_forwarded"
-        | "managed_structural_model_conflict_rejected_pre_send"
-        | "extras_model_neither_dropped_nor_forwarded"
-        | "declared_scalar_temperature_conflict_rejected_pre_send"
-        | "extras_temperature_neither_dropped_nor_forwarded"
-        | "unary_call_conflicting_stream_rejected_pre_send"
-        | "atomic_mapping_extras_stream_conflict_rejected_pre_send"
-        | "stream_always_managed_on_unary_side" => rejected_pre_send,
-        "extras_stream_not_smuggled_to_wire" => {
-            return Some(Box::new(no_request_with("stream", |_| None)))
+fn no_request_issued(ctx: &Ctx<'_>) -> Check {
+    ctx.no_request()
+}
+
+fn no_stream_key_on_wire(ctx: &Ctx<'_>) -> Check {
+    ctx.ok()?;
+    ensure(ctx.last_body()?.get("stream").is_none(), || {
+        "stream is on the wire".into()
+    })
+}
+
+fn stream_not_smuggled(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "stream", |_| None)
+}
+
+fn bound_model_kept(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "model", |ctx| {
+        Some(Value::from(ctx.run.bound_model.as_str()))
+    })
+}
+
+fn declared_temperature_kept(ctx: &Ctx<'_>) -> Check {
+    no_request_with(ctx, "temperature", declared_temperature)
+}
+
+fn response_format_rides(ctx: &Ctx<'_>) -> Check {
+    extras_rides_untouched(ctx, "response_format")
+}
+
+fn stream_options_rides(ctx: &Ctx<'_>) -> Check {
+    extras_rides_untouched(ctx, "stream_options")
+}
+
+/// The llm-provider `invariants` this module checks (the streaming ones are
+/// [`super::stream_checks::TABLE`]).
+const TABLE: &Table<CheckFn> = &[
+    ("n_attempts_emit_n_llm_spans", n_attempts_emit_n_llm_spans),
+    (
+        "attempt_index_attribute_distinct_per_span",
+        attempt_indices_distinct,
+    ),
+    (
+        "call_returns_successful_response_after_transient_retry",
+        success_after_transient,
+    ),
+    (
+        "exhaustion_propagates_final_error",
+        exhaustion_propagates_final_error,
+    ),
+    (
+        "every_attempt_span_carries_error_category",
+        every_attempt_failed,
+    ),
+    (
+        "non_transient_exits_retry_loop_on_first_occurrence",
+        non_transient_first_occurrence,
+    ),
+    (
+        "exactly_one_attempt_span_for_non_transient",
+        exactly_one_attempt_span,
+    ),
+    ("exactly_one_attempt_issued", exactly_one_attempt),
+    ("no_backoff_sleep_invoked", no_backoff_sleep),
+    (
+        "base_attempt_uses_caller_config",
+        base_attempt_uses_caller_config,
+    ),
+    (
+        "per_attempt_override_applies_to_retries_only",
+        override_applies_to_retries_only,
+    ),
+    ("caller_config_unmutated", caller_config_unmutated),
+    ("caller_messages_unmutated", caller_messages_unmutated),
+    (
+        "reask_makes_structured_output_invalid_retryable",
+        reask_makes_soi_retryable,
+    ),
+    (
+        "appended_assistant_message_is_exactly_model_output",
+        appended_assistant_exact,
+    ),
+    (
+        "appended_user_correction_is_exactly_builder_output",
+        appended_user_exact,
+    ),
+    ("reask_exhausts_max_attempts_budget", reask_exhausts_budget),
+    (
+        "final_structured_output_invalid_propagates",
+        final_soi_propagates,
+    ),
+    (
+        "structured_output_invalid_not_retried_without_reask",
+        soi_not_retried_without_reask,
+    ),
+    (
+        "second_mock_response_never_consumed",
+        second_mock_never_consumed,
+    ),
+    (
+        "override_and_reask_compose_on_reask_retries",
+        override_and_reask_compose,
+    ),
+    (
+        "reask_transcript_accumulates_across_retries",
+        transcript_accumulates,
+    ),
+    (
+        "transient_retry_carries_accumulated_reask_transcript",
+        transient_carries_transcript,
+    ),
+    (
+        "retry_reason_discriminates_reask_vs_transient_in_one_loop",
+        reasons_discriminate,
+    ),
+    (
+        "raw_usage_prompt_tokens_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "raw_usage_input_tokens_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "raw_usage_all_counters_verbatim_malformed",
+        raw_usage_verbatim,
+    ),
+    (
+        "conditionally_managed_response_format_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_response_format_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "managed_structural_model_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_model_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "declared_scalar_temperature_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "extras_temperature_neither_dropped_nor_forwarded",
+        rejected_pre_send,
+    ),
+    (
+        "unary_call_conflicting_stream_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    (
+        "atomic_mapping_extras_stream_conflict_rejected_pre_send",
+        rejected_pre_send,
+    ),
+    ("stream_always_managed_on_unary_side", rejected_pre_send),
+    ("extras_stream_not_smuggled_to_wire", stream_not_smuggled),
+    ("no_request_issued", no_request_issued),
+    (
+        "no_schema_response_format_unmanaged_rides_untouched",
+        response_format_rides,
+    ),
+    (
+        "extras_response_format_on_wire_when_unmanaged",
+        response_format_rides,
+    ),
+    ("bound_model_not_silently_overridden", bound_model_kept),
+    (
+        "declared_temperature_not_silently_overridden",
+        declared_temperature_kept,
+    ),
+    (
+        "matching_extras_temperature_no_op",
+        wire_temperature_declared_once,
+    ),
+    (
+        "wire_temperature_is_declared_value_once",
+        wire_temperature_declared_once,
+    ),
+    ("wire_stop_is_merged_union", stop_merged_union),
+    ("wire_stop_sequences_is_merged_union", stop_merged_union),
+    (
+        "wire_stopSequences_merged_under_generationConfig",
+        stop_merged_union,
+    ),
+    ("declared_stop_first_in_merge_order", stop_declared_first),
+    ("declared_first_in_merge_order", stop_declared_first),
+    ("matching_stop_collapses_to_single_element", stop_single),
+    (
+        "matching_stop_sequences_collapses_to_single_element",
+        stop_single,
+    ),
+    (
+        "matching_stopSequences_collapses_to_single_element",
+        stop_single,
+    ),
+    ("no_scalar_string_coercion_on_anthropic", stop_not_coerced),
+    (
+        "scalar_string_extras_stop_coerced_to_list",
+        stop_scalar_coerced,
+    ),
+    (
+        "malformed_extras_stop_treated_as_absent",
+        stop_declared_only,
+    ),
+    ("wire_stop_is_declared_value_only", stop_declared_only),
+    ("malformed_list_not_salvaged", malformed_not_salvaged),
+    ("no_error_raised_on_malformed_extras", no_error),
+    ("matching_extras_stream_no_op", no_stream_key_on_wire),
+    ("matching_extras_stream_false_no_op", no_stream_key_on_wire),
+    ("wire_carries_no_stream_key", no_stream_key_on_wire),
+    (
+        "non_streaming_stream_options_unmanaged_rides_untouched",
+        stream_options_rides,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// A name's check: over the whole call context, or a streaming check over the run.
+#[derive(Clone, Copy)]
+enum Found {
+    Call(CheckFn),
+    Stream(super::stream_checks::CheckFn),
+}
+
+impl Found {
+    fn of(name: &str) -> Option<Found> {
+        lookup(TABLE, name)
+            .map(Found::Call)
+            .or_else(|| lookup(super::stream_checks::TABLE, name).map(Found::Stream))
+    }
+
+    fn run(self, ctx: &Ctx<'_>) -> Check {
+        match self {
+            Found::Call(f) => f(ctx),
+            Found::Stream(f) => f(ctx.run),
         }
-        "no_request_issued" => |ctx: &Ctx<'_>| ctx.no_request(),
-        "no_schema_response_format_unmanaged_rides_untouched"
-        | "extras_response_format_on_wire_when_unmanaged" => {
-            return Some(Box::new(extras_rides_untouched("response_format")))
-        }
-        "bound_model_not_silently_overridden" => {
-            return Some(Box::new(no_request_with("model", |ctx| {
-                Some(Value::from(ctx.run.bound_model.as_str()))
-            })))
-        }
-        "declared_temperature_not_silently_overridden" => {
-            return Some(Box::new(no_request_with(
-                "temperature",
-                declared_temperature,
-            )))
-        }
-        "matching_extras_temperature_no_op" | "wire_temperature_is_declared_value_once" => {
-            wire_temperature_declared_once
-        }
-        "wire_stop_is_merged_union"
-        | "wire_stop_sequences_is_merged_union"
-        | "wire_stopSequences_merged_under_generationConfig" => stop_merged_union,
-        "declared_stop_first_in_merge_order" | "declared_first_in_merge_order" => {
-            stop_declared_first
-        }
-        "matching_stop_collapses_to_single_element"
-        | "matching_stop_sequences_collapses_to_single_element"
-        | "matching_stopSequences_collapses_to_single_element" => stop_single,
-        "no_scalar_string_coercion_on_anthropic" => stop_not_coerced,
-        "scalar_string_extras_stop_coerced_to_list" => stop_scalar_coerced,
-        "malformed_extras_stop_treated_as_absent" | "wire_stop_is_declared_value_only" => {
-            stop_declared_only
-        }
-        "malformed_list_not_salvaged" => malformed_not_salvaged,
-        "no_error_raised_on_malformed_extras" => no_error,
-        "matching_extras_stream_no_op"
-        | "matching_extras_stream_false_no_op"
-        | "wire_carries_no_stream_key" => |ctx: &Ctx<'_>| {
-            ctx.ok()?;
-            ensure(ctx.last_body()?.get("stream").is_none(), || {
-                "stream is on the wire".into()
-            })
-        },
-        "non_streaming_stream_options_unmanaged_rides_untouched" => {
-            return Some(Box::new(extras_rides_untouched("stream_options")))
-        }
-        _ => {
-            let check = super::stream_checks::lookup(name)?;
-            return Some(Box::new(move |ctx: &Ctx<'_>| check(ctx.run)));
-        }
-    };
-    Some(Box::new(f))
+    }
 }
 
 /// Runs every invariant of an `invariants` block.
-pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Result<(), String> {
+pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Check {
     let expected_spans = spec
         .get("expected")
         .and_then(|e| e.get("llm_spans"))
@@ -788,17 +918,19 @@ pub(crate) fn check(block: &Y<'_>, spec: &CallSpec<'_>, run: &CallRun) -> Result
         expected_spans,
     };
     let _ = ctx.spec;
-    for (name, value) in block.entries().map_err(|e| e.to_string())? {
-        let check = lookup(&name).ok_or_else(|| {
-            format!(
+    for (name, value) in block.entries()? {
+        let check = Found::of(&name).ok_or_else(|| {
+            Failure::unsupported(format!(
                 "fixture_directive_unknown: {}: invariant `{name}` has no check in the llm-provider registry",
                 block.file.display()
-            )
+            ))
         })?;
         if value.bool().ok() != Some(true) {
-            return Err(format!("invariant `{name}`: only `true` is supported"));
+            return Err(format!("invariant `{name}`: only `true` is supported").into());
         }
-        check(&ctx).map_err(|m| format!("invariant `{name}`: {m}"))?;
+        check
+            .run(&ctx)
+            .map_err(|m| m.context(format!("invariant `{name}`: ")))?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ use openarmature_llm::{
 use serde_json::Value;
 
 use super::stub::StreamingUnsupportedStub;
+use crate::failure::{Check, Failure};
 use crate::http_mock::MockServer;
 
 /// A §8.x wire mapping the adapter can drive.
@@ -34,15 +35,15 @@ pub(crate) enum Mapping {
 impl Mapping {
     /// The mapping a `mapping:` value names; one without a provider here is refused
     /// (register L4).
-    pub(crate) fn from_name(name: &str) -> Result<Mapping, String> {
+    pub(crate) fn from_name(name: &str) -> Check<Mapping> {
         match name {
             "openai" => Ok(Mapping::OpenAi),
             "anthropic" => Ok(Mapping::Anthropic),
             "gemini" => Ok(Mapping::Gemini),
             "streaming_unsupported_stub" => Ok(Mapping::StreamingUnsupportedStub),
-            other => Err(format!(
+            other => Err(Failure::unsupported(format!(
                 "harness_primitive_missing: mapping `{other}` is not implemented"
-            )),
+            ))),
         }
     }
 
@@ -108,7 +109,7 @@ impl Mapping {
         model: &str,
         capabilities: ModelCapabilities,
         stream_extension: bool,
-    ) -> Result<Arc<dyn Provider>, String> {
+    ) -> Check<Arc<dyn Provider>> {
         let openai = || {
             OpenAiProvider::builder(server.base_url(), model)
                 .api_key("test-key")
@@ -138,6 +139,6 @@ impl Mapping {
                 .build()
                 .map(|p| Arc::new(p) as Arc<dyn Provider>),
         };
-        built.map_err(|e| format!("cannot build the provider: {e}"))
+        built.map_err(|e| Failure::setup(format!("cannot build the provider: {e}")))
     }
 }

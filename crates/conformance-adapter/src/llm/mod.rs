@@ -50,6 +50,9 @@ mod invariants;
 mod mapping;
 mod resilience;
 mod stream_checks;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
+pub(crate) use stream_checks::TABLE_NAMES as STREAM_INVARIANT_NAMES;
 mod stub;
 
 use std::path::Path;
@@ -72,7 +75,9 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData
 use serde_json::{Map, Value};
 
 pub(crate) use self::mapping::Mapping;
+use crate::failure::{Check, Failure};
 use crate::http_mock::{Captured, MockServer, Reply, SseItem};
+use crate::shared::on_own_runtime;
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -130,37 +135,19 @@ const INHERITED: &[&str] = &[
     "retry_middleware",
 ];
 
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
-
 /// Runs one llm-provider case on a fresh unpaused runtime in its own thread.
-pub(crate) async fn run_case(path: &Path, root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(path: &Path, root: &Y<'_>, case: &Y<'_>) -> Check {
     let file = path.to_path_buf();
     let root_value = root.value.clone();
     let case_value = (!std::ptr::eq(root.value, case.value)).then(|| case.value.clone());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("llm-provider-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(async {
-                    let root = Y::root(&root_value, &file);
-                    let case = case_value
-                        .as_ref()
-                        .map_or_else(|| root.clone(), |c| Y::root(c, &file));
-                    run(&root, &case).await
-                }),
-                Err(e) => Err(format!("cannot start a runtime: {e}")),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the llm-provider case thread panicked".to_owned())?
+    on_own_runtime("llm-provider-case", move || async move {
+        let root = Y::root(&root_value, &file);
+        let case = case_value
+            .as_ref()
+            .map_or_else(|| root.clone(), |c| Y::root(c, &file));
+        run(&root, &case).await
+    })
+    .await
 }
 
 /// One call of a case: the call mapping plus, for the single `call:` form, the
@@ -305,20 +292,19 @@ impl CallRun {
 /// Register L7: extension 0006's fixtures (`extensions: [streaming]`) run here, with
 /// the Anthropic / Gemini mapping's stream extension on; any other `extensions` list
 /// belongs to the resilience runner.
-fn stream_extension(root: &Y<'_>, case: &Y<'_>) -> Result<bool, String> {
+fn stream_extension(root: &Y<'_>, case: &Y<'_>) -> Check<bool> {
     let Some(list) = case.get("extensions").or_else(|| root.get("extensions")) else {
         return Ok(false);
     };
     let names = list
-        .seq()
-        .map_err(err)?
+        .seq()?
         .iter()
-        .map(|y| y.str().map_err(err))
+        .map(|y| y.str().map_err(Failure::from))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(names == ["streaming"])
 }
 
-async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
     let streaming = stream_extension(root, case)?;
     if !streaming && resilience::claims(root, case) {
         return resilience::run(root, case).await; // the project's extension fixtures
@@ -332,20 +318,20 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     };
     let single = std::ptr::eq(root.value, case.value);
     if !single {
-        root.check_keys(&with_extensions(FILE_KEYS)).map_err(err)?;
+        root.check_keys(&with_extensions(FILE_KEYS))?;
     }
-    case.check_keys(&with_extensions(CASE_KEYS)).map_err(err)?;
+    case.check_keys(&with_extensions(CASE_KEYS))?;
     let mapping = match case.get("mapping").or_else(|| root.get("mapping")) {
-        Some(name) => Mapping::from_name(name.str().map_err(err)?)?,
+        Some(name) => Mapping::from_name(name.str()?)?,
         None => Mapping::OpenAi,
     };
-    let mock = case_mock(root, case).map_err(err)?;
-    let calls = call_specs(case).map_err(err)?;
+    let mock = case_mock(root, case)?;
+    let calls = call_specs(case)?;
     if calls.is_empty() {
         return Err("a case needs at least one call".into());
     }
     for spec in &calls {
-        spec.call.check_keys(CALL_KEYS).map_err(err)?;
+        spec.call.check_keys(CALL_KEYS)?;
     }
     let model = bound_model(&calls, &mock, mapping);
 
@@ -370,30 +356,26 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             mapping,
         )
         .await
-        .map_err(|m| format!("{label}{m}"))?;
+        .map_err(|m| m.context(&label))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
-            return Err(format!(
-                "{label}mock provider exhausted: {}",
-                overruns.join("; ")
-            ));
+            return Err(format!("{label}mock provider exhausted: {}", overruns.join("; ")).into());
         }
-        expect::call(spec, &run).map_err(|m| format!("{label}{m}"))?;
+        expect::call(spec, &run).map_err(|m| m.context(&label))?;
         last_bodies.push(run.requests.last().map(|r| r.body.clone()));
     }
 
     if let Some(identical) = case.get("expected_wire_bytes_identical") {
-        identical.check_keys(&["calls"]).map_err(err)?;
+        identical.check_keys(&["calls"])?;
         let indices: Vec<usize> = identical
             .req("calls")
-            .and_then(|c| c.seq())
-            .map_err(err)?
+            .and_then(|c| c.seq())?
             .iter()
             .map(|i| {
                 i.i64()
                     .ok()
                     .and_then(|n| usize::try_from(n).ok())
-                    .ok_or_else(|| err(i.invalid("a call index")))
+                    .ok_or_else(|| Failure::from(i.invalid("a call index")))
             })
             .collect::<Result<_, _>>()?;
         let mut reference: Option<&Vec<u8>> = None;
@@ -412,7 +394,8 @@ async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
                         "expected_wire_bytes_identical: call {index} differs:\n  {}\n  {}",
                         String::from_utf8_lossy(first),
                         String::from_utf8_lossy(bytes)
-                    ))
+                    )
+                    .into())
                 }
             }
         }
@@ -792,13 +775,13 @@ async fn execute(
     model: &str,
     scripted: usize,
     mapping: Mapping,
-) -> Result<CallRun, String> {
+) -> Check<CallRun> {
     let operation = match spec.get("operation") {
-        Some(o) => o.str().map_err(err)?.to_owned(),
+        Some(o) => o.str()?.to_owned(),
         None => "complete".to_owned(),
     };
     let streamed = match spec.get("stream") {
-        Some(s) => s.bool().map_err(err)?,
+        Some(s) => s.bool()?,
         None => false,
     };
     let before = server.captured().len();
@@ -830,13 +813,13 @@ async fn execute(
         "ready" => {
             for key in ["messages", "tools", "config", "retry", "retry_middleware"] {
                 if spec.call.get(key).is_some() {
-                    return Err(format!("`{key}` is not an input of ready()"));
+                    return Err(format!("`{key}` is not an input of ready()").into());
                 }
             }
             run.result = provider.ready().await.map(|()| None);
         }
         "complete" => {
-            let mut request = match build_request(spec).map_err(err)? {
+            let mut request = match build_request(spec)? {
                 Ok(r) => r,
                 Err(e) => {
                     run.result = Err(e);
@@ -864,10 +847,9 @@ async fn execute(
                     "classifier",
                     "per_attempt_override",
                     "reask",
-                ])
-                .map_err(err)?;
-                let retry = LlmRetryConfig::from(base_retry(&r, &sleeps).map_err(err)?);
-                let (retry, shape) = retry_extras(&r, retry, &corrections).map_err(err)?;
+                ])?;
+                let retry = LlmRetryConfig::from(base_retry(&r, &sleeps)?);
+                let (retry, shape) = retry_extras(&r, retry, &corrections)?;
                 run.retry = Some(shape);
                 request = request.retry(retry);
             }
@@ -878,9 +860,8 @@ async fn execute(
             let middleware = match spec.get("retry_middleware") {
                 None => None,
                 Some(mw) => {
-                    mw.check_keys(&["max_attempts", "classifier", "backoff"])
-                        .map_err(err)?;
-                    let config = base_retry(&mw, &sleeps).map_err(err)?;
+                    mw.check_keys(&["max_attempts", "classifier", "backoff"])?;
+                    let config = base_retry(&mw, &sleeps)?;
                     run.retry = Some(RetrySpec {
                         max_attempts: config.max_attempts.max(1),
                         ..RetrySpec::default()
@@ -897,7 +878,7 @@ async fn execute(
             ));
             run.caller_config_after = request.config.clone();
         }
-        other => return Err(format!("unknown operation `{other}`")),
+        other => return Err(format!("unknown operation `{other}`").into()),
     }
     finish(
         run,
@@ -918,7 +899,7 @@ fn finish(
     sleeps: &Mutex<Vec<Duration>>,
     attempts: &Mutex<Vec<AttemptInfo>>,
     corrections: &Mutex<Vec<String>>,
-) -> Result<CallRun, String> {
+) -> Check<CallRun> {
     run.requests = server
         .captured()
         .into_iter()
@@ -973,7 +954,7 @@ async fn in_synthetic_node(
     provider: &Arc<dyn Provider>,
     request: &CompletionRequest,
     middleware: Option<RetryConfig>,
-) -> Result<NodeRun, String> {
+) -> Check<NodeRun> {
     type Slot = Arc<Mutex<Option<Result<Option<Response>, LlmError>>>>;
     let exporter = InMemorySpanExporter::default();
     let tracing = SdkTracerProvider::builder()
@@ -1016,7 +997,7 @@ async fn in_synthetic_node(
         .add_edge(NODE, END)
         .entry(NODE)
         .compile()
-        .map_err(|e| format!("the synthetic node does not compile: {e}"))?;
+        .map_err(|e| Failure::setup(format!("the synthetic node does not compile: {e}")))?;
     let (recorder, tokens) = token_recorder();
     otel.invoke(
         &graph,

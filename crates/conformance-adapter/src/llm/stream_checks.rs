@@ -11,15 +11,10 @@ use serde_json::{Map, Value};
 
 use super::CallRun;
 
-type Check = fn(&CallRun) -> Result<(), String>;
+use crate::failure::{ensure, Check};
+use crate::table::{names, Table};
 
-fn ensure(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(message())
-    }
-}
+pub(super) type CheckFn = fn(&CallRun) -> Check;
 
 /// What the served stream says the response must be.
 #[derive(Default)]
@@ -31,7 +26,7 @@ struct Streamed {
     usage: Option<Value>,
 }
 
-fn streamed(run: &CallRun) -> Result<Streamed, String> {
+fn streamed(run: &CallRun) -> Check<Streamed> {
     let served = run
         .requests
         .last()
@@ -80,11 +75,11 @@ fn streamed(run: &CallRun) -> Result<Streamed, String> {
     Ok(out)
 }
 
-fn response(run: &CallRun) -> Result<&Response, String> {
+fn response(run: &CallRun) -> Check<&Response> {
     match &run.result {
         Ok(Some(r)) => Ok(r),
         Ok(None) => Err("no response".into()),
-        Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str())),
+        Err(e) => Err(format!("the call raised {}: {e}", e.category().as_str()).into()),
     }
 }
 
@@ -96,7 +91,7 @@ fn tokens_of(run: &CallRun, kind: &str) -> String {
         .collect()
 }
 
-fn sends_stream_flags(run: &CallRun) -> Result<(), String> {
+fn sends_stream_flags(run: &CallRun) -> Check {
     let body = run.bodies().last().copied().ok_or("no request was sent")?;
     ensure(
         body.get("stream") == Some(&Value::Bool(true))
@@ -105,7 +100,7 @@ fn sends_stream_flags(run: &CallRun) -> Result<(), String> {
     )
 }
 
-fn content_is_concatenation(run: &CallRun) -> Result<(), String> {
+fn content_is_concatenation(run: &CallRun) -> Check {
     let want = streamed(run)?.content;
     let got = response(run)?.message.text();
     ensure(got == want, || {
@@ -125,7 +120,7 @@ fn content_is_concatenation(run: &CallRun) -> Result<(), String> {
     )
 }
 
-fn usage_and_finish_from_terminal(run: &CallRun) -> Result<(), String> {
+fn usage_and_finish_from_terminal(run: &CallRun) -> Check {
     let s = streamed(run)?;
     let r = response(run)?;
     ensure(
@@ -142,7 +137,7 @@ fn usage_and_finish_from_terminal(run: &CallRun) -> Result<(), String> {
     normalized_counters(r, &usage)
 }
 
-fn normalized_counters(r: &Response, usage: &Value) -> Result<(), String> {
+fn normalized_counters(r: &Response, usage: &Value) -> Check {
     let counters = [
         ("prompt_tokens", r.usage.prompt_tokens),
         ("completion_tokens", r.usage.completion_tokens),
@@ -157,7 +152,7 @@ fn normalized_counters(r: &Response, usage: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn equals_non_streamed(run: &CallRun) -> Result<(), String> {
+fn equals_non_streamed(run: &CallRun) -> Check {
     content_is_concatenation(run)?;
     usage_and_finish_from_terminal(run)?;
     let r = response(run)?;
@@ -168,7 +163,7 @@ fn equals_non_streamed(run: &CallRun) -> Result<(), String> {
     tool_calls_reassembled(run)
 }
 
-fn tool_calls_reassembled(run: &CallRun) -> Result<(), String> {
+fn tool_calls_reassembled(run: &CallRun) -> Check {
     let want = streamed(run)?.tool_calls;
     let got = &response(run)?.message.tool_calls;
     ensure(got.len() == want.len(), || {
@@ -186,14 +181,14 @@ fn tool_calls_reassembled(run: &CallRun) -> Result<(), String> {
     })
 }
 
-fn blocks(run: &CallRun) -> Result<&[ContentBlock], String> {
+fn blocks(run: &CallRun) -> Check<&[ContentBlock]> {
     match &response(run)?.message.content {
         Some(Content::Blocks(b)) => Ok(b),
-        other => Err(format!("content is not a block sequence: {other:?}")),
+        other => Err(format!("content is not a block sequence: {other:?}").into()),
     }
 }
 
-fn reasoning_in_thinking_block(run: &CallRun) -> Result<(), String> {
+fn reasoning_in_thinking_block(run: &CallRun) -> Check {
     let want = streamed(run)?.reasoning;
     let ok = matches!(blocks(run)?.first(), Some(ContentBlock::Thinking(t)) if t.text == want);
     ensure(ok && !want.is_empty(), || {
@@ -201,7 +196,7 @@ fn reasoning_in_thinking_block(run: &CallRun) -> Result<(), String> {
     })
 }
 
-fn content_in_text_block(run: &CallRun) -> Result<(), String> {
+fn content_in_text_block(run: &CallRun) -> Check {
     let want = streamed(run)?.content.ok_or("no content was streamed")?;
     let ok = blocks(run)?
         .iter()
@@ -209,7 +204,7 @@ fn content_in_text_block(run: &CallRun) -> Result<(), String> {
     ensure(ok, || format!("no text block with {want:?}"))
 }
 
-fn reasoning_shape(run: &CallRun) -> Result<(), String> {
+fn reasoning_shape(run: &CallRun) -> Check {
     reasoning_in_thinking_block(run)?;
     content_in_text_block(run)?;
     let b = blocks(run)?;
@@ -218,10 +213,10 @@ fn reasoning_shape(run: &CallRun) -> Result<(), String> {
     })
 }
 
-fn rejected(run: &CallRun) -> Result<(), String> {
+fn rejected(run: &CallRun) -> Check {
     match &run.result {
         Err(e) if e.category().as_str() == "provider_invalid_request" => {}
-        Err(e) => return Err(format!("raised {}", e.category().as_str())),
+        Err(e) => return Err(format!("raised {}", e.category().as_str()).into()),
         Ok(_) => return Err("the call succeeded".into()),
     }
     ensure(run.requests.is_empty(), || {
@@ -230,17 +225,17 @@ fn rejected(run: &CallRun) -> Result<(), String> {
     ensure(run.tokens.is_empty(), || "token events were emitted".into())
 }
 
-fn streamed_and_rejected(run: &CallRun) -> Result<(), String> {
+fn streamed_and_rejected(run: &CallRun) -> Check {
     ensure(run.streamed, || "the call was not streamed".into())?;
     rejected(run)
 }
 
-fn atomic_unaffected(run: &CallRun) -> Result<(), String> {
+fn atomic_unaffected(run: &CallRun) -> Check {
     ensure(!run.streamed, || "the call was streamed".into())?;
     ensure(response(run)?.content().is_some(), || "no content".into())
 }
 
-fn terminal_usage_verbatim(run: &CallRun) -> Result<(), String> {
+fn terminal_usage_verbatim(run: &CallRun) -> Check {
     let usage = streamed(run)?.usage.ok_or("the stream carried no usage")?;
     let raw = response(run)?.raw.get("usage");
     ensure(raw == Some(&usage), || {
@@ -248,38 +243,83 @@ fn terminal_usage_verbatim(run: &CallRun) -> Result<(), String> {
     })
 }
 
-fn malformed_counter_nulled(run: &CallRun) -> Result<(), String> {
+fn malformed_counter_nulled(run: &CallRun) -> Check {
     let usage = streamed(run)?.usage.ok_or("the stream carried no usage")?;
     normalized_counters(response(run)?, &usage)
 }
 
-/// The check for `name`, if it is a streaming invariant.
-pub(super) fn lookup(name: &str) -> Option<Check> {
-    let f: Check = match name {
-        "streamed_request_sends_stream_true_and_include_usage" => sends_stream_flags,
-        "assembled_content_is_ordered_concatenation_of_deltas" => content_is_concatenation,
-        "usage_and_finish_reason_sourced_from_terminal_chunks"
-        | "finish_reason_tool_calls_sourced_from_terminal_content_chunk" => {
-            usage_and_finish_from_terminal
-        }
-        "assembled_response_equals_non_streamed_equivalent" => equals_non_streamed,
-        "streamed_tool_call_arguments_reassemble_and_parse"
-        | "reassembled_tool_calls_equal_non_streamed_equivalent" => tool_calls_reassembled,
-        "reasoning_delta_assembles_into_thinking_block" => reasoning_in_thinking_block,
-        "content_delta_assembles_into_text_block" => content_in_text_block,
-        "streamed_reasoning_response_shape_identical_to_non_streamed" => reasoning_shape,
-        "stream_unsupported_mapping_rejects_pre_send"
-        | "conditionally_managed_stream_options_conflict_rejected_pre_send"
-        | "streaming_call_conflicting_stream_rejected_pre_send"
-        | "no_token_events_on_rejected_stream" => streamed_and_rejected,
-        "rejection_category_is_provider_invalid_request"
-        | "no_silent_atomic_fallback"
-        | "stream_options_neither_dropped_nor_forwarded"
-        | "stream_neither_dropped_nor_forwarded" => rejected,
-        "atomic_call_unaffected_by_streaming_rejection" => atomic_unaffected,
-        "terminal_chunk_usage_preserved_verbatim_on_raw" => terminal_usage_verbatim,
-        "malformed_terminal_counter_nulled_on_normalized_usage" => malformed_counter_nulled,
-        _ => return None,
-    };
-    Some(f)
-}
+/// The llm-provider streaming `invariants`.
+pub(super) const TABLE: &Table<CheckFn> = &[
+    (
+        "streamed_request_sends_stream_true_and_include_usage",
+        sends_stream_flags,
+    ),
+    (
+        "assembled_content_is_ordered_concatenation_of_deltas",
+        content_is_concatenation,
+    ),
+    (
+        "usage_and_finish_reason_sourced_from_terminal_chunks",
+        usage_and_finish_from_terminal,
+    ),
+    (
+        "finish_reason_tool_calls_sourced_from_terminal_content_chunk",
+        usage_and_finish_from_terminal,
+    ),
+    (
+        "assembled_response_equals_non_streamed_equivalent",
+        equals_non_streamed,
+    ),
+    (
+        "streamed_tool_call_arguments_reassemble_and_parse",
+        tool_calls_reassembled,
+    ),
+    (
+        "reassembled_tool_calls_equal_non_streamed_equivalent",
+        tool_calls_reassembled,
+    ),
+    (
+        "reasoning_delta_assembles_into_thinking_block",
+        reasoning_in_thinking_block,
+    ),
+    (
+        "content_delta_assembles_into_text_block",
+        content_in_text_block,
+    ),
+    (
+        "streamed_reasoning_response_shape_identical_to_non_streamed",
+        reasoning_shape,
+    ),
+    (
+        "stream_unsupported_mapping_rejects_pre_send",
+        streamed_and_rejected,
+    ),
+    (
+        "conditionally_managed_stream_options_conflict_rejected_pre_send",
+        streamed_and_rejected,
+    ),
+    (
+        "streaming_call_conflicting_stream_rejected_pre_send",
+        streamed_and_rejected,
+    ),
+    ("no_token_events_on_rejected_stream", streamed_and_rejected),
+    ("rejection_category_is_provider_invalid_request", rejected),
+    ("no_silent_atomic_fallback", rejected),
+    ("stream_options_neither_dropped_nor_forwarded", rejected),
+    ("stream_neither_dropped_nor_forwarded", rejected),
+    (
+        "atomic_call_unaffected_by_streaming_rejection",
+        atomic_unaffected,
+    ),
+    (
+        "terminal_chunk_usage_preserved_verbatim_on_raw",
+        terminal_usage_verbatim,
+    ),
+    (
+        "malformed_terminal_counter_nulled_on_normalized_usage",
+        malformed_counter_nulled,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);

@@ -32,16 +32,9 @@ use serde_json::Value;
 
 use super::spans::{attr, attr_str};
 use super::Run;
+use crate::failure::{ensure, Check, Failure};
 use crate::yaml::Y;
 use crate::AdapterError;
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
 
 /// Register O15: validates the case's `observers:` block.
 pub(crate) fn check_observers(case: &Y<'_>) -> Result<(), AdapterError> {
@@ -73,10 +66,10 @@ fn indices<'e>(events: impl Iterator<Item = &'e &'e NodeEvent>) -> BTreeSet<u64>
     events.map(|e| u64::from(e.attempt_index)).collect()
 }
 
-fn want_set(v: &Value) -> Result<BTreeSet<u64>, String> {
-    v.as_array()
+fn want_set(v: &Value) -> Check<BTreeSet<u64>> {
+    Ok(v.as_array()
         .and_then(|l| l.iter().map(Value::as_u64).collect())
-        .ok_or_else(|| format!("expected a list of attempt indices, got {v}"))
+        .ok_or_else(|| format!("expected a list of attempt indices, got {v}"))?)
 }
 
 /// Each callable-branch event with the attempt index of the dispatching node's
@@ -102,7 +95,7 @@ fn with_enclosing_attempt<'r>(events: &[&'r NodeEvent]) -> Vec<(&'r NodeEvent, O
         .collect()
 }
 
-fn event_invariant(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
+fn event_invariant(name: &str, v: &Value, run: &Run<'_>) -> Check {
     let events = node_events(run);
     if let Some(node) = name.strip_suffix("_node_attempt_indices_seen") {
         let got = indices(
@@ -161,21 +154,21 @@ fn event_invariant(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             }
             Ok(())
         }
-        other => Err(format!(
+        other => Err(Failure::unsupported(format!(
             "fixture_directive_unknown: observer event invariant `{other}` has no check"
-        )),
+        ))),
     }
 }
 
 /// `expected.observer_event_invariants`.
-pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
+pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>) -> Check {
     let Some(block) = expected.get("observer_event_invariants") else {
         return Ok(());
     };
-    for (name, v) in block.entries().map_err(|e| e.to_string())? {
-        let v = v.json().map_err(|e| e.to_string())?;
+    for (name, v) in block.entries()? {
+        let v = v.json()?;
         event_invariant(&name, &v, run)
-            .map_err(|m| format!("observer_event_invariants.{name}: {m}"))?;
+            .map_err(|m| m.context(format!("observer_event_invariants.{name}: ")))?;
     }
     Ok(())
 }
@@ -195,7 +188,7 @@ fn attempt(s: &SpanData) -> Option<u64> {
 
 /// The dispatch spans under each parallel-branches node span of attempt 1 carry
 /// attempt index 1.
-fn retry_dispatch_attempt_is_one(run: &Run<'_>) -> Result<(), String> {
+fn retry_dispatch_attempt_is_one(run: &Run<'_>) -> Check {
     let nodes = pb_nodes(run);
     ensure(nodes.iter().any(|n| attempt(n) == Some(1)), || {
         "no parallel-branches node span of attempt 1".into()
@@ -225,7 +218,7 @@ fn retry_dispatch_attempt_is_one(run: &Run<'_>) -> Result<(), String> {
 
 /// The callable-branch dispatch spans are exactly the (branch, attempt index) pairs
 /// of the synthetic callable-branch `started` events, and one attempt is not 0.
-fn dispatch_attempts_follow_events(run: &Run<'_>) -> Result<(), String> {
+fn dispatch_attempts_follow_events(run: &Run<'_>) -> Check {
     let from_events: BTreeSet<(String, u64)> = node_events(run)
         .into_iter()
         .filter(|e| is_callable(e) && e.phase == Phase::Started)
@@ -249,7 +242,7 @@ fn dispatch_attempts_follow_events(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// The attempt invariant `name`, or `None` when it is not one of these.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let truthy = || {
         ensure(v == &Value::Bool(true), || {
             format!("expected `true` as the invariant's value, got {v}")

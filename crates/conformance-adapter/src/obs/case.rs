@@ -22,15 +22,16 @@ use super::prompts::PromptHarness;
 use super::setup::{canonical_json, graph_defs, mentions, subgraph_nodes, GlobalOtel};
 use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
-use super::{attempts, err, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
+use super::{attempts, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
+use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::harness::Harness;
-use crate::shared::lock;
+use crate::shared::{lock, on_own_runtime};
 use crate::yaml::Y;
 
 /// Runs one observability case; cases that call an LLM get their own unpaused
 /// runtime with I/O, in a dedicated thread.
-pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String> {
+pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Check {
     if case.get("direct_call").is_some() {
         return meta::expect::direct_call(case);
     }
@@ -39,7 +40,7 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
         || mentions(case.value, "calls_llm")
         || case.get("mock_embedding").is_some()
         || case.get("mock_rerank").is_some();
-    let desugared = llm_desugar(case).map_err(err)?;
+    let desugared = llm_desugar(case)?;
     if !needs_llm {
         let case = desugared
             .as_ref()
@@ -50,48 +51,37 @@ pub(crate) async fn run_case<'a>(doc: &Y<'a>, case: &Y<'a>) -> Result<(), String
     let single = std::ptr::eq(doc.value, case.value);
     let doc_value = doc.value.clone();
     let case_value = desugared.unwrap_or_else(|| case.value.clone());
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("observability-llm-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(async {
-                    let doc = Y::root(&doc_value, &file);
-                    let case = if single {
-                        doc.clone()
-                    } else {
-                        Y::root(&case_value, &file)
-                    };
-                    run_inner(&doc, &case, true).await
-                }),
-                Err(e) => Err(format!("cannot start a runtime: {e}")),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the observability case thread panicked".to_owned())?
+    on_own_runtime("observability-llm-case", move || async move {
+        let doc = Y::root(&doc_value, &file);
+        let case = if single {
+            doc.clone()
+        } else {
+            Y::root(&case_value, &file)
+        };
+        run_inner(&doc, &case, true).await
+    })
+    .await
 }
 
-fn flag(case: &Y<'_>, key: &str) -> Result<Option<bool>, String> {
-    case.get(key).map(|f| f.bool()).transpose().map_err(err)
+fn flag(case: &Y<'_>, key: &str) -> Check<Option<bool>> {
+    case.get(key)
+        .map(|f| f.bool())
+        .transpose()
+        .map_err(Failure::from)
 }
 
 /// Runs one case (on the current runtime).
-async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(), String> {
+async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Check {
     let mut keys = CASE_KEYS.to_vec();
     keys.extend_from_slice(resume::CASE_KEYS);
     if case.value == doc.value {
         keys.push("conformance_version");
     } else {
-        doc.check_keys(FILE_KEYS).map_err(err)?;
+        doc.check_keys(FILE_KEYS)?;
     }
-    case.check_keys(&keys).map_err(err)?;
+    case.check_keys(&keys)?;
 
-    attempts::check_observers(case).map_err(err)?;
+    attempts::check_observers(case)?;
     let global = match flag(case, "caller_global_otel_active")? {
         Some(true) => Some(GlobalOtel::install()),
         _ => None,
@@ -114,15 +104,15 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         ob = ob.subgraph_name(node, identity);
     }
     if let Some(list) = case.get("detached_subgraphs") {
-        for identity in list.strings().map_err(err)? {
+        for identity in list.strings()? {
             let nodes: Vec<&String> = sub_nodes
                 .iter()
                 .filter(|(_, id)| *id == identity)
                 .map(|(n, _)| n)
                 .collect();
             if nodes.is_empty() {
-                return Err(err(
-                    list.invalid(format!("no node runs subgraph `{identity}`"))
+                return Err(Failure::from(
+                    list.invalid(format!("no node runs subgraph `{identity}`")),
                 ));
             }
             for n in nodes {
@@ -132,7 +122,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         }
     }
     if let Some(list) = case.get("detached_fan_outs") {
-        for node in list.strings().map_err(err)? {
+        for node in list.strings()? {
             detached_fan_outs.push(node.clone());
             ob = ob.detach_fan_out(node);
         }
@@ -174,12 +164,10 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     };
     let collectors: Vec<Arc<Collector>> = match case.get("typed_observers") {
         Some(list) => list
-            .seq()
-            .map_err(err)?
+            .seq()?
             .iter()
             .map(|o| Collector::parse(o).map(Arc::new))
-            .collect::<Result<_, _>>()
-            .map_err(err)?,
+            .collect::<Result<_, _>>()?,
         None => Vec::new(),
     };
     let recorded: Arc<Mutex<Vec<Arc<ObserverEvent>>>> = Arc::default();
@@ -195,7 +183,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         }),
     );
 
-    let meta = Arc::new(meta::MetaHarness::from_case(doc, case).map_err(err)?);
+    let meta = Arc::new(meta::MetaHarness::from_case(doc, case)?);
     let harness = Arc::new(Harness::default());
     let emitted = Arc::new(Mutex::new(Vec::new()));
     let mut builder = Builder::new(Arc::clone(&harness));
@@ -203,70 +191,61 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
         observer: observer.clone(),
         logs: Arc::clone(&emitted),
         llm: llm.clone(),
-        prompts: PromptHarness::from_case(case).map_err(err)?.map(Arc::new),
+        prompts: PromptHarness::from_case(case)?.map(Arc::new),
         meta: Arc::clone(&meta),
         retrieval: super::retrieval::RetrievalHarness::start(case)
             .await?
             .map(Arc::new),
     }));
-    builder.collect_defs(doc).map_err(err)?;
+    builder.collect_defs(doc)?;
     if case.value != doc.value {
-        builder.collect_defs(case).map_err(err)?;
+        builder.collect_defs(case)?;
     }
     if let Some(cp) = resume::checkpointer(case)? {
         builder.configure_outer = Some(Box::new(move |b| b.checkpointer(Arc::clone(&cp))));
     }
     let initial = match case.get("initial_state") {
         None => Value::Null,
-        Some(y) if y.is_null() || y.value.is_mapping() => y.json().map_err(err)?,
-        Some(y) => return Err(err(y.invalid("initial_state must be a mapping"))),
+        Some(y) if y.is_null() || y.value.is_mapping() => y.json()?,
+        Some(y) => return Err(Failure::from(y.invalid("initial_state must be a mapping"))),
     };
     let extra: Vec<String> = initial
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     let graph = builder
-        .graph(case, true, &extra)
-        .map_err(err)?
-        .map_err(|e| format!("unexpected compile error: {e}"))?;
+        .graph(case, true, &extra)?
+        .map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
 
     // `invocations: N`, or a list of per-invocation `{session_id?, initial_state?}`
     // (084).
     let mut per_invocation: Vec<(Option<String>, Option<Value>)> = Vec::new();
     let count = match case.get("invocations") {
         Some(list) if list.value.is_sequence() => {
-            for entry in list.seq().map_err(err)? {
-                entry
-                    .check_keys(&["session_id", "initial_state"])
-                    .map_err(err)?;
+            for entry in list.seq()? {
+                entry.check_keys(&["session_id", "initial_state"])?;
                 let session = entry
                     .get("session_id")
                     .map(|s| s.str().map(str::to_owned))
-                    .transpose()
-                    .map_err(err)?;
-                let state = entry
-                    .get("initial_state")
-                    .map(|s| s.json())
-                    .transpose()
-                    .map_err(err)?;
+                    .transpose()?;
+                let state = entry.get("initial_state").map(|s| s.json()).transpose()?;
                 per_invocation.push((session, state));
             }
             if per_invocation.is_empty() {
-                return Err(err(list.invalid("invocations must not be empty")));
+                return Err(Failure::from(list.invalid("invocations must not be empty")));
             }
             per_invocation.len()
         }
-        Some(n) => usize::try_from(n.i64().map_err(err)?)
+        Some(n) => usize::try_from(n.i64()?)
             .ok()
             .filter(|n| *n >= 1)
-            .ok_or_else(|| err(n.invalid("invocations must be a positive integer")))?,
+            .ok_or_else(|| Failure::from(n.invalid("invocations must be a positive integer")))?,
         None => 1,
     };
     let session_id = case
         .get("session_id")
         .map(|c| c.str().map(str::to_owned))
-        .transpose()
-        .map_err(err)?;
+        .transpose()?;
     // 049 `sequential_invocations`: one invocation per entry, with its id.
     let count = if meta.sequence.is_empty() {
         count
@@ -276,17 +255,19 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     let caller_invocation_id = case
         .get("caller_invocation_id")
         .map(|c| c.str().map(str::to_owned))
-        .transpose()
-        .map_err(err)?;
+        .transpose()?;
     let correlation_id = case
         .get("caller_correlation_id")
         .map(|c| c.str().map(str::to_owned))
-        .transpose()
-        .map_err(err)?;
+        .transpose()?;
     let metadata = match case.get("caller_metadata") {
-        Some(m) => match m.json().map_err(err)? {
+        Some(m) => match m.json()? {
             Value::Object(map) => map,
-            _ => return Err(err(m.invalid("caller_metadata must be a mapping"))),
+            _ => {
+                return Err(Failure::from(
+                    m.invalid("caller_metadata must be a mapping"),
+                ))
+            }
         },
         None => serde_json::Map::new(),
     };
@@ -384,7 +365,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     if let Some(h) = &llm {
         let overruns = h.overruns();
         if !overruns.is_empty() {
-            return Err(format!("mock provider exhausted: {}", overruns.join("; ")));
+            return Err(format!("mock provider exhausted: {}", overruns.join("; ")).into());
         }
     }
     let forest = Forest::new(spans);
@@ -427,7 +408,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
     };
 
     if let Some(e) = case.get("expected_error") {
-        expected_error(&e, &outcomes).map_err(|m| format!("expected_error: {m}"))?;
+        expected_error(&e, &outcomes).map_err(|m| m.context("expected_error: "))?;
     }
     if resume::present(case) {
         resume::check(case, &run, &outcomes, &before_resume)?;
@@ -435,7 +416,7 @@ async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Result<(),
             return Ok(());
         }
     }
-    let expected = case.req("expected").map_err(err)?;
+    let expected = case.req("expected")?;
     assert_expected(
         &expected,
         &run,

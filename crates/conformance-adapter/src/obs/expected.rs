@@ -8,7 +8,8 @@ use super::desugar::declared_only;
 use super::logs::check_logs;
 use super::spans::{attr, match_list, value_matches, Binder, Forest, MatchOpts};
 use super::traces::{determinism, match_traces, no_edge_spans};
-use super::{err, invariants, metrics, typed, Outcome, Run};
+use super::{invariants, metrics, typed, Outcome, Run};
+use crate::failure::Check;
 use crate::ge::harness::Harness;
 use crate::shared::lock;
 use crate::yaml::Y;
@@ -49,8 +50,8 @@ const EXPECTED_KEYS: &[&str] = &[
     "langfuse_observations_on_global",
 ];
 
-pub(crate) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), String> {
-    e.check_keys(&["category", "raised_from"]).map_err(err)?;
+pub(crate) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Check {
+    e.check_keys(&["category", "raised_from"])?;
     let Some(Outcome::Failed {
         category,
         node,
@@ -61,27 +62,27 @@ pub(crate) fn expected_error(e: &Y<'_>, outcomes: &[Outcome]) -> Result<(), Stri
         return Err("the invocation did not fail".into());
     };
     if let Some(want) = e.get("category") {
-        let want = want.str().map_err(err)?;
+        let want = want.str()?;
         // Register O6: an LLM error raised through the node is named by its §7 category.
         let got = llm.as_deref().unwrap_or(category);
         if want != got {
-            return Err(format!("category {got}, expected {want}"));
+            return Err(format!("category {got}, expected {want}").into());
         }
     }
     if let Some(want) = e.get("raised_from") {
-        let want = want.str().map_err(err)?;
+        let want = want.str()?;
         if want != node {
-            return Err(format!("raised from {node}, expected {want}"));
+            return Err(format!("raised from {node}, expected {want}").into());
         }
     }
     Ok(())
 }
 
-fn truthy(y: &Y<'_>) -> Result<(), String> {
-    if y.bool().map_err(err)? {
+fn truthy(y: &Y<'_>) -> Check {
+    if y.bool()? {
         Ok(())
     } else {
-        Err(format!("{}: only `true` is supported", y.location()))
+        Err(format!("{}: only `true` is supported", y.location()).into())
     }
 }
 
@@ -92,15 +93,15 @@ pub(super) fn assert_expected(
     harness: &Harness,
     base: &MatchOpts,
     global: Option<&Forest>,
-) -> Result<(), String> {
-    expected.check_keys(EXPECTED_KEYS).map_err(err)?;
+) -> Check {
+    expected.check_keys(EXPECTED_KEYS)?;
     let forest = run.forest;
     let mut binder = Binder::default();
     for key in ["span_tree", "span_tree_private"] {
         let Some(tree) = expected.get(key) else {
             continue;
         };
-        let want = tree.seq().map_err(err)?;
+        let want = tree.seq()?;
         let mut opts = base.clone();
         if run.case.get("name").and_then(|n| n.str().ok()) == Some(O2_CASE) {
             opts.presence_only = &[a::ERROR_CATEGORY];
@@ -109,7 +110,7 @@ pub(super) fn assert_expected(
     }
     if let Some(tree) = expected.get("span_tree_global") {
         let global = global.ok_or("span_tree_global: no global provider was installed")?;
-        let want = tree.seq().map_err(err)?;
+        let want = tree.seq()?;
         binder = match_list(
             &want,
             &global.roots(),
@@ -133,14 +134,15 @@ pub(super) fn assert_expected(
             return Err(format!(
                 "no_openarmature_spans_on_global: `{}` reached the global provider",
                 s.name
-            ));
+            )
+            .into());
         }
     }
     if let Some(flag) = expected.get("no_llm_provider_span") {
         truthy(&flag)?;
         let n = run.llm_spans().len();
         if n != 0 {
-            return Err(format!("no_llm_provider_span: {n} LLM spans"));
+            return Err(format!("no_llm_provider_span: {n} LLM spans").into());
         }
     }
     for key in ["llm_span_attributes", "llm_span_attributes_absent"] {
@@ -149,31 +151,32 @@ pub(super) fn assert_expected(
         };
         let spans = run.llm_spans();
         if spans.is_empty() {
-            return Err(format!("{key}: no LLM span"));
+            return Err(format!("{key}: no LLM span").into());
         }
         for span in spans {
             if key == "llm_span_attributes" {
-                for (k, want) in block.entries().map_err(err)? {
-                    let want = want.json().map_err(err)?;
+                for (k, want) in block.entries()? {
+                    let want = want.json()?;
                     let got = attr(span, &k).ok_or_else(|| format!("{key}: `{k}` is missing"))?;
                     value_matches(&want, &got, &mut binder, &format!("{key}.{k}"))?;
                 }
             } else {
-                for k in block.strings().map_err(err)? {
+                for k in block.strings()? {
                     if let Some(v) = attr(span, &k) {
-                        return Err(format!("{key}: `{k}` is present ({v})"));
+                        return Err(format!("{key}: `{k}` is present ({v})").into());
                     }
                 }
             }
         }
     }
     if let Some(usage) = expected.get("response_usage") {
-        let want = usage.json().map_err(err)?;
+        let want = usage.json()?;
         let [call] = run.calls.as_slice() else {
             return Err(format!(
                 "response_usage: {} LLM calls, expected one",
                 run.calls.len()
-            ));
+            )
+            .into());
         };
         let response = call
             .result
@@ -187,14 +190,14 @@ pub(super) fn assert_expected(
         )?;
     }
     if let Some(observers) = expected.get("observers") {
-        for (name, block) in observers.entries().map_err(err)? {
+        for (name, block) in observers.entries()? {
             let collector = run
                 .collectors
                 .iter()
                 .find(|c| c.name == name)
                 .ok_or_else(|| format!("observers: no typed observer named `{name}`"))?;
             typed::expectations(&block, &collector.records())
-                .map_err(|m| format!("observers.{name}: {m}"))?;
+                .map_err(|m| m.context(format!("observers.{name}: ")))?;
         }
     }
     if let Some(e) = expected.get("node_completed_event_carries_error") {
@@ -205,15 +208,15 @@ pub(super) fn assert_expected(
             subset_children: run.case.get("name").and_then(|n| n.str().ok()) == Some(O5_CASE),
             ..base.clone()
         };
-        binder = match_traces(&traces.seq().map_err(err)?, forest, &binder, &opts)?;
+        binder = match_traces(&traces.seq()?, forest, &binder, &opts)?;
     }
     if let Some(parent) = expected.get("parent_trace") {
-        parent.check_keys(&["span_tree"]).map_err(err)?;
+        parent.check_keys(&["span_tree"])?;
         let parents = forest.parent_traces();
         let [trace] = parents.as_slice() else {
-            return Err(format!("parent_trace: {} parent traces", parents.len()));
+            return Err(format!("parent_trace: {} parent traces", parents.len()).into());
         };
-        let want = parent.req("span_tree").and_then(|t| t.seq()).map_err(err)?;
+        let want = parent.req("span_tree").and_then(|t| t.seq())?;
         binder = match_list(
             &want,
             &forest.roots_of(*trace),
@@ -224,20 +227,20 @@ pub(super) fn assert_expected(
         )?;
     }
     if let Some(n) = expected.get("detached_trace_count") {
-        let want = n.i64().map_err(err)?;
+        let want = n.i64()?;
         let got = forest
             .trace_ids()
             .len()
             .saturating_sub(forest.parent_traces().len());
         if i64::try_from(got).ok() != Some(want) {
-            return Err(format!("detached_trace_count: {got}, expected {want}"));
+            return Err(format!("detached_trace_count: {got}, expected {want}").into());
         }
     }
     if let Some(records) = expected.get("log_records") {
-        check_logs(&records.seq().map_err(err)?, &run.logs, &mut binder)?;
+        check_logs(&records.seq()?, &run.logs, &mut binder)?;
     }
     if let Some(n) = expected.get("invocation_count") {
-        let want = n.i64().map_err(err)?;
+        let want = n.i64()?;
         let roots = forest
             .parent_traces()
             .into_iter()
@@ -250,7 +253,8 @@ pub(super) fn assert_expected(
             return Err(format!(
                 "invocation_count: {} invocations, {roots} invocation spans, expected {want}",
                 outcomes.len()
-            ));
+            )
+            .into());
         }
     }
     if let Some(d) = expected.get("determinism_check") {
@@ -268,14 +272,14 @@ pub(super) fn assert_expected(
     if let Some(flag) = expected.get("no_spans_emitted") {
         truthy(&flag)?;
         if !forest.spans.is_empty() {
-            return Err(format!("no_spans_emitted: {} spans", forest.spans.len()));
+            return Err(format!("no_spans_emitted: {} spans", forest.spans.len()).into());
         }
     }
     if let Some(flag) = expected.get("no_langfuse_observations_emitted") {
         // Register O3: without a Langfuse observer nothing can be emitted.
         truthy(&flag)?;
         if let Some(n) = run.langfuse.as_ref().map(Vec::len).filter(|n| *n > 0) {
-            return Err(format!("no_langfuse_observations_emitted: {n} traces"));
+            return Err(format!("no_langfuse_observations_emitted: {n} traces").into());
         }
     }
     if expected.get("langfuse_trace").is_some() || expected.get("langfuse_traces").is_some() {
@@ -306,7 +310,7 @@ pub(super) fn assert_expected(
             langfuse_spans(global.ok_or_else(|| format!("{key}: no global provider"))?)
         };
         if (n > 0) != want_some {
-            return Err(format!("{key}: {n} Langfuse observation spans"));
+            return Err(format!("{key}: {n} Langfuse observation spans").into());
         }
     }
     if let Some(flag) = expected.get("no_edge_spans") {
@@ -314,7 +318,7 @@ pub(super) fn assert_expected(
         no_edge_spans(run)?;
     }
     if let Some(state) = expected.get("final_state") {
-        let want = state.json().map_err(err)?;
+        let want = state.json()?;
         match outcomes.first() {
             Some(Outcome::Completed(got)) => crate::matchers::check(
                 &want,
@@ -343,11 +347,10 @@ const O5_CASE: &str = "detached_subgraph_attribution_propagates_to_child_trace_i
 /// `node_completed_event_carries_error: {node_name, error_category}` (053): a
 /// completed node event of that node whose error's §6.4 derived category (register
 /// O6) is the one named.
-fn node_completed_error(y: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
-    y.check_keys(&["node_name", "error_category"])
-        .map_err(err)?;
-    let node = y.req("node_name").and_then(|n| n.str()).map_err(err)?;
-    let want = y.req("error_category").and_then(|c| c.str()).map_err(err)?;
+fn node_completed_error(y: &Y<'_>, run: &Run<'_>) -> Check {
+    y.check_keys(&["node_name", "error_category"])?;
+    let node = y.req("node_name").and_then(|n| n.str())?;
+    let want = y.req("error_category").and_then(|c| c.str())?;
     let found: Vec<Option<String>> = run
         .events
         .iter()
@@ -361,6 +364,6 @@ fn node_completed_error(y: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
     } else {
         Err(format!(
             "node_completed_event_carries_error: `{node}` completed with error categories {found:?}, expected {want}"
-        ))
+        ).into())
     }
 }

@@ -32,7 +32,7 @@ use serde_json::Value;
 use super::llm::{LlmCall, LlmHarness};
 use super::prompts::{PromptHarness, PromptStep};
 use crate::ge::build::Extension;
-use crate::shared::{lock, Around, AroundNode};
+use crate::shared::{lock, target, Around, AroundNode};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -212,14 +212,6 @@ impl Guard {
     }
 }
 
-fn target(name: &str) -> Target {
-    if name == "END" {
-        END
-    } else {
-        Target::from(name)
-    }
-}
-
 /// A node's guarded destinations and its fallback.
 type Routes = (Vec<(Guard, Target)>, Option<Target>);
 
@@ -230,22 +222,8 @@ fn if_field_edge(
     c: &Y<'_>,
 ) -> Result<GraphBuilder<DynState>, AdapterError> {
     e.check_keys(&["from", "condition"])?;
-    c.check_keys(&["if_field", "equals", "then", "else"])?;
     let from = e.req("from")?.str()?.to_owned();
-    let field = c.req("if_field")?.str()?.to_owned();
-    let equals = c.req("equals")?.json()?;
-    let then = target(c.req("then")?.str()?);
-    let otherwise = target(c.req("else")?.str()?);
-    Ok(builder.add_conditional_edge(
-        from,
-        move |s: &DynState| {
-            let hit = s
-                .get(&field)
-                .is_some_and(|v| crate::matchers::json_eq(v, &equals));
-            Ok(if hit { then.clone() } else { otherwise.clone() })
-        },
-        None,
-    ))
+    crate::shared::if_field_edge(builder, from, c, false)
 }
 
 /// The `fan_out:` keys the extension's instance middleware handles.

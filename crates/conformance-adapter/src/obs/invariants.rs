@@ -10,11 +10,8 @@ use serde_json::Value;
 
 use super::spans::{attr, attr_str, has_exception, is_error, value_matches, Binder, Forest};
 use super::{LogView, Run};
+use crate::failure::{mismatch, Check, Failure};
 use crate::yaml::Y;
-
-fn err<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
 
 fn is_uuid_v4(s: &str) -> bool {
     value_matches(
@@ -27,42 +24,43 @@ fn is_uuid_v4(s: &str) -> bool {
 }
 
 /// Checks every entry of an `invariants:` mapping.
-pub(crate) fn check_all(invariants: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
-    for (name, value) in invariants.entries().map_err(|e| e.to_string())? {
-        let v = value.json().map_err(|e| e.to_string())?;
-        check(&name, &v, run).map_err(|m| format!("invariant {name}: {m}"))?;
+pub(crate) fn check_all(invariants: &Y<'_>, run: &Run<'_>) -> Check {
+    for (name, value) in invariants.entries()? {
+        let v = value.json()?;
+        check(&name, &v, run).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }
 
-fn truthy(v: &Value) -> Result<(), String> {
+/// `Ok` when an invariant's value is `true` (the only value a check accepts).
+pub(super) fn truthy(v: &Value) -> Check {
     match v {
         Value::Bool(true) => Ok(()),
-        other => err(format!(
+        other => mismatch(format!(
             "expected `true` as the invariant's value, got {other}"
         )),
     }
 }
 
-fn correlation_ids(spans: &[&SpanData]) -> Result<BTreeSet<String>, String> {
+fn correlation_ids(spans: &[&SpanData]) -> Check<BTreeSet<String>> {
     let mut ids = BTreeSet::new();
     for s in spans {
         match attr_str(s, a::CORRELATION_ID) {
             Some(id) if !id.is_empty() => {
                 ids.insert(id);
             }
-            _ => return err(format!("span `{}` has no correlation id", s.name)),
+            _ => return mismatch(format!("span `{}` has no correlation id", s.name)),
         }
     }
     Ok(ids)
 }
 
-fn one_correlation_id(spans: &[&SpanData]) -> Result<String, String> {
+fn one_correlation_id(spans: &[&SpanData]) -> Check<String> {
     let ids = correlation_ids(spans)?;
     match ids.len() {
         1 => Ok(ids.into_iter().next().unwrap_or_default()),
-        0 => err("no spans"),
-        _ => err(format!("several correlation ids: {ids:?}")),
+        0 => mismatch("no spans"),
+        _ => mismatch(format!("several correlation ids: {ids:?}")),
     }
 }
 
@@ -74,11 +72,11 @@ fn parent_and_detached(
         opentelemetry::trace::TraceId,
         Vec<opentelemetry::trace::TraceId>,
     ),
-    String,
+    Failure,
 > {
     let parents = f.parent_traces();
     let [parent] = parents.as_slice() else {
-        return err(format!(
+        return mismatch(format!(
             "expected one parent trace, found {}",
             parents.len()
         ));
@@ -88,7 +86,7 @@ fn parent_and_detached(
 }
 
 /// The span of the parent trace carrying links (the detached unit's dispatch span).
-fn linking_span(f: &Forest) -> Result<&SpanData, String> {
+fn linking_span(f: &Forest) -> Check<&SpanData> {
     let (parent, _) = parent_and_detached(f)?;
     let linking: Vec<&SpanData> = f
         .in_trace(parent)
@@ -97,24 +95,24 @@ fn linking_span(f: &Forest) -> Result<&SpanData, String> {
         .collect();
     match linking.as_slice() {
         [one] => Ok(one),
-        other => err(format!(
+        other => mismatch(format!(
             "expected one span carrying links, found {}",
             other.len()
         )),
     }
 }
 
-fn detached_roots(f: &Forest) -> Result<Vec<&SpanData>, String> {
+fn detached_roots(f: &Forest) -> Check<Vec<&SpanData>> {
     let (_, detached) = parent_and_detached(f)?;
     let mut roots = Vec::new();
     for t in detached {
         match f.roots_of(t).as_slice() {
             [root] => roots.push(*root),
-            other => return err(format!("a detached trace has {} roots", other.len())),
+            other => return mismatch(format!("a detached trace has {} roots", other.len())),
         }
     }
     if roots.is_empty() {
-        return err("no detached trace");
+        return mismatch("no detached trace");
     }
     Ok(roots)
 }
@@ -127,10 +125,10 @@ fn invocation_roots(f: &Forest) -> Vec<&SpanData> {
 }
 
 /// The invocation root's node children (attempt spans).
-fn root_attempts(f: &Forest) -> Result<Vec<&SpanData>, String> {
+fn root_attempts(f: &Forest) -> Check<Vec<&SpanData>> {
     let roots = invocation_roots(f);
     let [root] = roots.as_slice() else {
-        return err(format!(
+        return mismatch(format!(
             "expected one invocation span, found {}",
             roots.len()
         ));
@@ -141,10 +139,10 @@ fn root_attempts(f: &Forest) -> Result<Vec<&SpanData>, String> {
         .collect())
 }
 
-fn int_list(v: &Value) -> Result<Vec<i64>, String> {
-    v.as_array()
+fn int_list(v: &Value) -> Check<Vec<i64>> {
+    Ok(v.as_array()
         .and_then(|l| l.iter().map(Value::as_i64).collect::<Option<Vec<_>>>())
-        .ok_or_else(|| format!("expected a list of integers, got {v}"))
+        .ok_or_else(|| format!("expected a list of integers, got {v}"))?)
 }
 
 /// Fan-out instance spans: carry `fan_out_index` and `parent_node_name`.
@@ -159,7 +157,7 @@ fn log_trace_ids(logs: &[LogView]) -> BTreeSet<String> {
     logs.iter().map(|l| l.trace_id.clone()).collect()
 }
 
-fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
+fn check(name: &str, v: &Value, run: &Run<'_>) -> Check {
     if let Some(verdict) = super::retrieval_invariants::check(name, v, run) {
         return verdict;
     }
@@ -186,7 +184,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             let ids = correlation_ids(&all)?;
             match ids.iter().find(|id| !is_uuid_v4(id)) {
-                Some(bad) => err(format!("`{bad}` is not a UUIDv4")),
+                Some(bad) => mismatch(format!("`{bad}` is not a UUIDv4")),
                 None => Ok(()),
             }
         }
@@ -200,11 +198,11 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
         "correlation_ids_differ_across_invocations" => {
             truthy(v)?;
             let groups = run.per_invocation();
-            let ids: Result<BTreeSet<String>, String> =
+            let ids: Check<BTreeSet<String>> =
                 groups.iter().map(|g| one_correlation_id(g)).collect();
             let ids = ids?;
             if groups.len() < 2 || ids.len() != groups.len() {
-                return err(format!(
+                return mismatch(format!(
                     "{} invocations, {} distinct ids",
                     groups.len(),
                     ids.len()
@@ -221,7 +219,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                 .collect();
             let unique: BTreeSet<String> = indices.iter().map(Value::to_string).collect();
             if spans.is_empty() || unique.len() != spans.len() {
-                return err(format!("instance indices {indices:?}"));
+                return mismatch(format!("instance indices {indices:?}"));
             }
             if let Some(parent) = spans.iter().find_map(|s| f.parent(s)) {
                 if parent.name != node
@@ -230,7 +228,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                             != Some(parent.span_context.span_id())
                     })
                 {
-                    return err("instance spans are not all under the fan-out node span");
+                    return mismatch("instance spans are not all under the fan-out node span");
                 }
             }
             Ok(())
@@ -238,7 +236,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
         "fan_out_index_range" => {
             let bounds = int_list(v)?;
             let [lo, hi] = bounds.as_slice() else {
-                return err("expected [low, high]");
+                return mismatch("expected [low, high]");
             };
             // Per fan-out: the instances sharing a parent span (nested fan-outs, 132,
             // have one fan-out node span per enclosing instance).
@@ -257,12 +255,12 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             }
             let want: Vec<i64> = (*lo..=*hi).collect();
             if by_parent.is_empty() {
-                return err("no fan-out instance spans");
+                return mismatch("no fan-out instance spans");
             }
             for mut got in by_parent.into_values() {
                 got.sort_unstable();
                 if got != want {
-                    return err(format!("instance indices {got:?}, expected {want:?}"));
+                    return mismatch(format!("instance indices {got:?}, expected {want:?}"));
                 }
             }
             Ok(())
@@ -273,7 +271,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if u64::try_from(got).ok() == Some(want) {
                 Ok(())
             } else {
-                err(format!("{got} attempt spans"))
+                mismatch(format!("{got} attempt spans"))
             }
         }
         "attempt_indices" => {
@@ -286,14 +284,14 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if got == want {
                 Ok(())
             } else {
-                err(format!("attempt indices {got:?}"))
+                mismatch(format!("attempt indices {got:?}"))
             }
         }
         "all_attempt_spans_error" => {
             truthy(v)?;
             let attempts = root_attempts(f)?;
             if attempts.is_empty() || attempts.iter().any(|s| !is_error(s)) {
-                return err("not every attempt span is ERROR");
+                return mismatch("not every attempt span is ERROR");
             }
             Ok(())
         }
@@ -301,7 +299,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             let (_, detached) = parent_and_detached(f)?;
             if detached.is_empty() {
-                return err("a single trace");
+                return mismatch("a single trace");
             }
             Ok(())
         }
@@ -319,7 +317,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                 || targets.len() != detached.len()
                 || targets.contains(&parent.to_string())
             {
-                return err("instance traces are not distinct");
+                return mismatch("instance traces are not distinct");
             }
             Ok(())
         }
@@ -329,7 +327,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if u64::try_from(got).ok() == Some(want) {
                 Ok(())
             } else {
-                err(format!("{got} links"))
+                mismatch(format!("{got} links"))
             }
         }
         "detached_invocation_id_equals_parent"
@@ -344,10 +342,10 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             let id = attr_str(parent_root, a::INVOCATION_ID).ok_or("no invocation id")?;
             for root in detached_roots(f)? {
                 if root.name != a::INVOCATION_SPAN {
-                    return err(format!("a detached trace roots in `{}`", root.name));
+                    return mismatch(format!("a detached trace roots in `{}`", root.name));
                 }
                 if attr_str(root, a::INVOCATION_ID).as_deref() != Some(id.as_str()) {
-                    return err("a detached invocation span has another invocation id");
+                    return mismatch("a detached invocation span has another invocation id");
                 }
             }
             Ok(())
@@ -360,7 +358,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                 .into_iter()
                 .find(|s| attr(s, a::NODE_FAN_OUT_INDEX).is_some())
             {
-                Some(s) => err(format!(
+                Some(s) => mismatch(format!(
                     "`{}` (an instance span) is in the parent trace",
                     s.name
                 )),
@@ -372,7 +370,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if is_error(linking_span(f)?) {
                 Ok(())
             } else {
-                err("the parent-trace dispatch span is not ERROR")
+                mismatch("the parent-trace dispatch span is not ERROR")
             }
         }
         "error_status_on_detached_invocation_span"
@@ -381,7 +379,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if detached_roots(f)?.iter().all(|r| is_error(r)) {
                 Ok(())
             } else {
-                err("a detached invocation span is not ERROR")
+                mismatch("a detached invocation span is not ERROR")
             }
         }
         "exception_event_on_both_error_spans" => {
@@ -391,7 +389,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if spans.iter().all(|s| has_exception(s)) {
                 Ok(())
             } else {
-                err("an ERROR span has no exception event")
+                mismatch("an ERROR span has no exception event")
             }
         }
         "same_execution_path" | "span_count_equal_across_runs" => {
@@ -406,7 +404,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                 })
                 .collect();
             if groups.len() < 2 || shapes.windows(2).any(|w| w[0] != w[1]) {
-                return err(format!("runs differ: {shapes:?}"));
+                return mismatch(format!("runs differ: {shapes:?}"));
             }
             Ok(())
         }
@@ -414,7 +412,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             let ids = log_trace_ids(&run.logs);
             if run.logs.is_empty() || ids.len() != 1 {
-                return err(format!("log trace ids {ids:?}"));
+                return mismatch(format!("log trace ids {ids:?}"));
             }
             Ok(())
         }
@@ -422,13 +420,13 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             truthy(v)?;
             let ids = log_trace_ids(&run.logs);
             if ids.len() < 2 {
-                return err(format!("log trace ids {ids:?}"));
+                return mismatch(format!("log trace ids {ids:?}"));
             }
             Ok(())
         }
         "all_logs_carry_correlation_id" => {
             if run.logs.is_empty() {
-                return err("no log records");
+                return mismatch("no log records");
             }
             for log in &run.logs {
                 let got = log
@@ -454,7 +452,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                     .find(|s| s.name == node.node && attr(s, a::NODE_NAME).is_some())
                     .ok_or_else(|| format!("no span for node `{}`", node.node))?;
                 if span.span_context.span_id().to_string() != log.span_id {
-                    return err(format!("`{}` is not on `{}`'s span", log.body, node.node));
+                    return mismatch(format!("`{}` is not on `{}`'s span", log.body, node.node));
                 }
             }
             Ok(())
@@ -476,7 +474,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             let dispatch = f.children(pb);
             for d in &dispatch {
                 if attr_str(d, a::NODE_BRANCH_NAME).as_deref() != Some(d.name.as_ref()) {
-                    return err(format!(
+                    return mismatch(format!(
                         "dispatch span `{}` is not keyed by its branch",
                         d.name
                     ));
@@ -484,12 +482,12 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                 if name == "callable_branch_span_has_no_inner_node_spans"
                     && !f.children(d).is_empty()
                 {
-                    return err(format!("`{}` has inner spans", d.name));
+                    return mismatch(format!("`{}` has inner spans", d.name));
                 }
             }
             let names: BTreeSet<&str> = dispatch.iter().map(|d| d.name.as_ref()).collect();
             if names.len() != dispatch.len() || u64::try_from(dispatch.len()).ok() != Some(count) {
-                return err(format!(
+                return mismatch(format!(
                     "{} dispatch spans for branch_count {count}",
                     dispatch.len()
                 ));
@@ -497,7 +495,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             if name == "branch_count_is_dispatched_count_not_declared"
                 && u64::try_from(declared.len()).ok() == Some(count)
             {
-                return err("branch_count equals the declared count");
+                return mismatch("branch_count equals the declared count");
             }
             let skipped: Vec<&String> = declared
                 .iter()
@@ -509,7 +507,7 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
                         .iter()
                         .any(|s| skipped.iter().any(|b| s.name == b.as_str())))
             {
-                return err(format!(
+                return mismatch(format!(
                     "skipped branches {skipped:?} left spans (or none skipped)"
                 ));
             }
@@ -537,20 +535,20 @@ fn check(name: &str, v: &Value, run: &Run<'_>) -> Result<(), String> {
             .or_else(|| super::attempts::check(other, v, run))
         {
             Some(verdict) => verdict,
-            None => err(format!(
+            None => Err(Failure::unsupported(format!(
                 "fixture_directive_unknown: invariant `{other}` has no check"
-            )),
+            ))),
         },
     }
 }
 
 /// §5.1: every invocation span (parent and detached) carries the implementation name
 /// (this port's canonical value) and a non-empty version; no other span does.
-fn implementation_attribution(name: &str, all: &[&SpanData]) -> Result<(), String> {
+fn implementation_attribution(name: &str, all: &[&SpanData]) -> Check {
     let invocations = all.iter().filter(|s| s.name == a::INVOCATION_SPAN).count();
     let wants_detached = name == "attribution_attrs_on_detached_child_invocation_span";
     if invocations == 0 || (wants_detached && invocations < 2) {
-        return err(format!("{invocations} invocation spans"));
+        return mismatch(format!("{invocations} invocation spans"));
     }
     for s in all {
         let impl_name = attr_str(s, a::IMPLEMENTATION_NAME);
@@ -562,7 +560,7 @@ fn implementation_attribution(name: &str, all: &[&SpanData]) -> Result<(), Strin
             impl_name.is_none() && version.is_none()
         };
         if !ok {
-            return err(format!(
+            return mismatch(format!(
                 "span `{}`: implementation name {impl_name:?}, version {version:?}",
                 s.name
             ));

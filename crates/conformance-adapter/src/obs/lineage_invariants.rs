@@ -26,15 +26,11 @@ use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
 use super::spans::{attr, attr_str, Forest};
-use super::{typed, Run};
+use super::typed::records;
+use super::Run;
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
+use super::invariants::truthy;
+use crate::failure::{ensure, Check};
 
 /// One boundary crossed on the way in: a fan-out instance or a parallel branch.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,14 +101,6 @@ pub(super) fn event_lineage(r: &Value) -> Vec<Hop> {
         .collect()
 }
 
-fn records(run: &Run<'_>, event_type: &str) -> Vec<Value> {
-    run.events
-        .iter()
-        .filter_map(|e| typed::record(e, None))
-        .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(event_type))
-        .collect()
-}
-
 pub(super) fn text<'v>(r: &'v Value, k: &str) -> &'v str {
     r.get(k).and_then(Value::as_str).unwrap_or_default()
 }
@@ -129,7 +117,7 @@ pub(super) struct Call<'f> {
 }
 
 /// Every provider span, paired with its completion event by response id.
-fn calls<'f>(run: &'f Run<'_>) -> Result<Vec<Call<'f>>, String> {
+fn calls<'f>(run: &'f Run<'_>) -> Check<Vec<Call<'f>>> {
     let events = records(run, "LlmCompletionEvent");
     let wrapper_ids: BTreeSet<String> = run
         .calls
@@ -167,7 +155,7 @@ fn calls<'f>(run: &'f Run<'_>) -> Result<Vec<Call<'f>>, String> {
 }
 
 /// The calls a wrapper made (at least one).
-pub(super) fn orphans<'f>(run: &'f Run<'_>) -> Result<Vec<Call<'f>>, String> {
+pub(super) fn orphans<'f>(run: &'f Run<'_>) -> Check<Vec<Call<'f>>> {
     let out: Vec<Call<'_>> = calls(run)?.into_iter().filter(|c| c.from_wrapper).collect();
     ensure(!out.is_empty(), || {
         "no LLM call was made from a wrapper".into()
@@ -176,7 +164,7 @@ pub(super) fn orphans<'f>(run: &'f Run<'_>) -> Result<Vec<Call<'f>>, String> {
 }
 
 /// The span of the node attempt that made `call`: its name, attempt and lineage.
-pub(super) fn calling_node<'f>(f: &'f Forest, call: &Call<'_>) -> Result<&'f SpanData, String> {
+pub(super) fn calling_node<'f>(f: &'f Forest, call: &Call<'_>) -> Check<&'f SpanData> {
     let found: Vec<&SpanData> = f
         .spans
         .iter()
@@ -193,7 +181,8 @@ pub(super) fn calling_node<'f>(f: &'f Forest, call: &Call<'_>) -> Result<&'f Spa
             other.len(),
             call.node,
             call.lineage
-        )),
+        )
+        .into()),
     }
 }
 
@@ -203,7 +192,7 @@ fn same(a: &SpanData, b: &SpanData) -> bool {
 
 /// The parent is the innermost wrapper of the call's own lineage: an instance or
 /// dispatch span (not a node or invocation span) whose tree lineage is the call's.
-pub(super) fn under_own_wrapper(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+pub(super) fn under_own_wrapper(f: &Forest, c: &Call<'_>) -> Check {
     ensure(
         !is_node(c.parent) && c.parent.name != a::INVOCATION_SPAN,
         || format!("an orphan LLM span parents under `{}`", c.parent.name),
@@ -220,7 +209,7 @@ pub(super) fn under_own_wrapper(f: &Forest, c: &Call<'_>) -> Result<(), String> 
 
 /// 132 (b): each provider span's parent is its own calling node's span, and two
 /// calls share an innermost fan-out index across different lineages.
-fn exact_calling_node(run: &Run<'_>) -> Result<(), String> {
+fn exact_calling_node(run: &Run<'_>) -> Check {
     let calls = calls(run)?;
     for c in &calls {
         let node = calling_node(run.forest, c)?;
@@ -243,7 +232,7 @@ fn exact_calling_node(run: &Run<'_>) -> Result<(), String> {
 
 /// 132 (a): the node spans and the node `started` events are the same multiset of
 /// (name, attempt, lineage), under nesting where innermost indices coincide.
-fn none_dropped(run: &Run<'_>) -> Result<(), String> {
+fn none_dropped(run: &Run<'_>) -> Check {
     let f = run.forest;
     let mut from_events: Vec<(String, u64, Vec<Hop>)> = records(run, "NodeEvent")
         .iter()
@@ -303,7 +292,7 @@ fn inner_node_spans(f: &Forest) -> usize {
 
 /// Every fan-out node span named `node` has unique instance indices covering
 /// `0..item_count`.
-fn unique_per_node_span(f: &Forest, node: &str) -> Result<(), String> {
+fn unique_per_node_span(f: &Forest, node: &str) -> Check {
     let nodes: Vec<&SpanData> = f
         .spans
         .iter()
@@ -331,7 +320,7 @@ fn unique_per_node_span(f: &Forest, node: &str) -> Result<(), String> {
 }
 
 /// The dispatch spans of `names`, one each, in that order.
-fn dispatch_spans<'f>(f: &'f Forest, names: &[String]) -> Result<Vec<&'f SpanData>, String> {
+fn dispatch_spans<'f>(f: &'f Forest, names: &[String]) -> Check<Vec<&'f SpanData>> {
     names
         .iter()
         .map(|n| {
@@ -342,10 +331,7 @@ fn dispatch_spans<'f>(f: &'f Forest, names: &[String]) -> Result<Vec<&'f SpanDat
                 .collect();
             match found.as_slice() {
                 [one] => Ok(*one),
-                other => Err(format!(
-                    "{} dispatch spans `{n}`, expected one",
-                    other.len()
-                )),
+                other => Err(format!("{} dispatch spans `{n}`, expected one", other.len()).into()),
             }
         })
         .collect()
@@ -353,7 +339,7 @@ fn dispatch_spans<'f>(f: &'f Forest, names: &[String]) -> Result<Vec<&'f SpanDat
 
 /// The dispatch spans close (are exported) in the order given, at non-decreasing
 /// end times, all under one parallel-branches node span.
-fn close_in_order(f: &Forest, v: &Value) -> Result<(), String> {
+fn close_in_order(f: &Forest, v: &Value) -> Check {
     let names: Vec<String> = v
         .as_array()
         .and_then(|l| l.iter().map(|n| n.as_str().map(str::to_owned)).collect())
@@ -378,7 +364,7 @@ fn close_in_order(f: &Forest, v: &Value) -> Result<(), String> {
 }
 
 /// Every dispatch span closes before (and within) its parallel-branches node span.
-fn close_before_node(f: &Forest) -> Result<(), String> {
+fn close_before_node(f: &Forest) -> Check {
     let dispatch: Vec<&SpanData> = f.spans.iter().filter(|s| is_dispatch(s)).collect();
     ensure(!dispatch.is_empty(), || "no dispatch span".into())?;
     for d in dispatch {
@@ -396,7 +382,7 @@ fn close_before_node(f: &Forest) -> Result<(), String> {
 
 /// Same-named node spans in different branches parent under distinct dispatch spans
 /// of their own branch.
-fn disambiguated_by_dispatch(f: &Forest) -> Result<(), String> {
+fn disambiguated_by_dispatch(f: &Forest) -> Check {
     let inner: Vec<&SpanData> = f
         .spans
         .iter()
@@ -429,7 +415,7 @@ fn disambiguated_by_dispatch(f: &Forest) -> Result<(), String> {
 }
 
 /// The lineage invariant `name`, or `None` when it is not one of these.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let f = run.forest;
     let count = |got: usize, what: &str| {
         ensure(v.as_u64() == u64::try_from(got).ok(), || {
@@ -446,7 +432,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
         "unique_fan_out_indices_per_node_span_under" => {
             return Some(match v.as_str() {
                 Some(node) => unique_per_node_span(f, node),
-                None => Err(format!("expected a node name, got {v}")),
+                None => Err(format!("expected a node name, got {v}").into()),
             });
         }
         "dispatch_spans_close_in_declaration_order" => return Some(close_in_order(f, v)),
@@ -456,10 +442,5 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
         "dispatch_spans_close_before_node_span" => close_before_node(f),
         other => super::orphan_invariants::check(other, run)?,
     };
-    Some(match v {
-        Value::Bool(true) => verdict,
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    })
+    Some(truthy(v).and(verdict))
 }

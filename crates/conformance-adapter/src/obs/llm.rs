@@ -52,6 +52,7 @@ use openarmature_llm::{
 use serde_json::{json, Map, Value};
 
 use super::canned::{self, Canned};
+use crate::failure::{Check, Failure};
 use crate::http_mock::{MockServer, Reply};
 use crate::shared::lock;
 use crate::yaml::Y;
@@ -99,30 +100,23 @@ pub(crate) struct LlmHarness {
 
 impl LlmHarness {
     /// Starts the mock provider for `case` (`mock_llm`, `provider`).
-    pub(crate) async fn start(case: &Y<'_>) -> Result<LlmHarness, String> {
-        let err = |e: AdapterError| e.to_string();
+    pub(crate) async fn start(case: &Y<'_>) -> Check<LlmHarness> {
         let mut replies = Vec::new();
         let mut default_model = None;
         let mut implied_tools = Vec::new();
         if let Some(list) = case.get("mock_llm") {
-            for entry in list.seq().map_err(err)? {
-                entry
-                    .check_keys(&["status", "body", "headers"])
-                    .map_err(err)?;
+            for entry in list.seq()? {
+                entry.check_keys(&["status", "body", "headers"])?;
                 let status = match entry.get("status") {
-                    Some(s) => u16::try_from(s.i64().map_err(err)?)
-                        .map_err(|_| err(s.invalid("an HTTP status")))?,
+                    Some(s) => u16::try_from(s.i64()?)
+                        .map_err(|_| Failure::from(s.invalid("an HTTP status")))?,
                     None => 200,
                 };
-                let body = entry
-                    .get("body")
-                    .map(|b| b.json())
-                    .transpose()
-                    .map_err(err)?;
+                let body = entry.get("body").map(|b| b.json()).transpose()?;
                 let mut headers = Vec::new();
                 if let Some(h) = entry.get("headers") {
-                    for (k, v) in h.entries().map_err(err)? {
-                        headers.push((k, v.str().map_err(err)?.to_owned()));
+                    for (k, v) in h.entries()? {
+                        headers.push((k, v.str()?.to_owned()));
                     }
                 }
                 if let Some(b) = &body {
@@ -146,32 +140,32 @@ impl LlmHarness {
         if let Some(list) = case.get("mock_llm_stream") {
             // Register O6: stream chunks carry no model; the streaming suite binds gpt-test.
             default_model.get_or_insert_with(|| "gpt-test".to_owned());
-            for entry in list.seq().map_err(err)? {
+            for entry in list.seq()? {
                 let attempts = match entry.get("wire_attempts") {
                     Some(w) => {
-                        entry.check_keys(&["wire_attempts"]).map_err(err)?;
-                        w.seq().map_err(err)?
+                        entry.check_keys(&["wire_attempts"])?;
+                        w.seq()?
                     }
                     None => vec![entry],
                 };
                 for attempt in attempts {
-                    replies.push(crate::llm::sse_reply(&attempt.seq().map_err(err)?).map_err(err)?);
+                    replies.push(crate::llm::sse_reply(&attempt.seq()?)?);
                 }
             }
         }
         let mut genai_system = None;
         if let Some(p) = case.get("provider") {
-            p.check_keys(&["type", "genai_system"]).map_err(err)?;
+            p.check_keys(&["type", "genai_system"])?;
             if let Some(t) = p.get("type") {
-                let t = t.str().map_err(err)?;
+                let t = t.str()?;
                 if t != "openai_compatible" {
-                    return Err(format!(
+                    return Err(Failure::unsupported(format!(
                         "harness_primitive_missing: provider type `{t}` (only openai_compatible)"
-                    ));
+                    )));
                 }
             }
             if let Some(g) = p.get("genai_system") {
-                genai_system = Some(g.str().map_err(err)?.to_owned());
+                genai_system = Some(g.str()?.to_owned());
             }
         }
         let server = MockServer::start(replies, None)
@@ -258,7 +252,7 @@ impl LlmHarness {
             Some(m) => {
                 let mut value = m.json()?;
                 expand_primitives(&mut value, &mut lock(&self.blobs))
-                    .map_err(|msg| m.invalid(msg))?;
+                    .map_err(|msg| m.invalid(msg.message()))?;
                 value
             }
             None if rendered => Value::Null,
@@ -339,7 +333,7 @@ fn implied_tools(names: &[String]) -> Option<Value> {
 }
 
 /// Expands the 014 / 015 harness primitives in a message list, in place.
-fn expand_primitives(messages: &mut Value, blobs: &mut Vec<String>) -> Result<(), String> {
+fn expand_primitives(messages: &mut Value, blobs: &mut Vec<String>) -> Check {
     let Some(list) = messages.as_array_mut() else {
         return Ok(());
     };

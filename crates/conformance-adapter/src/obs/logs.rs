@@ -6,10 +6,12 @@ use opentelemetry_sdk::logs::InMemoryLogExporter;
 use serde_json::Value;
 
 use super::spans::{value_matches, Binder};
-use super::{err, LogView};
+use super::LogView;
+use crate::failure::Check;
+use crate::matchers::each_pair;
 use crate::yaml::Y;
 
-pub(super) fn log_views(exporter: &InMemoryLogExporter) -> Result<Vec<LogView>, String> {
+pub(super) fn log_views(exporter: &InMemoryLogExporter) -> Check<Vec<LogView>> {
     let mut logs = exporter
         .get_emitted_logs()
         .map_err(|e| format!("in-memory log exporter: {e}"))?;
@@ -57,43 +59,44 @@ fn any_json(v: &AnyValue) -> Value {
     }
 }
 
-pub(super) fn check_logs(
-    expected: &[Y<'_>],
-    logs: &[LogView],
-    binder: &mut Binder,
-) -> Result<(), String> {
-    if expected.len() != logs.len() {
-        let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
-        return Err(format!(
-            "log_records: {} records, expected {}: {bodies:?}",
-            logs.len(),
-            expected.len()
-        ));
-    }
-    for (i, (want, got)) in expected.iter().zip(logs).enumerate() {
-        let path = format!("log_records[{i}]");
-        want.check_keys(&["body", "attributes"]).map_err(err)?;
-        if let Some(body) = want.get("body") {
-            let body = body.str().map_err(err)?;
-            if body != got.body {
-                return Err(format!("{path}: body `{}`, expected `{body}`", got.body));
+pub(super) fn check_logs(expected: &[Y<'_>], logs: &[LogView], binder: &mut Binder) -> Check {
+    each_pair(
+        expected,
+        logs,
+        || {
+            let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
+            format!(
+                "log_records: {} records, expected {}: {bodies:?}",
+                logs.len(),
+                expected.len()
+            )
+        },
+        |i, want, got| {
+            let path = format!("log_records[{i}]");
+            want.check_keys(&["body", "attributes"])?;
+            if let Some(body) = want.get("body") {
+                let body = body.str()?;
+                if body != got.body {
+                    return Err(format!("{path}: body `{}`, expected `{body}`", got.body).into());
+                }
             }
-        }
-        if let Some(attrs) = want.get("attributes") {
-            for (key, v) in attrs.entries().map_err(err)? {
-                let v = v.json().map_err(err)?;
-                let actual = match key.as_str() {
-                    "trace_id" => Value::from(got.trace_id.clone()),
-                    "span_id" => Value::from(got.span_id.clone()),
-                    _ => got
-                        .attributes
-                        .get(&key)
-                        .cloned()
-                        .ok_or_else(|| format!("{path}: attribute `{key}` is missing"))?,
-                };
-                value_matches(&v, &actual, binder, &format!("{path}.{key}"))?;
+            if let Some(attrs) = want.get("attributes") {
+                for (key, v) in attrs.entries()? {
+                    let v = v.json()?;
+                    let actual = match key.as_str() {
+                        "trace_id" => Value::from(got.trace_id.clone()),
+                        "span_id" => Value::from(got.span_id.clone()),
+                        _ => got
+                            .attributes
+                            .get(&key)
+                            .cloned()
+                            .ok_or_else(|| format!("{path}: attribute `{key}` is missing"))?,
+                    };
+                    value_matches(&v, &actual, binder, &format!("{path}.{key}"))?;
+                }
             }
-        }
-    }
+            Ok(())
+        },
+    )?;
     Ok(())
 }

@@ -17,13 +17,9 @@ use super::metrics::{close, Point};
 use super::spans::attr;
 use super::Run;
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
+use super::invariants::truthy;
+use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
 
 /// A call's terminal event, reduced to what the budget signal reads.
 struct Terminal {
@@ -128,7 +124,7 @@ fn bound(t: &Terminal, kind: &str) -> Option<(u64, u64)> {
 }
 
 /// The budget points of `kind` hold exactly the expected ratios and breach count.
-fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Result<usize, String> {
+fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Check<usize> {
     let bounds: Vec<(u64, u64)> = terminals(run)
         .iter()
         .filter_map(|t| bound(t, kind))
@@ -159,20 +155,20 @@ fn budget_kind_matches(run: &Run<'_>, kind: &str) -> Result<usize, String> {
     Ok(bounds.len())
 }
 
-fn llm_spans_lack(run: &Run<'_>, keys: &[&str]) -> Result<(), String> {
+fn llm_spans_lack(run: &Run<'_>, keys: &[&str]) -> Check {
     let spans = run.llm_spans();
     ensure(!spans.is_empty(), || "no LLM span".into())?;
     for s in spans {
         for k in keys {
             if let Some(v) = attr(s, k) {
-                return Err(format!("LLM span carries `{k}` ({v})"));
+                return Err(format!("LLM span carries `{k}` ({v})").into());
             }
         }
     }
     Ok(())
 }
 
-fn some_null_prompt(run: &Run<'_>) -> Result<(), String> {
+fn some_null_prompt(run: &Run<'_>) -> Check {
     ensure(
         attempts(run)
             .iter()
@@ -181,7 +177,7 @@ fn some_null_prompt(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn no_input_tokens(run: &Run<'_>) -> Result<(), String> {
+fn no_input_tokens(run: &Run<'_>) -> Check {
     some_null_prompt(run)?;
     let want = attempts(run)
         .iter()
@@ -193,7 +189,7 @@ fn no_input_tokens(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn input_bound_skipped(run: &Run<'_>) -> Result<(), String> {
+fn input_bound_skipped(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     ensure(
         ts.iter().any(|t| {
@@ -205,14 +201,14 @@ fn input_bound_skipped(run: &Run<'_>) -> Result<(), String> {
     budget_kind_matches(run, "input").map(|_| ())
 }
 
-fn exceeded_signal_absent(run: &Run<'_>) -> Result<(), String> {
+fn exceeded_signal_absent(run: &Run<'_>) -> Check {
     ensure(terminals(run).iter().any(|t| t.budget.is_some()), || {
         "no budget declared".into()
     })?;
     llm_spans_lack(run, &[a::LLM_TOKEN_BUDGET_EXCEEDED])
 }
 
-fn span_omits_input(run: &Run<'_>) -> Result<(), String> {
+fn span_omits_input(run: &Run<'_>) -> Check {
     some_null_prompt(run)?;
     llm_spans_lack(
         run,
@@ -220,7 +216,7 @@ fn span_omits_input(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn two_token_observations(run: &Run<'_>) -> Result<(), String> {
+fn two_token_observations(run: &Run<'_>) -> Check {
     let (i, o) = (count(&tokens(run, "input")), count(&tokens(run, "output")));
     let all = count(&of(run, a::METRIC_TOKEN_USAGE));
     ensure((i, o, all) == (1, 1, 2), || {
@@ -228,7 +224,7 @@ fn two_token_observations(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn one_duration_per_attempt(run: &Run<'_>) -> Result<(), String> {
+fn one_duration_per_attempt(run: &Run<'_>) -> Check {
     let n = attempts(run).len();
     let got = count(&of(run, a::METRIC_OPERATION_DURATION));
     ensure(n > 0 && got == n as u64, || {
@@ -236,7 +232,7 @@ fn one_duration_per_attempt(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn duration_error_types(run: &Run<'_>) -> Result<(), String> {
+fn duration_error_types(run: &Run<'_>) -> Check {
     let mut want = failed_attempt_categories(run);
     let mut got: Vec<String> = Vec::new();
     for p in of(run, a::METRIC_OPERATION_DURATION) {
@@ -251,7 +247,7 @@ fn duration_error_types(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn no_tokens_on_failure(run: &Run<'_>) -> Result<(), String> {
+fn no_tokens_on_failure(run: &Run<'_>) -> Check {
     let at = attempts(run);
     ensure(!at.is_empty() && at.iter().all(Option::is_none), || {
         "not every attempt failed without a response".into()
@@ -260,14 +256,14 @@ fn no_tokens_on_failure(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} token observations"))
 }
 
-fn nothing_recorded(run: &Run<'_>) -> Result<(), String> {
+fn nothing_recorded(run: &Run<'_>) -> Check {
     ensure(!attempts(run).is_empty(), || "no LLM call was made".into())?;
     ensure(run.metrics.is_empty(), || {
         format!("{} points recorded", run.metrics.len())
     })
 }
 
-fn tokens_on_structured_failure(run: &Run<'_>) -> Result<(), String> {
+fn tokens_on_structured_failure(run: &Run<'_>) -> Check {
     let usage = run.events.iter().find_map(|e| match &**e {
         ObserverEvent::LlmFailed(f) if f.failure.error_category == "structured_output_invalid" => {
             f.response.as_ref().map(|r| r.usage)
@@ -287,7 +283,7 @@ fn tokens_on_structured_failure(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn under_budget(run: &Run<'_>) -> Result<(), String> {
+fn under_budget(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     let bounds: Vec<(u64, u64)> = ["input", "total"]
         .iter()
@@ -303,7 +299,7 @@ fn under_budget(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} exceeded points"))
 }
 
-fn no_budget(run: &Run<'_>) -> Result<(), String> {
+fn no_budget(run: &Run<'_>) -> Check {
     let ts = terminals(run);
     ensure(
         !ts.is_empty() && ts.iter().all(|t| t.budget.is_none()),
@@ -313,7 +309,7 @@ fn no_budget(run: &Run<'_>) -> Result<(), String> {
     ensure(n == 0, || format!("{n} budget points"))
 }
 
-fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Result<(), String> {
+fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Check {
     let ts = terminals(run);
     ensure(
         ts.iter().any(|t| t.budget.is_some()) && ts.iter().all(|t| t.usage.is_none()),
@@ -327,7 +323,7 @@ fn budget_without_usage(run: &Run<'_>, span_too: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn output_tokens(run: &Run<'_>) -> Result<(), String> {
+fn output_tokens(run: &Run<'_>) -> Check {
     let want: Vec<u64> = attempts(run)
         .iter()
         .filter_map(|r| r.and_then(|r| r.usage.completion_tokens))
@@ -342,63 +338,116 @@ fn output_tokens(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn total_bound_evaluated(run: &Run<'_>) -> Result<(), String> {
+fn total_bound_evaluated(run: &Run<'_>) -> Check {
     let n = budget_kind_matches(run, "total")?;
     ensure(n > 0, || "no evaluable total bound".into())
 }
 
-fn null_prompt_everywhere(run: &Run<'_>) -> Result<(), String> {
+fn null_prompt_everywhere(run: &Run<'_>) -> Check {
     span_omits_input(run)?;
     no_input_tokens(run)?;
     input_bound_skipped(run)?;
     exceeded_signal_absent(run)
 }
 
+/// The observability `invariants` this module checks (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    (
+        "two_token_usage_observations_input_and_output",
+        two_token_observations,
+    ),
+    (
+        "one_duration_observation_per_call",
+        one_duration_per_attempt,
+    ),
+    ("duration_value_not_asserted", |run| {
+        ensure(!of(run, a::METRIC_OPERATION_DURATION).is_empty(), || {
+            "no duration observation".into()
+        })
+    }),
+    (
+        "errored_call_records_duration_with_error_type",
+        duration_error_types,
+    ),
+    (
+        "duration_records_error_type_on_failure",
+        duration_error_types,
+    ),
+    (
+        "no_token_usage_observation_on_failure",
+        no_tokens_on_failure,
+    ),
+    (
+        "no_measurements_recorded_when_metrics_off",
+        nothing_recorded,
+    ),
+    (
+        "token_usage_recorded_on_structured_output_failure",
+        tokens_on_structured_failure,
+    ),
+    (
+        "no_token_budget_exceeded_observation_when_under_budget",
+        under_budget,
+    ),
+    ("utilization_records_under_budget", under_budget),
+    (
+        "no_token_budget_instrument_observations_when_no_budget",
+        no_budget,
+    ),
+    ("token_budget_null_on_completion_event", no_budget),
+    (
+        "no_token_budget_instrument_observations_without_usage",
+        |run| budget_without_usage(run, false),
+    ),
+    (
+        "token_budget_populated_but_not_evaluated_without_usage",
+        |run| budget_without_usage(run, true),
+    ),
+    (
+        "no_input_token_usage_observation_when_prompt_tokens_null",
+        no_input_tokens,
+    ),
+    ("no_input_token_usage_observation", no_input_tokens),
+    (
+        "output_token_usage_observation_recorded_when_completion_sound",
+        output_tokens,
+    ),
+    ("input_bound_not_evaluated_when_prompt_tokens_null", {
+        input_bound_skipped
+    }),
+    (
+        "no_input_kind_budget_observation_when_prompt_tokens_null",
+        { input_bound_skipped },
+    ),
+    (
+        "no_token_budget_instrument_observation_for_unevaluable_input_bound",
+        { input_bound_skipped },
+    ),
+    (
+        "total_bound_evaluated_when_total_tokens_sound",
+        total_bound_evaluated,
+    ),
+    (
+        "exceeded_span_signal_absent_not_false_when_only_bound_unevaluable",
+        exceeded_signal_absent,
+    ),
+    (
+        "exceeded_span_signal_absent_not_false",
+        exceeded_signal_absent,
+    ),
+    ("span_omits_both_input_usage_attributes", span_omits_input),
+    (
+        "null_prompt_tokens_reaches_no_span_histogram_or_budget_surface",
+        null_prompt_everywhere,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The metric invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
-    let check: fn(&Run<'_>) -> Result<(), String> = match name {
-        "two_token_usage_observations_input_and_output" => two_token_observations,
-        "one_duration_observation_per_call" => one_duration_per_attempt,
-        "duration_value_not_asserted" => |run| {
-            ensure(!of(run, a::METRIC_OPERATION_DURATION).is_empty(), || {
-                "no duration observation".into()
-            })
-        },
-        "errored_call_records_duration_with_error_type"
-        | "duration_records_error_type_on_failure" => duration_error_types,
-        "no_token_usage_observation_on_failure" => no_tokens_on_failure,
-        "no_measurements_recorded_when_metrics_off" => nothing_recorded,
-        "token_usage_recorded_on_structured_output_failure" => tokens_on_structured_failure,
-        "no_token_budget_exceeded_observation_when_under_budget"
-        | "utilization_records_under_budget" => under_budget,
-        "no_token_budget_instrument_observations_when_no_budget"
-        | "token_budget_null_on_completion_event" => no_budget,
-        "no_token_budget_instrument_observations_without_usage" => {
-            |run| budget_without_usage(run, false)
-        }
-        "token_budget_populated_but_not_evaluated_without_usage" => {
-            |run| budget_without_usage(run, true)
-        }
-        "no_input_token_usage_observation_when_prompt_tokens_null"
-        | "no_input_token_usage_observation" => no_input_tokens,
-        "output_token_usage_observation_recorded_when_completion_sound" => output_tokens,
-        "input_bound_not_evaluated_when_prompt_tokens_null"
-        | "no_input_kind_budget_observation_when_prompt_tokens_null"
-        | "no_token_budget_instrument_observation_for_unevaluable_input_bound" => {
-            input_bound_skipped
-        }
-        "total_bound_evaluated_when_total_tokens_sound" => total_bound_evaluated,
-        "exceeded_span_signal_absent_not_false_when_only_bound_unevaluable"
-        | "exceeded_span_signal_absent_not_false" => exceeded_signal_absent,
-        "span_omits_both_input_usage_attributes" => span_omits_input,
-        "null_prompt_tokens_reaches_no_span_histogram_or_budget_surface" => null_prompt_everywhere,
-        _ => return None,
-    };
-    Some(match v {
-        Value::Bool(true) => check(run),
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    })
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
+    let check = lookup(TABLE, name)?;
+    Some(truthy(v).and_then(|()| check(run)))
 }

@@ -22,6 +22,7 @@ use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
 use serde_json::Value;
 
 use super::spans::{json_of, value_matches, Binder};
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 
 /// One exported data point.
@@ -64,7 +65,7 @@ impl Capture {
     }
 
     /// Flushes, shuts the provider down, and returns every recorded point.
-    pub(crate) fn finish(self) -> Result<Vec<Point>, String> {
+    pub(crate) fn finish(self) -> Check<Vec<Point>> {
         self.provider
             .force_flush()
             .map_err(|e| format!("metric capture: flush: {e}"))?;
@@ -93,7 +94,7 @@ fn dims<'k>(attrs: impl Iterator<Item = &'k KeyValue>) -> BTreeMap<String, Value
         .collect()
 }
 
-fn flatten(name: &str, data: &AggregatedMetrics, out: &mut Vec<Point>) -> Result<(), String> {
+fn flatten(name: &str, data: &AggregatedMetrics, out: &mut Vec<Point>) -> Check {
     let point = |dims, count, value, counter| Point {
         instrument: name.to_owned(),
         dims,
@@ -119,9 +120,9 @@ fn flatten(name: &str, data: &AggregatedMetrics, out: &mut Vec<Point>) -> Result
                 .map(|p| point(dims(p.attributes()), 1, p.value(), true)),
         ),
         other => {
-            return Err(format!(
-                "metric capture: `{name}` has an unexpected aggregation {other:?}"
-            ))
+            return Err(
+                format!("metric capture: `{name}` has an unexpected aggregation {other:?}").into(),
+            )
         }
     }
     Ok(())
@@ -139,19 +140,17 @@ struct Entry {
     value: Option<f64>,
 }
 
-fn parse(y: &Y<'_>) -> Result<Entry, String> {
-    let e = |x: crate::AdapterError| x.to_string();
-    y.check_keys(&["instrument", "dimensions", "value"])
-        .map_err(e)?;
-    let instrument = y.req("instrument").and_then(|i| i.str()).map_err(e)?;
+fn parse(y: &Y<'_>) -> Check<Entry> {
+    y.check_keys(&["instrument", "dimensions", "value"])?;
+    let instrument = y.req("instrument").and_then(|i| i.str())?;
     let dims = match y.get("dimensions") {
-        Some(d) => match d.json().map_err(e)? {
+        Some(d) => match d.json()? {
             Value::Object(m) => m.into_iter().collect(),
-            _ => return Err(e(d.invalid("dimensions must be a mapping"))),
+            _ => return Err(Failure::from(d.invalid("dimensions must be a mapping"))),
         },
         None => BTreeMap::new(),
     };
-    let value = y.get("value").map(|v| v.f64()).transpose().map_err(e)?;
+    let value = y.get("value").map(|v| v.f64()).transpose()?;
     Ok(Entry {
         instrument: instrument.to_owned(),
         dims,
@@ -171,19 +170,15 @@ fn same_dims(entry: &Entry, point: &Point) -> bool {
 }
 
 /// `expected.metrics` (see the module docs).
-pub(crate) fn check(list: &Y<'_>, points: &[Point]) -> Result<(), String> {
-    let entries: Vec<Entry> = list
-        .seq()
-        .map_err(|e| e.to_string())?
-        .iter()
-        .map(parse)
-        .collect::<Result<_, _>>()?;
+pub(crate) fn check(list: &Y<'_>, points: &[Point]) -> Check {
+    let entries: Vec<Entry> = list.seq()?.iter().map(parse).collect::<Result<_, _>>()?;
     if entries.is_empty() {
         if let Some(p) = points.first() {
             return Err(format!(
                 "metrics: expected no measurements, `{}` recorded {:?}",
                 p.instrument, p.dims
-            ));
+            )
+            .into());
         }
         return Ok(());
     }
@@ -217,7 +212,8 @@ pub(crate) fn check(list: &Y<'_>, points: &[Point]) -> Result<(), String> {
             return Err(format!(
                 "metrics: `{}` {:?} holds {} observations, expected {n}",
                 p.instrument, p.dims, p.count
-            ));
+            )
+            .into());
         }
         let values: Option<Vec<f64>> = group.iter().map(|e| e.value).collect();
         if let Some(values) = values {
@@ -226,7 +222,8 @@ pub(crate) fn check(list: &Y<'_>, points: &[Point]) -> Result<(), String> {
                 return Err(format!(
                     "metrics: `{}` {:?} recorded {}, expected {want}",
                     p.instrument, p.dims, p.value
-                ));
+                )
+                .into());
             }
         }
     }
@@ -236,7 +233,8 @@ pub(crate) fn check(list: &Y<'_>, points: &[Point]) -> Result<(), String> {
             return Err(format!(
                 "metrics: unexpected `{}` observation {:?} (value {}, count {})",
                 p.instrument, p.dims, p.value, p.count
-            ));
+            )
+            .into());
         }
     }
     Ok(())

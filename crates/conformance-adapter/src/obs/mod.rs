@@ -136,6 +136,10 @@ mod typed;
 mod usage_invariants;
 mod wrapper_llm;
 
+pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
+pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
+pub(crate) use usage_invariants::TABLE_NAMES as USAGE_INVARIANT_NAMES;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -154,7 +158,6 @@ pub(crate) use self::case::run_case;
 /// An OpenTelemetry attribute value as JSON (shared with the llm-provider runner).
 pub(crate) use self::spans::json_of as attribute_json;
 use crate::yaml::Y;
-use crate::AdapterError;
 
 /// Keys a case may carry.
 const CASE_KEYS: &[&str] = &[
@@ -212,10 +215,6 @@ const FILE_KEYS: &[&str] = &[
     "queryable_observers",
     "informative",
 ];
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 /// How one invocation ended.
 enum Outcome {

@@ -16,19 +16,10 @@ use super::lineage_invariants::{
 use super::spans::{attr, attr_str, Forest};
 use super::{typed, Run};
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
+use crate::failure::{ensure, Check};
 
 /// Runs `each` over every orphan call.
-fn each(
-    run: &Run<'_>,
-    each: impl Fn(&Forest, &Call<'_>) -> Result<(), String>,
-) -> Result<(), String> {
+fn each(run: &Run<'_>, each: impl Fn(&Forest, &Call<'_>) -> Check) -> Check {
     for c in orphans(run)? {
         each(run.forest, &c)?;
     }
@@ -43,7 +34,7 @@ fn instances(lineage: &[Hop]) -> usize {
 }
 
 /// 133: under the call's own *inner* fan-out instance span.
-fn under_inner_instance(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+fn under_inner_instance(f: &Forest, c: &Call<'_>) -> Check {
     ensure(instances(&c.lineage) >= 2, || {
         format!("the call's lineage {:?} is not nested", c.lineage)
     })?;
@@ -58,7 +49,7 @@ fn under_inner_instance(f: &Forest, c: &Call<'_>) -> Result<(), String> {
 
 /// 133: another instance span shares the parent's name and index at another
 /// lineage, and the orphan is under the one of its own lineage.
-fn not_under_coinciding_sibling(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+fn not_under_coinciding_sibling(f: &Forest, c: &Call<'_>) -> Check {
     let index = attr(c.parent, a::NODE_FAN_OUT_INDEX);
     let coinciding = f.spans.iter().any(|s| {
         is_instance(s)
@@ -77,7 +68,7 @@ fn not_under_coinciding_sibling(f: &Forest, c: &Call<'_>) -> Result<(), String> 
 /// between the calling attempt's `started` and `completed` events. (Span times are
 /// not compared: the per-attempt LLM signal carries no timestamp, so the observer
 /// stamps the provider span at delivery.)
-fn sibling_of_caller(run: &Run<'_>, c: &Call<'_>) -> Result<(), String> {
+fn sibling_of_caller(run: &Run<'_>, c: &Call<'_>) -> Check {
     let f = run.forest;
     let node = calling_node(f, c)?;
     let node_parent = f.parent(node).map(|p| p.span_context.span_id());
@@ -108,14 +99,12 @@ fn sibling_of_caller(run: &Run<'_>, c: &Call<'_>) -> Result<(), String> {
         (Some(i), Some(s), Some(e)) => ensure(i < s || i > e, || {
             format!("the call of `{}` was made inside its node attempt", c.node)
         }),
-        other => Err(format!(
-            "events of the call / its node attempt missing: {other:?}"
-        )),
+        other => Err(format!("events of the call / its node attempt missing: {other:?}").into()),
     }
 }
 
 /// 152: under the dispatch span of its own branch.
-fn under_dispatch(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+fn under_dispatch(f: &Forest, c: &Call<'_>) -> Check {
     ensure(matches!(c.lineage.last(), Some(Hop::Branch(_))), || {
         format!(
             "the call's lineage {:?} does not end in a branch",
@@ -132,7 +121,7 @@ fn under_dispatch(f: &Forest, c: &Call<'_>) -> Result<(), String> {
 }
 
 /// 152: the parent's branch name is the call's, and the orphans span two branches.
-fn routed_by_name(run: &Run<'_>) -> Result<(), String> {
+fn routed_by_name(run: &Run<'_>) -> Check {
     let mut branches = Vec::new();
     each(run, |f, c| {
         under_dispatch(f, c)?;
@@ -159,7 +148,7 @@ fn routed_by_name(run: &Run<'_>) -> Result<(), String> {
 
 /// 153: under the innermost wrapper — the fan-out instance — of a lineage that
 /// crosses a branch first.
-fn under_innermost_instance(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+fn under_innermost_instance(f: &Forest, c: &Call<'_>) -> Check {
     let mixed = matches!(c.lineage.last(), Some(Hop::Instance(_)))
         && c.lineage.iter().any(|h| matches!(h, Hop::Branch(_)));
     ensure(mixed, || {
@@ -178,7 +167,7 @@ fn under_innermost_instance(f: &Forest, c: &Call<'_>) -> Result<(), String> {
 }
 
 /// 153: not under the enclosing branch dispatch span (which is an ancestor).
-fn not_under_enclosing_dispatch(f: &Forest, c: &Call<'_>) -> Result<(), String> {
+fn not_under_enclosing_dispatch(f: &Forest, c: &Call<'_>) -> Check {
     ensure(!is_dispatch(c.parent), || {
         format!("the orphan parents under dispatch span `{}`", c.parent.name)
     })?;
@@ -194,7 +183,7 @@ fn not_under_enclosing_dispatch(f: &Forest, c: &Call<'_>) -> Result<(), String> 
 
 /// The orphan invariant `name` (its value already required to be `true` by the
 /// caller), or `None` when it is not one of these.
-pub(super) fn check(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn check(name: &str, run: &Run<'_>) -> Option<Check> {
     Some(match name {
         "orphan_llm_span_parents_under_inner_fan_out_instance" => each(run, under_inner_instance),
         "orphan_llm_span_not_under_coincidentally_indexed_sibling" => {

@@ -30,6 +30,7 @@ use openarmature_prompt::{
 use serde_json::{Map, Value};
 
 use super::Run;
+use crate::failure::{ensure, Check};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -222,14 +223,6 @@ impl PromptStep {
     }
 }
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
-
 /// The `openarmature.prompt.*` attributes of a span, as `(suffix, value)` pairs.
 fn prompt_attrs(span: &opentelemetry_sdk::trace::SpanData) -> Map<String, Value> {
     span.attributes
@@ -245,7 +238,7 @@ fn prompt_attrs(span: &opentelemetry_sdk::trace::SpanData) -> Map<String, Value>
 }
 
 /// Checks a prompt invariant (064 / 066), or `None` when `name` is not one.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let group = match name {
         "active_prompt_snapshot_matches_prompt_management_section_12_identity_attrs" => false,
         "active_prompt_and_group_both_populated_inside_group_context" => true,
@@ -257,7 +250,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
     )
 }
 
-fn check_identity(run: &Run<'_>, group: bool) -> Result<(), String> {
+fn check_identity(run: &Run<'_>, group: bool) -> Check {
     let events: Vec<Value> = run
         .events
         .iter()
@@ -276,7 +269,7 @@ fn check_identity(run: &Run<'_>, group: bool) -> Result<(), String> {
         let attrs = prompt_attrs(span);
         let active = e.get("active_prompt").cloned().unwrap_or(Value::Null);
         let Value::Object(identity) = active else {
-            return Err(format!("active_prompt is {active}"));
+            return Err(format!("active_prompt is {active}").into());
         };
         for (k, value) in &identity {
             ensure(attrs.get(k) == Some(value), || {

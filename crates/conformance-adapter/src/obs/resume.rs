@@ -20,7 +20,8 @@ use openarmature_observability::langfuse::{trace_id_for, LangfuseTrace};
 use serde_json::Value;
 
 use super::expected::expected_error;
-use super::{err, invariants, langfuse, Outcome, Run};
+use super::{invariants, langfuse, Outcome, Run};
+use crate::failure::{Check, Failure};
 use crate::matchers::Bindings;
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -40,14 +41,14 @@ pub(super) fn present(case: &Y<'_>) -> bool {
 }
 
 /// The case's checkpointer (`checkpointer: in_memory`), if any.
-pub(super) fn checkpointer(case: &Y<'_>) -> Result<Option<Arc<dyn Checkpointer>>, String> {
+pub(super) fn checkpointer(case: &Y<'_>) -> Check<Option<Arc<dyn Checkpointer>>> {
     let Some(kind) = case.get("checkpointer") else {
         return Ok(None);
     };
-    match kind.str().map_err(err)? {
+    match kind.str()? {
         // The selected backend's, when a backend crate's test binary selected one.
         "in_memory" => crate::backends::checkpointer_or_in_memory().map(Some),
-        other => Err(err(AdapterError::PrimitiveMissing {
+        other => Err(Failure::from(AdapterError::PrimitiveMissing {
             file: kind.file.to_path_buf(),
             primitive: format!("checkpointer `{other}` in the observability runner"),
         })),
@@ -55,18 +56,15 @@ pub(super) fn checkpointer(case: &Y<'_>) -> Result<Option<Arc<dyn Checkpointer>>
 }
 
 /// The invocation `resume:` resumes (`from_first_run: true`: the first run's).
-pub(super) fn resume_from(case: &Y<'_>, first: Option<&str>) -> Result<Option<String>, String> {
+pub(super) fn resume_from(case: &Y<'_>, first: Option<&str>) -> Check<Option<String>> {
     let Some(r) = case.get("resume") else {
         return Ok(None);
     };
-    r.check_keys(&["from_first_run", "expected"]).map_err(err)?;
-    if r.get("from_first_run")
-        .map(|f| f.bool())
-        .transpose()
-        .map_err(err)?
-        != Some(true)
-    {
-        return Err(err(r.invalid("resume needs `from_first_run: true`")));
+    r.check_keys(&["from_first_run", "expected"])?;
+    if r.get("from_first_run").map(|f| f.bool()).transpose()? != Some(true) {
+        return Err(Failure::from(
+            r.invalid("resume needs `from_first_run: true`"),
+        ));
     }
     first
         .map(|id| Some(id.to_owned()))
@@ -74,12 +72,12 @@ pub(super) fn resume_from(case: &Y<'_>, first: Option<&str>) -> Result<Option<St
 }
 
 /// The own (non-detached) trace of invocation `id`.
-fn trace_of<'t>(traces: &'t [LangfuseTrace], id: &str) -> Result<&'t LangfuseTrace, String> {
+fn trace_of<'t>(traces: &'t [LangfuseTrace], id: &str) -> Check<&'t LangfuseTrace> {
     let want = trace_id_for(id);
-    traces
+    Ok(traces
         .iter()
         .find(|t| t.id == want)
-        .ok_or_else(|| format!("no Langfuse trace for invocation {id}"))
+        .ok_or_else(|| format!("no Langfuse trace for invocation {id}"))?)
 }
 
 /// Checks the first-run and resume blocks; `before` is the trace list as it was
@@ -89,32 +87,31 @@ pub(super) fn check(
     run: &Run<'_>,
     outcomes: &[Outcome],
     before: &[LangfuseTrace],
-) -> Result<(), String> {
+) -> Check {
     let traces = run.langfuse.as_deref().unwrap_or_default();
     let mut b = Bindings::default();
     if let Some(e) = case.get("first_run_expected_error") {
-        expected_error(&e, outcomes).map_err(|m| format!("first_run_expected_error: {m}"))?;
+        expected_error(&e, outcomes).map_err(|m| m.context("first_run_expected_error: "))?;
     }
     let first_id = run.invocation_ids.first().cloned().unwrap_or_default();
     if let Some(want) = case.get("first_run_expected") {
-        want.check_keys(&["langfuse_trace"]).map_err(err)?;
+        want.check_keys(&["langfuse_trace"])?;
         if let Some(t) = want.get("langfuse_trace") {
             b = langfuse::expect::match_trace(&t, trace_of(traces, &first_id)?, &b, "first_run")?;
         }
     }
     if let Some(want) = case.get("resume").and_then(|r| r.get("expected")) {
-        want.check_keys(&["langfuse_trace", "first_trace_unchanged"])
-            .map_err(err)?;
+        want.check_keys(&["langfuse_trace", "first_trace_unchanged"])?;
         let resumed_id = run.invocation_ids.get(1).ok_or("resume: did not run")?;
         if let Some(t) = want.get("langfuse_trace") {
             let got = trace_of(traces, resumed_id)?;
             langfuse::expect::match_trace(&t, got, &b, "resume")?;
         }
         if let Some(flag) = want.get("first_trace_unchanged") {
-            let expect = flag.bool().map_err(err)?;
+            let expect = flag.bool()?;
             let same = trace_of(before, &first_id)? == trace_of(traces, &first_id)?;
             if same != expect {
-                return Err(format!("first_trace_unchanged: {same}, expected {expect}"));
+                return Err(format!("first_trace_unchanged: {same}, expected {expect}").into());
             }
         }
     }
@@ -149,22 +146,22 @@ fn endpoints(run: &Run<'_>, id: &str) -> (Option<StateRef>, Option<StateRef>) {
 /// `hooks_refire_on_resumed_trace`: the resumed trace's input / output are the
 /// case's hooks over the resumed run's restored and final states, and its input is
 /// not the first trace's.
-pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     if name != "hooks_refire_on_resumed_trace" {
         return None;
     }
     Some((|| {
         if v != &Value::Bool(true) {
-            return Err(format!("expected `true`, got {v}"));
+            return Err(format!("expected `true`, got {v}").into());
         }
         let traces = run.langfuse.as_deref().ok_or("no Langfuse observer ran")?;
         let (first, resumed) = match run.invocation_ids.as_slice() {
             [first, resumed, ..] => (first, resumed),
             _ => return Err("no resumed invocation".into()),
         };
-        let config = run.case.req("langfuse_observer").map_err(err)?;
-        let input_hook = langfuse::hook(&config.req("trace_input_from_state").map_err(err)?)?;
-        let output_hook = langfuse::hook(&config.req("trace_output_from_state").map_err(err)?)?;
+        let config = run.case.req("langfuse_observer")?;
+        let input_hook = langfuse::hook(&config.req("trace_input_from_state")?)?;
+        let output_hook = langfuse::hook(&config.req("trace_output_from_state")?)?;
         let (start, end) = endpoints(run, resumed);
         let (start, end) = start.zip(end).ok_or("the resumed run ran no node")?;
         let got = trace_of(traces, resumed)?;
@@ -173,7 +170,8 @@ pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(
             return Err(format!(
                 "resumed trace input/output {:?} / {:?}, hooks give {want:?}",
                 got.input, got.output
-            ));
+            )
+            .into());
         }
         if trace_of(traces, first)?.input == got.input {
             return Err("the resumed trace repeats the first trace's input".into());

@@ -24,6 +24,7 @@ use openarmature_retrieval::{
 use serde_json::{json, Map, Value};
 
 use super::prompts::{PromptHarness, PromptStep};
+use crate::failure::{Check, Failure};
 use crate::http_mock::{MockServer, Reply};
 use crate::shared::{Around, AroundNode};
 use crate::yaml::Y;
@@ -33,10 +34,6 @@ use crate::AdapterError;
 pub(crate) const EMBED_KEY: &str = "calls_embed";
 /// The node directives.
 pub(crate) const RERANK_KEY: &str = "calls_rerank";
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 /// One suite's mock server and its default bound model.
 struct Suite {
@@ -51,27 +48,22 @@ pub(crate) struct RetrievalHarness {
 }
 
 /// The replies of a `mock_embedding` / `mock_rerank` list and the first 2xx model.
-fn replies(list: &Y<'_>) -> Result<(Vec<Reply>, Option<String>), String> {
+fn replies(list: &Y<'_>) -> Check<(Vec<Reply>, Option<String>)> {
     let mut out = Vec::new();
     let mut model = None;
-    for entry in list.seq().map_err(err)? {
-        entry
-            .check_keys(&["status", "body", "raises"])
-            .map_err(err)?;
+    for entry in list.seq()? {
+        entry.check_keys(&["status", "body", "raises"])?;
         let status = match entry.get("status") {
-            Some(s) => u16::try_from(s.i64().map_err(err)?)
-                .map_err(|_| err(s.invalid("an HTTP status")))?,
+            Some(s) => {
+                u16::try_from(s.i64()?).map_err(|_| Failure::from(s.invalid("an HTTP status")))?
+            }
             None => 200,
         };
-        let mut body = entry
-            .get("body")
-            .map(|b| b.json())
-            .transpose()
-            .map_err(err)?;
+        let mut body = entry.get("body").map(|b| b.json()).transpose()?;
         if let Some(r) = entry.get("raises") {
-            r.check_keys(&["error_type", "message"]).map_err(err)?;
-            let error_type = r.req("error_type").and_then(|y| y.json()).map_err(err)?;
-            let message = r.req("message").and_then(|y| y.json()).map_err(err)?;
+            r.check_keys(&["error_type", "message"])?;
+            let error_type = r.req("error_type").and_then(|y| y.json())?;
+            let message = r.req("message").and_then(|y| y.json())?;
             body = Some(json!({"error": {"type": error_type, "message": message}}));
         }
         if model.is_none() && (200..300).contains(&status) {
@@ -105,12 +97,7 @@ fn metrics_model(case: &Y<'_>, operation: &str) -> Option<String> {
     })
 }
 
-async fn suite(
-    case: &Y<'_>,
-    key: &str,
-    operation: &str,
-    default: &str,
-) -> Result<Option<Suite>, String> {
+async fn suite(case: &Y<'_>, key: &str, operation: &str, default: &str) -> Check<Option<Suite>> {
     let Some(list) = case.get(key) else {
         return Ok(None);
     };
@@ -126,7 +113,7 @@ async fn suite(
 
 impl RetrievalHarness {
     /// Starts the mocks the case declares (`None` when it declares neither).
-    pub(crate) async fn start(case: &Y<'_>) -> Result<Option<RetrievalHarness>, String> {
+    pub(crate) async fn start(case: &Y<'_>) -> Check<Option<RetrievalHarness>> {
         let embed = suite(case, "mock_embedding", "embeddings", "text-embedding-test").await?;
         let rerank = suite(case, "mock_rerank", "rerank", "rerank-test").await?;
         if embed.is_none() && rerank.is_none() {

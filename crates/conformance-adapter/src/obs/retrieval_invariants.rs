@@ -13,15 +13,10 @@ use serde_json::Value;
 use super::spans::attr;
 use super::Run;
 
-type Verdict = Result<(), String>;
+use super::invariants::truthy;
+use crate::failure::{ensure, Check};
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Verdict {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
+type Verdict = Check;
 
 /// Which retrieval protocol the run exercised.
 #[derive(Clone, Copy, PartialEq)]
@@ -315,7 +310,7 @@ fn active_prompt(run: &Run<'_>) -> Verdict {
     Ok(())
 }
 
-fn spans<'f>(run: &Run<'f>, k: Kind) -> Result<Vec<&'f SpanData>, String> {
+fn spans<'f>(run: &Run<'f>, k: Kind) -> Check<Vec<&'f SpanData>> {
     let spans: Vec<&SpanData> = run
         .forest
         .spans
@@ -337,7 +332,7 @@ fn span_attrs(run: &Run<'_>, k: Kind, keys: &[&str], present: bool) -> Verdict {
     Ok(())
 }
 
-fn observations(run: &Run<'_>, k: Kind) -> Result<Vec<Observation>, String> {
+fn observations(run: &Run<'_>, k: Kind) -> Check<Vec<Observation>> {
     let traces = run.langfuse.as_deref().ok_or("no Langfuse observer")?;
     let all: Vec<Observation> = traces
         .iter()
@@ -648,10 +643,5 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
         | "errored_rerank_records_duration_with_error_type" => duration(run, k, true),
         _ => return None,
     };
-    Some(match v {
-        Value::Bool(true) => verdict,
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    })
+    Some(truthy(v).and(verdict))
 }

@@ -14,6 +14,7 @@ use opentelemetry::{Array, Value as OtelValue};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
+use crate::failure::{Check, Failure};
 use crate::matchers::{check, Bindings};
 use crate::yaml::Y;
 
@@ -177,22 +178,22 @@ pub(crate) struct Binder(BTreeMap<String, String>);
 
 impl Binder {
     /// Binds (or checks) `token` to `actual`. Non-token strings compare literally.
-    pub(crate) fn bind(&mut self, token: &str, actual: &str) -> Result<(), String> {
+    pub(crate) fn bind(&mut self, token: &str, actual: &str) -> Check {
         if !(token.starts_with('<') && token.ends_with('>')) {
             return if token == actual {
                 Ok(())
             } else {
-                Err(format!("expected {token}, got {actual}"))
+                Err(format!("expected {token}, got {actual}").into())
             };
         }
         match self.0.get(token) {
             Some(bound) if bound == actual => Ok(()),
-            Some(bound) => Err(format!("{token} is bound to {bound}, got {actual}")),
+            Some(bound) => Err(format!("{token} is bound to {bound}, got {actual}").into()),
             None => {
                 if self.0.values().any(|v| v == actual) {
-                    return Err(format!(
-                        "{actual} is already bound to another token than {token}"
-                    ));
+                    return Err(
+                        format!("{actual} is already bound to another token than {token}").into(),
+                    );
                 }
                 self.0.insert(token.to_owned(), actual.to_owned());
                 Ok(())
@@ -212,13 +213,13 @@ const IMPLEMENTATION_NAME: &str = openarmature_observability::attributes::IMPLEM
 
 /// A §5.10 matcher object (`{non_empty_string: true, harness_parameterized: …}`),
 /// if `expected` is one: every key must hold.
-fn matcher_object(expected: &Value, actual: &Value, path: &str) -> Option<Result<(), String>> {
+fn matcher_object(expected: &Value, actual: &Value, path: &str) -> Option<Check> {
     let map = expected.as_object()?;
     let known = ["non_empty_string", "harness_parameterized"];
     if map.is_empty() || !map.keys().all(|k| known.contains(&k.as_str())) {
         return None;
     }
-    let fail = |m: String| Some(Err(format!("{path}: {m}")));
+    let fail = |m: String| Some(Err(format!("{path}: {m}").into()));
     for (key, want) in map {
         match (key.as_str(), want) {
             ("non_empty_string", Value::Bool(true)) => {
@@ -231,7 +232,11 @@ fn matcher_object(expected: &Value, actual: &Value, path: &str) -> Option<Result
                     return fail(format!("{actual} is not `{IMPLEMENTATION_NAME}`"));
                 }
             }
-            _ => return fail(format!("fixture_directive_unknown: matcher {key}: {want}")),
+            _ => {
+                return Some(Err(Failure::unsupported(format!(
+                    "{path}: fixture_directive_unknown: matcher {key}: {want}"
+                ))))
+            }
         }
     }
     Some(Ok(()))
@@ -244,9 +249,11 @@ pub(crate) fn value_matches(
     actual: &Value,
     binder: &mut Binder,
     path: &str,
-) -> Result<(), String> {
+) -> Check {
     if let (Some(token), Some(a)) = (binding_token(expected), actual.as_str()) {
-        return binder.bind(token, a).map_err(|m| format!("{path}: {m}"));
+        return binder
+            .bind(token, a)
+            .map_err(|m| m.context(format!("{path}: ")));
     }
     if let Some(verdict) = matcher_object(expected, actual, path) {
         return verdict;
@@ -293,7 +300,7 @@ pub(crate) fn match_list(
     binder: &Binder,
     opts: &MatchOpts,
     path: &str,
-) -> Result<Binder, String> {
+) -> Check<Binder> {
     let sized = if opts.subset_children && !expected.is_empty() {
         expected.len() <= actual.len()
     } else {
@@ -305,7 +312,8 @@ pub(crate) fn match_list(
             "{path}: expected {} spans, got {}: {names:?}",
             expected.len(),
             actual.len()
-        ));
+        )
+        .into());
     }
     assign(
         expected,
@@ -326,7 +334,7 @@ fn assign(
     binder: &Binder,
     opts: &MatchOpts,
     path: &str,
-) -> Result<Binder, String> {
+) -> Check<Binder> {
     let Some((first, rest)) = expected.split_first() else {
         return Ok(binder.clone());
     };
@@ -360,7 +368,7 @@ fn assign(
             }
         }
     }
-    Err(first_error.unwrap_or_else(|| format!("{path}: no span left to match")))
+    Err(first_error.unwrap_or_else(|| Failure::mismatch(format!("{path}: no span left to match"))))
 }
 
 /// Matches one expected span entry against `span`.
@@ -371,50 +379,51 @@ pub(crate) fn match_span(
     binder: &Binder,
     opts: &MatchOpts,
     path: &str,
-) -> Result<Binder, String> {
-    e.check_keys(SPAN_KEYS).map_err(|x| x.to_string())?;
+) -> Check<Binder> {
+    e.check_keys(SPAN_KEYS)?;
     let mut binder = binder.clone();
     let path = format!("{path}({})", span.name);
-    let err = |m: String| format!("{path}: {m}");
+    let err = |m: Failure| m.context(format!("{path}: "));
     if let Some(name) = e.get("name") {
-        let name = name.str().map_err(|x| x.to_string())?;
+        let name = name.str()?;
         if name != span.name {
-            return Err(err(format!("name `{}` is not `{name}`", span.name)));
+            return Err(err(format!("name `{}` is not `{name}`", span.name).into()));
         }
     }
     if let Some(status) = e.get("status") {
-        let want = status.str().map_err(|x| x.to_string())?;
+        let want = status.str()?;
         let ok = match (want, &span.status) {
             ("OK", Status::Ok) | ("ERROR", Status::Error { .. }) | ("UNSET", Status::Unset) => true,
             ("OK" | "ERROR" | "UNSET", _) => false,
-            (other, _) => return Err(err(format!("unknown status `{other}`"))),
+            (other, _) => return Err(err(format!("unknown status `{other}`").into())),
         };
         if !ok {
-            return Err(err(format!("status {:?} is not {want}", span.status)));
+            return Err(err(format!("status {:?} is not {want}", span.status).into()));
         }
     }
     if let Some(d) = e.get("status_description") {
-        let want = d.str().map_err(|x| x.to_string())?;
+        let want = d.str()?;
         match &span.status {
             Status::Error { description } if description == want => {}
             other => {
                 return Err(err(format!(
                     "status {other:?} has not description `{want}`"
-                )))
+                )
+                .into()))
             }
         }
     }
     if let Some(x) = e.get("exception_recorded") {
-        let want = x.bool().map_err(|x| x.to_string())?;
+        let want = x.bool()?;
         if has_exception(span) != want {
-            return Err(err(format!("exception_recorded is not {want}")));
+            return Err(err(format!("exception_recorded is not {want}").into()));
         }
     }
     if let Some(attrs) = e.get("attributes") {
-        for (key, want) in attrs.entries().map_err(|x| x.to_string())? {
-            let want = want.json().map_err(|x| x.to_string())?;
+        for (key, want) in attrs.entries()? {
+            let want = want.json()?;
             let Some(actual) = attr(span, &key) else {
-                return Err(err(format!("attribute `{key}` is missing")));
+                return Err(err(format!("attribute `{key}` is missing").into()));
             };
             if opts.presence_only.contains(&key.as_str()) {
                 continue;
@@ -423,50 +432,50 @@ pub(crate) fn match_span(
         }
     }
     if let Some(absent) = e.get("attributes_absent") {
-        for key in absent.strings().map_err(|x| x.to_string())? {
+        for key in absent.strings()? {
             if attr(span, &key).is_some() {
-                return Err(err(format!("attribute `{key}` must be absent")));
+                return Err(err(format!("attribute `{key}` must be absent").into()));
             }
         }
     }
     if let Some(present) = e.get("attributes_present") {
-        for key in present.strings().map_err(|x| x.to_string())? {
+        for key in present.strings()? {
             if attr(span, &key).is_none() {
-                return Err(err(format!("attribute `{key}` must be present")));
+                return Err(err(format!("attribute `{key}` must be present").into()));
             }
         }
     }
     payload_checks(e, span, opts).map_err(err)?;
     let links = &span.links.links;
     if let Some(n) = e.get("link_count") {
-        let want = n.i64().map_err(|x| x.to_string())?;
+        let want = n.i64()?;
         if i64::try_from(links.len()).ok() != Some(want) {
-            return Err(err(format!("{} links, expected {want}", links.len())));
+            return Err(err(format!("{} links, expected {want}", links.len()).into()));
         }
     }
     if let Some(list) = e.get("links") {
-        let want = list.seq().map_err(|x| x.to_string())?;
+        let want = list.seq()?;
         if want.len() != links.len() {
             return Err(err(format!(
                 "{} links, expected {}",
                 links.len(),
                 want.len()
-            )));
+            )
+            .into()));
         }
         for (w, l) in want.iter().zip(links) {
-            w.check_keys(&["target_trace_id"])
-                .map_err(|x| x.to_string())?;
+            w.check_keys(&["target_trace_id"])?;
             let token = w
                 .req("target_trace_id")
                 .and_then(|t| t.str().map(str::to_owned));
-            let token = token.map_err(|x| x.to_string())?;
+            let token = token?;
             binder
                 .bind(&token, &l.span_context.trace_id().to_string())
                 .map_err(err)?;
         }
     }
     if let Some(children) = e.get("children") {
-        let want = children.seq().map_err(|x| x.to_string())?;
+        let want = children.seq()?;
         binder = match_list(
             &want,
             &forest.children(span),
@@ -479,16 +488,16 @@ pub(crate) fn match_span(
     Ok(binder)
 }
 
-fn string_attr(span: &SpanData, key: &str) -> Result<String, String> {
+fn string_attr(span: &SpanData, key: &str) -> Check<String> {
     match attr(span, key) {
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(format!("attribute `{key}` is not a string: {other}")),
-        None => Err(format!("attribute `{key}` is missing")),
+        Some(other) => Err(format!("attribute `{key}` is not a string: {other}").into()),
+        None => Err(format!("attribute `{key}` is missing").into()),
     }
 }
 
 /// The payload assertions of fixtures 013–015 / 018 (observability §5.5.1, §5.5.5).
-fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), String> {
+fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Check {
     let x = |e: crate::AdapterError| e.to_string();
     for key in ["attribute_parses_as_messages", "attribute_parses_as_object"] {
         let Some(block) = e.get(key) else { continue };
@@ -503,7 +512,7 @@ fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), St
                 parsed.is_object()
             };
             if !shape_ok {
-                return Err(format!("{key}: `{attribute}` parses to {parsed}"));
+                return Err(format!("{key}: `{attribute}` parses to {parsed}").into());
             }
             check(
                 &want,
@@ -521,9 +530,9 @@ fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), St
                 .and_then(|k| k.str())
                 .map_err(x)?;
             if kind != "synthetic_base64_prefix" {
-                return Err(format!(
+                return Err(Failure::unsupported(format!(
                     "fixture_directive_unknown: forbidden_substring_kind `{kind}`"
-                ));
+                )));
             }
             if opts.blobs.is_empty() {
                 return Err(
@@ -536,7 +545,7 @@ fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), St
                 if text.contains(&prefix) {
                     return Err(format!(
                         "attribute_does_not_contain: `{attribute}` carries the synthetic base64 data"
-                    ));
+                    ).into());
                 }
             }
         }
@@ -549,12 +558,7 @@ fn payload_checks(e: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Result<(), St
     Ok(())
 }
 
-fn truncation(
-    attribute: &str,
-    spec: &Y<'_>,
-    span: &SpanData,
-    opts: &MatchOpts,
-) -> Result<(), String> {
+fn truncation(attribute: &str, spec: &Y<'_>, span: &SpanData, opts: &MatchOpts) -> Check {
     let x = |e: crate::AdapterError| e.to_string();
     spec.check_keys(&[
         "max_bytes",
@@ -569,7 +573,7 @@ fn truncation(
         let max =
             usize::try_from(max.i64().map_err(x)?).map_err(|_| format!("{path}: max_bytes"))?;
         if text.len() > max {
-            return Err(format!("{path}: {} bytes, more than {max}", text.len()));
+            return Err(format!("{path}: {} bytes, more than {max}", text.len()).into());
         }
     }
     let marker_start = match spec.get("marker_pattern") {
@@ -588,7 +592,7 @@ fn truncation(
         // The exported attribute is a Rust `String`: valid UTF-8 by construction;
         // check the bytes anyway, as an exporter would see them.
         if flag.bool().map_err(x)? && std::str::from_utf8(text.as_bytes()).is_err() {
-            return Err(format!("{path}: invalid UTF-8"));
+            return Err(format!("{path}: invalid UTF-8").into());
         }
     }
     if let Some(flag) = spec.get("prefix_of_full_serialization") {
@@ -609,7 +613,7 @@ fn truncation(
                 return Err(format!(
                     "{path}: the text before the marker is not a prefix of the full serialization (of {} bytes as the marker says)",
                     total.unwrap_or_default()
-                ));
+                ).into());
             }
         }
     }

@@ -6,7 +6,8 @@ use openarmature_observability::attributes as a;
 use opentelemetry_sdk::trace::SpanData;
 
 use super::spans::{self, attr_str, match_list, Binder, Forest, MatchOpts};
-use super::{err, Run};
+use super::Run;
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 
 pub(super) fn match_traces(
@@ -14,14 +15,15 @@ pub(super) fn match_traces(
     forest: &Forest,
     binder: &Binder,
     opts: &MatchOpts,
-) -> Result<Binder, String> {
+) -> Check<Binder> {
     let actual = forest.trace_ids();
     if actual.len() != expected.len() {
         return Err(format!(
             "traces: {} traces, expected {}",
             actual.len(),
             expected.len()
-        ));
+        )
+        .into());
     }
     fn go(
         expected: &[Y<'_>],
@@ -30,16 +32,15 @@ pub(super) fn match_traces(
         forest: &Forest,
         binder: &Binder,
         opts: &MatchOpts,
-    ) -> Result<Binder, String> {
+    ) -> Check<Binder> {
         let Some((first, rest)) = expected.split_first() else {
             return Ok(binder.clone());
         };
-        first.check_keys(&["trace_id", "span_tree"]).map_err(err)?;
+        first.check_keys(&["trace_id", "span_tree"])?;
         let token = first
             .req("trace_id")
-            .and_then(|t| t.str().map(str::to_owned))
-            .map_err(err)?;
-        let tree = first.req("span_tree").and_then(|t| t.seq()).map_err(err)?;
+            .and_then(|t| t.str().map(str::to_owned))?;
+        let tree = first.req("span_tree").and_then(|t| t.seq())?;
         let mut last = None;
         for (i, trace) in actual.iter().enumerate() {
             if used[i] {
@@ -83,7 +84,7 @@ pub(super) fn match_traces(
     )
 }
 
-pub(super) fn no_edge_spans(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn no_edge_spans(run: &Run<'_>) -> Check {
     let mut names: Vec<String> = vec![a::INVOCATION_SPAN.into(), a::LLM_SPAN.into()];
     for (_, node) in run
         .case
@@ -101,7 +102,7 @@ pub(super) fn no_edge_spans(run: &Run<'_>) -> Result<(), String> {
         .iter()
         .find(|s| !names.iter().any(|n| *n == s.name))
     {
-        Some(s) => Err(format!("no_edge_spans: unexpected span `{}`", s.name)),
+        Some(s) => Err(format!("no_edge_spans: unexpected span `{}`", s.name).into()),
         None => Ok(()),
     }
 }
@@ -137,19 +138,17 @@ fn canonical(span: &SpanData, forest: &Forest, ignore: &[String]) -> String {
     )
 }
 
-pub(super) fn determinism(d: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
+pub(super) fn determinism(d: &Y<'_>, run: &Run<'_>) -> Check {
     d.check_keys(&[
         "compare_runs",
         "ignore_attributes",
         "compare",
         "require_equal",
-    ])
-    .map_err(err)?;
+    ])?;
     for aspect in d
         .get("compare")
         .map(|c| c.strings())
-        .transpose()
-        .map_err(err)?
+        .transpose()?
         .unwrap_or_default()
     {
         if ![
@@ -160,30 +159,26 @@ pub(super) fn determinism(d: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
         ]
         .contains(&aspect.as_str())
         {
-            return Err(format!(
+            return Err(Failure::unsupported(format!(
                 "fixture_directive_unknown: determinism aspect `{aspect}`"
-            ));
+            )));
         }
     }
     let ignore = d
         .get("ignore_attributes")
         .map(|c| c.strings())
-        .transpose()
-        .map_err(err)?
+        .transpose()?
         .unwrap_or_default();
     let runs: Vec<i64> = d
         .req("compare_runs")
-        .and_then(|r| r.seq())
-        .map_err(err)?
+        .and_then(|r| r.seq())?
         .iter()
         .map(|r| r.i64())
-        .collect::<Result<_, _>>()
-        .map_err(err)?;
+        .collect::<Result<_, _>>()?;
     let require_equal = d
         .get("require_equal")
         .map(|r| r.bool())
-        .transpose()
-        .map_err(err)?
+        .transpose()?
         .unwrap_or(true);
     let forms: Vec<String> = run
         .invocation_ids
@@ -213,6 +208,6 @@ pub(super) fn determinism(d: &Y<'_>, run: &Run<'_>) -> Result<(), String> {
     if equal == require_equal {
         Ok(())
     } else {
-        Err(format!("determinism_check: runs differ: {picked:?}"))
+        Err(format!("determinism_check: runs differ: {picked:?}").into())
     }
 }

@@ -20,10 +20,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::{LlmRequestSummary, LlmResponseSummary};
+use openarmature_core::vocab::prompt::{PromptGroupIdentity, PromptIdentity};
 use openarmature_graph::{BoxError, CallSite, Observer, ObserverEvent, Registration};
 use serde_json::{json, Map, Value};
 
-use crate::matchers::{check, Bindings};
+use crate::failure::{Check, Failure};
+use crate::matchers::{check, each_pair, Bindings};
 use crate::shared::lock;
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -45,10 +47,6 @@ const EVENT_TYPES: &[&str] = &[
     // that is never emitted, so a count of zero can be asserted.
     "LlmTokenFailedEvent",
 ];
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 fn unknown(y: &Y<'_>, what: String) -> AdapterError {
     AdapterError::DirectiveUnknown {
@@ -185,22 +183,32 @@ fn tool_fields(m: &mut Map<String, Value>, call: &openarmature_llm::ToolCallReco
     m.insert("latency_ms".into(), json!(call.latency_ms));
 }
 
-fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
-    m.insert("provider".into(), json!(r.provider));
-    m.insert("model".into(), json!(r.model));
-    m.insert("call_id".into(), json!(r.call_id));
-    m.insert("input_messages".into(), json!(&*r.input_messages));
-    m.insert(
-        "request_params".into(),
-        Value::Object(r.request_params.get().clone()),
-    );
-    m.insert(
-        "request_extras".into(),
-        Value::Object(r.request_extras.clone()),
-    );
+/// The identity every typed request summary (LLM, embedding, rerank) opens with.
+pub(super) fn request_identity(
+    m: &mut Map<String, Value>,
+    provider: Value,
+    model: Value,
+    call_id: Value,
+) {
+    m.insert("provider".into(), provider);
+    m.insert("model".into(), model);
+    m.insert("call_id".into(), call_id);
+}
+
+/// What every typed request summary carries after its own fields: the parameters,
+/// the extras and the active prompt (and group).
+pub(super) fn request_context(
+    m: &mut Map<String, Value>,
+    params: &Map<String, Value>,
+    extras: &Map<String, Value>,
+    prompt: Option<&PromptIdentity>,
+    group: Option<&PromptGroupIdentity>,
+) {
+    m.insert("request_params".into(), Value::Object(params.clone()));
+    m.insert("request_extras".into(), Value::Object(extras.clone()));
     m.insert(
         "active_prompt".into(),
-        r.active_prompt().map_or(Value::Null, |p| {
+        prompt.map_or(Value::Null, |p| {
             json!({
                 "name": p.name,
                 "version": p.version,
@@ -212,8 +220,19 @@ fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
     );
     m.insert(
         "active_prompt_group".into(),
-        r.active_prompt_group()
-            .map_or(Value::Null, |g| json!({"group_name": g.group_name})),
+        group.map_or(Value::Null, |g| json!({"group_name": g.group_name})),
+    );
+}
+
+fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
+    request_identity(m, json!(r.provider), json!(r.model), json!(r.call_id));
+    m.insert("input_messages".into(), json!(&*r.input_messages));
+    request_context(
+        m,
+        r.request_params.get(),
+        &r.request_extras,
+        r.active_prompt(),
+        r.active_prompt_group(),
     );
     m.insert(
         "token_budget".into(),
@@ -373,7 +392,7 @@ fn of_type<'r>(records: &'r [Value], t: &str) -> Vec<&'r Value> {
 }
 
 /// Whether `record` matches every `field: value` of `fields` (§5.10 tokens honoured).
-fn fields_match(fields: &Map<String, Value>, record: &Value, path: &str) -> Result<(), String> {
+fn fields_match(fields: &Map<String, Value>, record: &Value, path: &str) -> Check {
     let mut b = Bindings::default();
     for (k, want) in fields {
         let got = record
@@ -384,30 +403,27 @@ fn fields_match(fields: &Map<String, Value>, record: &Value, path: &str) -> Resu
     Ok(())
 }
 
-fn count(y: &Y<'_>) -> Result<usize, String> {
-    usize::try_from(y.i64().map_err(err)?).map_err(|_| err(y.invalid("a count")))
+fn count(y: &Y<'_>) -> Check<usize> {
+    usize::try_from(y.i64()?).map_err(|_| Failure::from(y.invalid("a count")))
 }
 
-fn type_and_count(y: &Y<'_>) -> Result<(String, usize), String> {
-    y.check_keys(&["event_type", "count"]).map_err(err)?;
-    Ok((
-        event_type(&y.req("event_type").map_err(err)?).map_err(err)?,
-        count(&y.req("count").map_err(err)?)?,
-    ))
+fn type_and_count(y: &Y<'_>) -> Check<(String, usize)> {
+    y.check_keys(&["event_type", "count"])?;
+    Ok((event_type(&y.req("event_type")?)?, count(&y.req("count")?)?))
 }
 
-fn exact_count(records: &[Value], t: &str, want: usize, what: &str) -> Result<(), String> {
+fn exact_count(records: &[Value], t: &str, want: usize, what: &str) -> Check {
     let got = of_type(records, t).len();
     if got == want {
         Ok(())
     } else {
-        Err(format!("{what}: {got} {t}, expected {want}"))
+        Err(format!("{what}: {got} {t}, expected {want}").into())
     }
 }
 
 /// Checks one `expected.observers.<name>` block against a collector's records.
-pub(crate) fn expectations(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
-    for (key, v) in y.entries().map_err(err)? {
+pub(crate) fn expectations(y: &Y<'_>, records: &[Value]) -> Check {
+    for (key, v) in y.entries()? {
         match key.as_str() {
             "contains_event" => contains_event(&v, records)?,
             "event_count" | "contains_exactly_n_events_of_type" => {
@@ -415,46 +431,46 @@ pub(crate) fn expectations(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
                 exact_count(records, &t, n, &key)?;
             }
             "event_counts" => {
-                for item in v.seq().map_err(err)? {
+                for item in v.seq()? {
                     let (t, n) = type_and_count(&item)?;
                     exact_count(records, &t, n, &key)?;
                 }
             }
             "contains_exactly_one_event_of_type" => {
-                exact_count(records, &event_type(&v).map_err(err)?, 1, &key)?;
+                exact_count(records, &event_type(&v)?, 1, &key)?;
             }
             "contains_event_of_type" => {
-                let t = event_type(&v).map_err(err)?;
+                let t = event_type(&v)?;
                 if of_type(records, &t).is_empty() {
-                    return Err(format!("{key}: no {t} among {} events", records.len()));
+                    return Err(format!("{key}: no {t} among {} events", records.len()).into());
                 }
             }
             "does_not_contain_event_of_type" => {
-                exact_count(records, &event_type(&v).map_err(err)?, 0, &key)?;
+                exact_count(records, &event_type(&v)?, 0, &key)?;
             }
             "captured_event_field_values_cover" => {
-                v.check_keys(&["field", "values"]).map_err(err)?;
-                let field = v.req("field").and_then(|f| f.str()).map_err(err)?;
-                let want = v.req("values").and_then(|w| w.seq()).map_err(err)?;
+                v.check_keys(&["field", "values"])?;
+                let field = v.req("field").and_then(|f| f.str())?;
+                let want = v.req("values").and_then(|w| w.seq())?;
                 let got: Vec<Value> = records
                     .iter()
                     .map(|r| r.get(field).cloned().unwrap_or(Value::Null))
                     .collect();
                 for w in want {
-                    let w = w.json().map_err(err)?;
+                    let w = w.json()?;
                     if !got.iter().any(|g| crate::matchers::json_eq(g, &w)) {
-                        return Err(format!(
-                            "{key}: no event has {field} = {w} (values {got:?})"
-                        ));
+                        return Err(
+                            format!("{key}: no event has {field} = {w} (values {got:?})").into(),
+                        );
                     }
                 }
             }
             "every_captured_event_has" => {
-                let Value::Object(fields) = v.json().map_err(err)? else {
-                    return Err(err(v.invalid("a field mapping")));
+                let Value::Object(fields) = v.json()? else {
+                    return Err(Failure::from(v.invalid("a field mapping")));
                 };
                 if records.is_empty() {
-                    return Err(format!("{key}: no captured event"));
+                    return Err(format!("{key}: no captured event").into());
                 }
                 for (i, r) in records.iter().enumerate() {
                     fields_match(&fields, r, &format!("{key}[{i}]"))?;
@@ -463,47 +479,55 @@ pub(crate) fn expectations(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
             "sentinel_node_event_emission_is_impl_defined" => {
                 // Documentation flag: this implementation emits no sentinel node event
                 // (LLM calls surface only as typed events), which the fixture allows.
-                if !v.bool().map_err(err)? {
-                    return Err(err(v.invalid("only `true` is meaningful")));
+                if !v.bool()? {
+                    return Err(Failure::from(v.invalid("only `true` is meaningful")));
                 }
             }
             "relative_order_of_events_matching" => relative_order(&v, records)?,
             "contains_events_in_order" => in_order(&v, records)?,
-            _ => return Err(err(unknown(&v, format!("observer expectation `{key}`")))),
+            _ => {
+                return Err(Failure::from(unknown(
+                    &v,
+                    format!("observer expectation `{key}`"),
+                )))
+            }
         }
     }
     Ok(())
 }
 
-fn contains_event(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
-    y.check_keys(&["event_type", "fields", "fields_absent_keys"])
-        .map_err(err)?;
-    let t = event_type(&y.req("event_type").map_err(err)?).map_err(err)?;
-    let fields = match y.get("fields").map(|f| f.json()).transpose().map_err(err)? {
+fn contains_event(y: &Y<'_>, records: &[Value]) -> Check {
+    y.check_keys(&["event_type", "fields", "fields_absent_keys"])?;
+    let t = event_type(&y.req("event_type")?)?;
+    let fields = match y.get("fields").map(|f| f.json()).transpose()? {
         Some(Value::Object(m)) => m,
         None => Map::new(),
-        Some(other) => return Err(format!("contains_event.fields: not a mapping: {other}")),
+        Some(other) => return Err(format!("contains_event.fields: not a mapping: {other}").into()),
     };
     let absent: Vec<(String, Vec<String>)> = match y.get("fields_absent_keys") {
         Some(a) => a
-            .entries()
-            .map_err(err)?
+            .entries()?
             .into_iter()
-            .map(|(k, keys)| Ok((k, keys.strings().map_err(err)?)))
-            .collect::<Result<_, String>>()?,
+            .map(|(k, keys)| Ok((k, keys.strings()?)))
+            .collect::<Check<_>>()?,
         None => Vec::new(),
     };
     let candidates = of_type(records, &t);
-    let mut last = format!("contains_event: no {t} among {} events", records.len());
+    let mut last = Failure::mismatch(format!(
+        "contains_event: no {t} among {} events",
+        records.len()
+    ));
     for (i, r) in candidates.iter().enumerate() {
         let verdict =
             fields_match(&fields, r, &format!("contains_event[{t} #{i}]")).and_then(|()| {
                 for (field, keys) in &absent {
                     let Some(Value::Object(map)) = r.get(field) else {
-                        return Err(format!("fields_absent_keys: `{field}` is not a mapping"));
+                        return Err(
+                            format!("fields_absent_keys: `{field}` is not a mapping").into()
+                        );
                     };
                     if let Some(k) = keys.iter().find(|k| map.contains_key(*k)) {
-                        return Err(format!("fields_absent_keys: `{field}` carries `{k}`"));
+                        return Err(format!("fields_absent_keys: `{field}` carries `{k}`").into());
                     }
                 }
                 Ok(())
@@ -514,6 +538,15 @@ fn contains_event(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
         }
     }
     Err(last)
+}
+
+/// The typed-event records of `run` of type `event_type`, in emission order.
+pub(super) fn records(run: &super::Run<'_>, event_type: &str) -> Vec<Value> {
+    run.events
+        .iter()
+        .filter_map(|e| record(e, None))
+        .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(event_type))
+        .collect()
 }
 
 /// One entry of an ordered expectation: `{event_type, <field>: <value>...}`.
@@ -528,20 +561,21 @@ fn entry_matches(entry: &Map<String, Value>, record: &Value) -> bool {
     })
 }
 
-fn relative_order(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
-    y.check_keys(&["filter", "expected_order"]).map_err(err)?;
-    let filter = match y.req("filter").and_then(|f| f.json()).map_err(err)? {
+fn relative_order(y: &Y<'_>, records: &[Value]) -> Check {
+    y.check_keys(&["filter", "expected_order"])?;
+    let filter = match y.req("filter").and_then(|f| f.json())? {
         Value::Object(m) => m,
-        other => return Err(format!("relative_order: filter is not a mapping: {other}")),
+        other => return Err(format!("relative_order: filter is not a mapping: {other}").into()),
     };
     let order: Vec<Map<String, Value>> = y
         .req("expected_order")
-        .and_then(|o| o.seq())
-        .map_err(err)?
+        .and_then(|o| o.seq())?
         .iter()
-        .map(|e| match e.json().map_err(err)? {
-            Value::Object(m) => Ok(m),
-            other => Err(format!("relative_order: entry is not a mapping: {other}")),
+        .map(|e| -> Check<Map<String, Value>> {
+            match e.json()? {
+                Value::Object(m) => Ok(m),
+                other => Err(format!("relative_order: entry is not a mapping: {other}").into()),
+            }
         })
         .collect::<Result<_, _>>()?;
     let filtered: Vec<&Value> = records
@@ -561,35 +595,39 @@ fn relative_order(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
             return Err(format!(
                 "relative_order: entry {i} {want:?} matches {} events",
                 hits.len()
-            ));
+            )
+            .into());
         };
         if last.is_some_and(|l| *p <= l) {
-            return Err(format!(
-                "relative_order: entry {i} {want:?} arrived out of order"
-            ));
+            return Err(format!("relative_order: entry {i} {want:?} arrived out of order").into());
         }
         last = Some(*p);
     }
     Ok(())
 }
 
-fn in_order(y: &Y<'_>, records: &[Value]) -> Result<(), String> {
-    y.check_keys(&["event_type", "events"]).map_err(err)?;
-    let t = event_type(&y.req("event_type").map_err(err)?).map_err(err)?;
-    let want = y.req("events").and_then(|e| e.seq()).map_err(err)?;
+fn in_order(y: &Y<'_>, records: &[Value]) -> Check {
+    y.check_keys(&["event_type", "events"])?;
+    let t = event_type(&y.req("event_type")?)?;
+    let want = y.req("events").and_then(|e| e.seq())?;
     let got = of_type(records, &t);
-    if got.len() != want.len() {
-        return Err(format!(
-            "contains_events_in_order: {} {t}, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    for (i, (w, g)) in want.iter().zip(got).enumerate() {
-        let Value::Object(fields) = w.json().map_err(err)? else {
-            return Err(format!("contains_events_in_order[{i}]: not a mapping"));
-        };
-        fields_match(&fields, g, &format!("contains_events_in_order[{i}]"))?;
-    }
+    each_pair(
+        &want,
+        &got,
+        || {
+            format!(
+                "contains_events_in_order: {} {t}, expected {}",
+                got.len(),
+                want.len()
+            )
+        },
+        |i, w, g| {
+            let Value::Object(fields) = w.json()? else {
+                return Err(format!("contains_events_in_order[{i}]: not a mapping").into());
+            };
+            fields_match(&fields, g, &format!("contains_events_in_order[{i}]"))?;
+            Ok(())
+        },
+    )?;
     Ok(())
 }

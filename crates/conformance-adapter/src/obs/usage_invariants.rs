@@ -21,6 +21,10 @@ use serde_json::{Map, Value};
 use super::spans::{attr, attr_str};
 use super::{typed, Run};
 
+use super::invariants::truthy;
+use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
+
 /// The three §6 counters, with the span attributes that render each (§5.5.3).
 const COUNTERS: [(&str, &[&str]); 3] = [
     (
@@ -36,14 +40,6 @@ const COUNTERS: [(&str, &[&str]); 3] = [
     ),
     ("total_tokens", &[a::LLM_USAGE_TOTAL_TOKENS]),
 ];
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
 
 /// One completed call seen on its three surfaces.
 struct Call<'r> {
@@ -83,7 +79,7 @@ fn wire_bodies(run: &Run<'_>) -> Vec<Value> {
 }
 
 /// Every completed call on its three surfaces; fails when a surface is missing.
-fn calls<'r>(run: &'r Run<'_>) -> Result<Vec<Call<'r>>, String> {
+fn calls<'r>(run: &'r Run<'_>) -> Check<Vec<Call<'r>>> {
     let bodies = wire_bodies(run);
     let spans = run.llm_spans();
     let mut out = Vec::new();
@@ -127,7 +123,7 @@ fn unreported(v: Option<&Value>) -> bool {
 }
 
 /// Every span attribute rendering `counter` is absent on the call's span.
-fn omitted(call: &Call<'_>, counter: &str) -> Result<(), String> {
+fn omitted(call: &Call<'_>, counter: &str) -> Check {
     for (c, keys) in COUNTERS {
         if c != counter {
             continue;
@@ -137,7 +133,8 @@ fn omitted(call: &Call<'_>, counter: &str) -> Result<(), String> {
                 return Err(format!(
                     "call `{}`: {counter} is not reported, yet the span carries `{k}` ({v})",
                     call.id
-                ));
+                )
+                .into());
             }
         }
     }
@@ -145,7 +142,7 @@ fn omitted(call: &Call<'_>, counter: &str) -> Result<(), String> {
 }
 
 /// Every span attribute rendering `counter` equals the sound wire value.
-fn rendered(call: &Call<'_>, counter: &str) -> Result<(), String> {
+fn rendered(call: &Call<'_>, counter: &str) -> Check {
     let want = call
         .wire(counter)
         .and_then(Value::as_u64)
@@ -170,7 +167,7 @@ fn picked<'c, 'r>(
     counter: &str,
     pick: fn(Option<&Value>) -> bool,
     what: &str,
-) -> Result<Vec<&'c Call<'r>>, String> {
+) -> Check<Vec<&'c Call<'r>>> {
     let out: Vec<&Call<'_>> = calls.iter().filter(|c| pick(c.wire(counter))).collect();
     ensure(!out.is_empty(), || {
         format!("no call received a {what} {counter} on the wire")
@@ -179,7 +176,7 @@ fn picked<'c, 'r>(
 }
 
 /// 144: a null (or malformed) `prompt_tokens` reaches neither input attribute.
-fn input_omitted(run: &Run<'_>) -> Result<(), String> {
+fn input_omitted(run: &Run<'_>) -> Check {
     let calls = calls(run)?;
     for call in picked(&calls, "prompt_tokens", unreported, "unreported")? {
         omitted(call, "prompt_tokens")?;
@@ -188,7 +185,7 @@ fn input_omitted(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// 144: the sound output and total counters still render, with the wire values.
-fn sound_rendered(run: &Run<'_>) -> Result<(), String> {
+fn sound_rendered(run: &Run<'_>) -> Check {
     let calls = calls(run)?;
     for counter in ["completion_tokens", "total_tokens"] {
         for call in picked(&calls, counter, |v| v.is_some_and(Value::is_u64), "sound")? {
@@ -200,7 +197,7 @@ fn sound_rendered(run: &Run<'_>) -> Result<(), String> {
 
 /// 144: `gen_ai.usage.input_tokens` is present exactly when `prompt_tokens` is sound,
 /// and then carries it.
-fn input_never_from_null(run: &Run<'_>) -> Result<(), String> {
+fn input_never_from_null(run: &Run<'_>) -> Check {
     let calls = calls(run)?;
     picked(&calls, "prompt_tokens", unreported, "unreported")?;
     for call in &calls {
@@ -220,12 +217,7 @@ fn input_never_from_null(run: &Run<'_>) -> Result<(), String> {
 
 /// 149: each malformed wire counter among `counters` is null on the event (not the
 /// wire value) and reaches no span attribute.
-fn malformed_nulled(
-    run: &Run<'_>,
-    counters: &[&str],
-    event: bool,
-    span: bool,
-) -> Result<(), String> {
+fn malformed_nulled(run: &Run<'_>, counters: &[&str], event: bool, span: bool) -> Check {
     let calls = calls(run)?;
     for counter in counters {
         for call in picked(&calls, counter, malformed, "malformed")? {
@@ -249,7 +241,7 @@ fn malformed_nulled(
 
 /// 149: the event carries a present usage record (an object) whose counters are all
 /// null, never a null usage.
-fn present_record_of_nulls(run: &Run<'_>) -> Result<(), String> {
+fn present_record_of_nulls(run: &Run<'_>) -> Check {
     let calls = calls(run)?;
     let names = COUNTERS.map(|(c, _)| c);
     let all_malformed: Vec<&Call<'_>> = calls
@@ -272,36 +264,55 @@ fn present_record_of_nulls(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Every usage counter.
+const ALL: &[&str] = &["prompt_tokens", "completion_tokens", "total_tokens"];
+
+/// The observability `invariants` this module checks (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    (
+        "input_usage_attributes_omitted_when_prompt_tokens_null",
+        input_omitted,
+    ),
+    (
+        "output_and_total_usage_attributes_emitted_when_sound",
+        sound_rendered,
+    ),
+    (
+        "gen_ai_input_tokens_never_sourced_from_null_counter",
+        input_never_from_null,
+    ),
+    (
+        "malformed_wire_prompt_tokens_nulled_before_event_and_span",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, true),
+    ),
+    (
+        "event_usage_prompt_tokens_null_not_verbatim_wire_value",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, false),
+    ),
+    (
+        "span_omits_both_input_usage_attributes_on_malformed_wire_counter",
+        |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], false, true),
+    ),
+    (
+        "all_three_malformed_wire_counters_nulled_before_event_and_span",
+        |run: &Run<'_>| malformed_nulled(run, ALL, true, true),
+    ),
+    (
+        "event_usage_is_present_record_of_nulls_not_null_record",
+        present_record_of_nulls,
+    ),
+    (
+        "span_omits_all_usage_attributes_when_all_counters_malformed",
+        |run: &Run<'_>| malformed_nulled(run, ALL, false, true),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The usage invariant `name` (its value must be `true`), or `None` when it is not
 /// one of these.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
-    const ALL: &[&str] = &["prompt_tokens", "completion_tokens", "total_tokens"];
-    let verdict: fn(&Run<'_>) -> Result<(), String> = match name {
-        "input_usage_attributes_omitted_when_prompt_tokens_null" => input_omitted,
-        "output_and_total_usage_attributes_emitted_when_sound" => sound_rendered,
-        "gen_ai_input_tokens_never_sourced_from_null_counter" => input_never_from_null,
-        "malformed_wire_prompt_tokens_nulled_before_event_and_span" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, true)
-        }
-        "event_usage_prompt_tokens_null_not_verbatim_wire_value" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], true, false)
-        }
-        "span_omits_both_input_usage_attributes_on_malformed_wire_counter" => {
-            |run: &Run<'_>| malformed_nulled(run, &["prompt_tokens"], false, true)
-        }
-        "all_three_malformed_wire_counters_nulled_before_event_and_span" => {
-            |run: &Run<'_>| malformed_nulled(run, ALL, true, true)
-        }
-        "event_usage_is_present_record_of_nulls_not_null_record" => present_record_of_nulls,
-        "span_omits_all_usage_attributes_when_all_counters_malformed" => {
-            |run: &Run<'_>| malformed_nulled(run, ALL, false, true)
-        }
-        _ => return None,
-    };
-    Some(match v {
-        Value::Bool(true) => verdict(run),
-        other => Err(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    })
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
+    let verdict = lookup(TABLE, name)?;
+    Some(truthy(v).and_then(|()| verdict(run)))
 }

@@ -12,12 +12,14 @@ use openarmature_prompt::PromptResult;
 use serde_json::Value as Json;
 
 use super::expect::expect_record;
-use super::loc::{ensure, CaseError, Loc};
+use super::loc::Loc;
 use super::model::{typed, Equivalence, GroupExpect, Scenario};
 use super::record::{message_at, Captured};
 use super::world::World;
 
-type ScenarioCheck = fn(&Scenario, &World, &Loc) -> Result<(), CaseError>;
+use crate::failure::{ensure, Check};
+
+type ScenarioCheck = fn(&Scenario, &World, &Loc) -> Check;
 
 /// Scenario-level blocks, checked in this order.
 pub(super) const SCENARIO_CHECKS: &[(&str, ScenarioCheck)] = &[
@@ -27,7 +29,7 @@ pub(super) const SCENARIO_CHECKS: &[(&str, ScenarioCheck)] = &[
     ("expected_message_equal", message_equal),
 ];
 
-type ExpectedCheck = fn(&Json, &World, &Loc) -> Result<(), CaseError>;
+type ExpectedCheck = fn(&Json, &World, &Loc) -> Check;
 
 /// Named assertions inside `expected`.
 const EXPECTED_CHECKS: &[(&str, ExpectedCheck)] = &[
@@ -39,7 +41,7 @@ const EXPECTED_CHECKS: &[(&str, ExpectedCheck)] = &[
     }),
 ];
 
-fn expected(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn expected(s: &Scenario, world: &World, loc: &Loc) -> Check {
     for (key, value) in &s.expected {
         let at = loc.join(key);
         if let Some((_, check)) = EXPECTED_CHECKS.iter().find(|(name, _)| name == key) {
@@ -54,14 +56,14 @@ fn expected(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError> {
 }
 
 /// The captured record `name`.
-fn captured<'w>(world: &'w World, name: &str, loc: &Loc) -> Result<&'w Captured, CaseError> {
+fn captured<'w>(world: &'w World, name: &str, loc: &Loc) -> Check<&'w Captured> {
     world
         .capture(name)
         .ok_or_else(|| loc.invalid(format!("`{name}` names no capture")).into())
 }
 
 /// The captured prompt result `name`.
-fn result<'w>(world: &'w World, name: &str, loc: &Loc) -> Result<&'w PromptResult, CaseError> {
+fn result<'w>(world: &'w World, name: &str, loc: &Loc) -> Check<&'w PromptResult> {
     captured(world, name, loc)?.result().ok_or_else(|| {
         loc.invalid(format!("`{name}` is not a prompt result"))
             .into()
@@ -69,14 +71,14 @@ fn result<'w>(world: &'w World, name: &str, loc: &Loc) -> Result<&'w PromptResul
 }
 
 /// At least two capture names.
-fn pair_or_more<'a>(names: &'a [String], loc: &Loc) -> Result<&'a [String], CaseError> {
+fn pair_or_more<'a>(names: &'a [String], loc: &Loc) -> Check<&'a [String]> {
     if names.len() < 2 {
         return Err(loc.invalid("name at least two captures").into());
     }
     Ok(names)
 }
 
-fn result_equivalence(value: &Json, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn result_equivalence(value: &Json, world: &World, loc: &Loc) -> Check {
     let want: Equivalence = typed(value, loc)?;
     let names = pair_or_more(&want.of, &loc.join("of"))?;
     let views = names
@@ -86,7 +88,7 @@ fn result_equivalence(value: &Json, world: &World, loc: &Loc) -> Result<(), Case
                 .view()
                 .ok_or_else(|| loc.invalid(format!("`{n}` is not a record")).into())
         })
-        .collect::<Result<Vec<_>, CaseError>>()?;
+        .collect::<Check<Vec<_>>>()?;
     let (first, rest) = views
         .split_first()
         .ok_or_else(|| loc.invalid("nothing to compare"))?;
@@ -113,7 +115,7 @@ fn result_equivalence(value: &Json, world: &World, loc: &Loc) -> Result<(), Case
     Ok(())
 }
 
-fn prompt_group(value: &Json, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn prompt_group(value: &Json, world: &World, loc: &Loc) -> Check {
     let want: GroupExpect = typed(value, loc)?;
     let Captured::Group { group, members } = captured(world, &want.of, loc)? else {
         return Err(loc
@@ -156,7 +158,7 @@ fn prompt_group(value: &Json, world: &World, loc: &Loc) -> Result<(), CaseError>
     Ok(())
 }
 
-fn hash_pairs(value: &Json, world: &World, loc: &Loc, equal: bool) -> Result<(), CaseError> {
+fn hash_pairs(value: &Json, world: &World, loc: &Loc, equal: bool) -> Check {
     let pairs: Vec<Vec<String>> = typed(value, loc)?;
     for (i, pair) in pairs.iter().enumerate() {
         let at = loc.join(&i.to_string());
@@ -180,7 +182,7 @@ fn hash_pairs(value: &Json, world: &World, loc: &Loc, equal: bool) -> Result<(),
     Ok(())
 }
 
-fn backend_state(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn backend_state(s: &Scenario, world: &World, loc: &Loc) -> Check {
     let Some(state) = &s.expected_backend_state else {
         return Ok(());
     };
@@ -200,7 +202,7 @@ fn backend_state(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError
     Ok(())
 }
 
-fn shared_prefix(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn shared_prefix(s: &Scenario, world: &World, loc: &Loc) -> Check {
     let Some(want) = &s.expected_shared_prefix else {
         return Ok(());
     };
@@ -219,7 +221,7 @@ fn shared_prefix(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError
     Ok(())
 }
 
-fn message_equal(s: &Scenario, world: &World, loc: &Loc) -> Result<(), CaseError> {
+fn message_equal(s: &Scenario, world: &World, loc: &Loc) -> Check {
     let Some(want) = &s.expected_message_equal else {
         return Ok(());
     };

@@ -15,11 +15,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value as Json};
 
-use super::loc::{ensure, CaseError, Loc};
+use super::loc::Loc;
 use super::model::{typed, RaisesExpect, RecordExpect};
 use super::record::{error_view, Captured};
 use super::step::Outcome;
 use super::world::World;
+use crate::failure::{ensure, Check, Failure};
 use crate::matchers::{self, Bindings};
 
 /// What a per-call check sees.
@@ -30,7 +31,7 @@ struct CallCtx<'a> {
     loc: Loc,
 }
 
-type CallCheck = fn(&Json, &CallCtx<'_>) -> Result<(), CaseError>;
+type CallCheck = fn(&Json, &CallCtx<'_>) -> Check;
 
 /// Per-call assertions by key.
 const CALL_CHECKS: &[(&str, CallCheck)] = &[
@@ -50,7 +51,7 @@ pub(super) fn check_call(
     fetches: &HashMap<String, usize>,
     world: &World,
     loc: &Loc,
-) -> Result<(), CaseError> {
+) -> Check {
     if let Outcome::Raised(e) = outcome {
         ensure(expected.contains_key("raises"), || {
             format!("{}: the call raised {}: {e}", loc.path(), e.category())
@@ -77,16 +78,16 @@ pub(super) fn check_call(
     Ok(())
 }
 
-fn record(value: &Json, ctx: &CallCtx<'_>, kind: &str) -> Result<(), CaseError> {
+fn record(value: &Json, ctx: &CallCtx<'_>, kind: &str) -> Check {
     let want: RecordExpect = typed(value, &ctx.loc)?;
     match ctx.outcome {
         Outcome::Value(c) if c.kind() == kind => want.check(c, ctx.loc.path()),
-        Outcome::Value(c) => Err(CaseError::Failed(format!(
+        Outcome::Value(c) => Err(Failure::mismatch(format!(
             "{}: expected a {kind}, the call produced a {}",
             ctx.loc.path(),
             c.kind()
         ))),
-        Outcome::Raised(e) => Err(CaseError::Failed(format!(
+        Outcome::Raised(e) => Err(Failure::mismatch(format!(
             "{}: expected a {kind}, the call raised {}: {e}",
             ctx.loc.path(),
             e.category()
@@ -98,12 +99,12 @@ fn record(value: &Json, ctx: &CallCtx<'_>, kind: &str) -> Result<(), CaseError> 
     }
 }
 
-fn raises(value: &Json, ctx: &CallCtx<'_>) -> Result<(), CaseError> {
+fn raises(value: &Json, ctx: &CallCtx<'_>) -> Check {
     let want: RaisesExpect = typed(value, &ctx.loc)?;
     let error = match ctx.outcome {
         Outcome::Raised(e) => e,
         Outcome::Value(c) => {
-            return Err(CaseError::Failed(format!(
+            return Err(Failure::mismatch(format!(
                 "{}: expected {}, the call returned a {}",
                 ctx.loc.path(),
                 want.category,
@@ -128,17 +129,12 @@ fn raises(value: &Json, ctx: &CallCtx<'_>) -> Result<(), CaseError> {
     Ok(())
 }
 
-type Flavor = fn(&Json, &Json, &str) -> Result<(), CaseError>;
+type Flavor = fn(&Json, &Json, &str) -> Check;
 
 /// The §5.13 assertion flavors by key suffix (a bare key is exact equality).
 const FLAVORS: &[(&str, Flavor)] = &[("_present", present), ("_mentions", mentions)];
 
-fn carry(
-    key: &str,
-    expected: &Json,
-    fields: &Map<String, Json>,
-    loc: &Loc,
-) -> Result<(), CaseError> {
+fn carry(key: &str, expected: &Json, fields: &Map<String, Json>, loc: &Loc) -> Check {
     let (field, flavor) = FLAVORS
         .iter()
         .find_map(|(suffix, f)| key.strip_suffix(suffix).map(|field| (field, *f)))
@@ -147,29 +143,29 @@ fn carry(
     flavor(expected, actual, loc.join(key).path())
 }
 
-fn exact(expected: &Json, actual: &Json, at: &str) -> Result<(), CaseError> {
-    matchers::check(expected, actual, &mut Bindings::default(), at).map_err(CaseError::Failed)
+fn exact(expected: &Json, actual: &Json, at: &str) -> Check {
+    matchers::check(expected, actual, &mut Bindings::default(), at)
 }
 
-fn present(expected: &Json, actual: &Json, at: &str) -> Result<(), CaseError> {
+fn present(expected: &Json, actual: &Json, at: &str) -> Check {
     let want = expected
         .as_bool()
-        .ok_or_else(|| CaseError::Failed(format!("{at}: a `_present` value is a boolean")))?;
+        .ok_or_else(|| Failure::mismatch(format!("{at}: a `_present` value is a boolean")))?;
     ensure(actual.is_null() != want, || {
         format!("{at}: expected present = {want}, got {actual}")
     })
 }
 
-fn mentions(expected: &Json, actual: &Json, at: &str) -> Result<(), CaseError> {
+fn mentions(expected: &Json, actual: &Json, at: &str) -> Check {
     let needle = expected
         .as_str()
-        .ok_or_else(|| CaseError::Failed(format!("{at}: a `_mentions` value is a string")))?;
+        .ok_or_else(|| Failure::mismatch(format!("{at}: a `_mentions` value is a string")))?;
     ensure(actual.as_str().is_some_and(|s| s.contains(needle)), || {
         format!("{at}: {actual} does not mention {needle:?}")
     })
 }
 
-fn call_counts(value: &Json, ctx: &CallCtx<'_>) -> Result<(), CaseError> {
+fn call_counts(value: &Json, ctx: &CallCtx<'_>) -> Check {
     let want: HashMap<String, usize> = typed(value, &ctx.loc)?;
     for (backend, n) in want {
         if !ctx.fetches.contains_key(&backend) {
@@ -183,7 +179,7 @@ fn call_counts(value: &Json, ctx: &CallCtx<'_>) -> Result<(), CaseError> {
     Ok(())
 }
 
-fn count(backend: &str, want: usize, ctx: &CallCtx<'_>) -> Result<(), CaseError> {
+fn count(backend: &str, want: usize, ctx: &CallCtx<'_>) -> Check {
     let got = ctx.fetches.get(backend).copied().unwrap_or(0);
     ensure(got == want, || {
         format!(
@@ -194,7 +190,7 @@ fn count(backend: &str, want: usize, ctx: &CallCtx<'_>) -> Result<(), CaseError>
 }
 
 /// A captured value kind check for fixture-level expectations.
-pub(super) fn expect_record(captured: &Captured, value: &Json, loc: &Loc) -> Result<(), CaseError> {
+pub(super) fn expect_record(captured: &Captured, value: &Json, loc: &Loc) -> Check {
     let want: RecordExpect = typed(value, loc)?;
     want.check(captured, loc.path())
 }

@@ -1,7 +1,5 @@
-//! Spec: conformance-adapter §9 — where in a fixture a problem sits, and the two ways a
-//! prompt-management case fails (a broken fixture vs. a failed assertion).
+//! Spec: conformance-adapter §9 — where in a fixture a problem sits.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -70,38 +68,5 @@ impl Loc {
             directive: directive.to_owned(),
             location: self.path().to_owned(),
         }
-    }
-}
-
-/// Why a case did not pass.
-#[derive(Debug)]
-pub(super) enum CaseError {
-    /// The fixture cannot be run as written (§9 categories).
-    Fixture(AdapterError),
-    /// The implementation did not do what the fixture expects.
-    Failed(String),
-}
-
-impl fmt::Display for CaseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CaseError::Fixture(e) => write!(f, "{e}"),
-            CaseError::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<AdapterError> for CaseError {
-    fn from(e: AdapterError) -> Self {
-        CaseError::Fixture(e)
-    }
-}
-
-/// `Ok` when `ok`, else the assertion failure `why()`.
-pub(super) fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), CaseError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(CaseError::Failed(why()))
     }
 }

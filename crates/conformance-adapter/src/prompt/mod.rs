@@ -31,9 +31,10 @@ mod tests;
 
 use serde_json::{Map, Value as Json};
 
+use crate::failure::Check;
 use crate::yaml::Y;
 use crate::AdapterError;
-use loc::{CaseError, Loc};
+use loc::Loc;
 use model::{typed, CallDecl, Scenario};
 use step::{Outcome, Step};
 use world::World;
@@ -44,11 +45,11 @@ const ROOT_META: &[&str] = &["conformance_version", "cases", "description"];
 const CASE_META: &[&str] = &["name", "description"];
 
 /// Runs one prompt-management case (`case` is `root` for a fixture without `cases`).
-pub(crate) async fn run_case(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
-    run(root, case).await.map_err(|e| e.to_string())
+pub(crate) async fn run_case(root: &Y<'_>, case: &Y<'_>) -> Check {
+    run(root, case).await
 }
 
-async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), CaseError> {
+async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
     let is_root = std::ptr::eq(root.value, case.value);
     let loc = Loc::new(root.file, if is_root { "" } else { case.location() });
     let scenario: Scenario = typed(&scenario_json(root, case, is_root)?, &loc)?;
@@ -86,7 +87,7 @@ fn scenario_json(root: &Y<'_>, case: &Y<'_>, is_root: bool) -> Result<Json, Adap
     Ok(Json::Object(merged))
 }
 
-async fn run_call(raw: &Json, loc: &Loc, world: &mut World) -> Result<(), CaseError> {
+async fn run_call(raw: &Json, loc: &Loc, world: &mut World) -> Check {
     let decl: CallDecl = typed(raw, loc)?;
     let step = Step::from_decl(&decl, loc)?;
     let before = world.fetch_counts();

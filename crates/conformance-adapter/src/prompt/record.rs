@@ -14,8 +14,8 @@ use openarmature_prompt::{
 };
 use serde_json::{json, Map, Value as Json};
 
-use super::loc::{ensure, CaseError};
 use super::model::RecordExpect;
+use crate::failure::{ensure, Check, Failure};
 use crate::matchers::{self, Bindings};
 
 /// What a call produced.
@@ -217,13 +217,13 @@ impl RecordExpect {
     }
 
     /// Checks the block against `captured` (named `what` in failures).
-    pub(super) fn check(&self, captured: &Captured, what: &str) -> Result<(), CaseError> {
+    pub(super) fn check(&self, captured: &Captured, what: &str) -> Check {
         let view = captured.view().ok_or_else(|| {
-            CaseError::Failed(format!("{what} is a {}, not a record", captured.kind()))
+            Failure::mismatch(format!("{what} is a {}, not a record", captured.kind()))
         })?;
         for (field, want) in self.wants() {
             let Some(actual) = view.get(field) else {
-                return Err(CaseError::Failed(format!(
+                return Err(Failure::mismatch(format!(
                     "{what}: a {} has no field `{field}`",
                     captured.kind()
                 )));
@@ -231,8 +231,7 @@ impl RecordExpect {
             let at = format!("{what}.{field}");
             match want {
                 Want::Equals(expected) => {
-                    matchers::check(&expected, actual, &mut Bindings::default(), &at)
-                        .map_err(CaseError::Failed)?;
+                    matchers::check(&expected, actual, &mut Bindings::default(), &at)?;
                 }
                 Want::Absent(absent) => ensure(actual.is_null() == absent, || {
                     let state = if absent { "absent" } else { "present" };

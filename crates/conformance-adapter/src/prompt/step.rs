@@ -20,10 +20,11 @@ use openarmature_prompt::{
 };
 use serde_json::{Map, Value as Json};
 
-use super::loc::{CaseError, Loc};
+use super::loc::Loc;
 use super::model::{CallDecl, Operation, TargetDecl};
 use super::record::Captured;
 use super::world::{is_manager_slot, World};
+use crate::failure::Check;
 use crate::AdapterError;
 
 /// The fields each operation accepts (besides `target`, `operation`, `capture_as`,
@@ -226,7 +227,7 @@ impl Step {
     }
 
     /// Runs the step against `world`.
-    pub(super) async fn run(&self, world: &World, loc: &Loc) -> Result<Outcome, CaseError> {
+    pub(super) async fn run(&self, world: &World, loc: &Loc) -> Check<Outcome> {
         let raised = |r: Result<Captured, PromptError>| match r {
             Ok(c) => Outcome::Value(Box::new(c)),
             Err(e) => Outcome::Raised(e),

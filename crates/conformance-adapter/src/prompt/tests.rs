@@ -33,7 +33,7 @@ fn run(yaml: &str, case: Option<&str>) -> CaseOutcome {
 
 fn failure(yaml: &str) -> String {
     match run(yaml, None) {
-        CaseOutcome::Failed(m) => m,
+        CaseOutcome::Failed(m) => m.to_string(),
         CaseOutcome::Passed => panic!("passed, expected a failure:\n{yaml}"),
     }
 }
@@ -201,7 +201,9 @@ fn cases_overlay_the_root() {
     );
     assert!(matches!(run(&yaml, Some("fetches")), CaseOutcome::Passed));
     match run(&yaml, Some("wrong_count")) {
-        CaseOutcome::Failed(m) => assert_mentions(&m, &["fetched 1 time(s)", "expected 2"]),
+        CaseOutcome::Failed(m) => {
+            assert_mentions(&m.to_string(), &["fetched 1 time(s)", "expected 2"])
+        }
         CaseOutcome::Passed => panic!("a wrong call count passed"),
     }
 }

@@ -25,6 +25,7 @@ use serde_json::{json, Map, Value};
 
 use super::model::{Case, EmbedCall, Fixture, MockEntry, RerankCall};
 use super::providers::{self, Bound, Kind, Mapping, Want};
+use crate::failure::{Check, Failure};
 use crate::http_mock::{Captured, MockServer, Reply};
 
 /// The retrieval call of the case's calling node.
@@ -75,7 +76,7 @@ pub(super) struct CallError {
 
 /// A failed invocation.
 #[derive(Debug, Clone)]
-pub(super) struct Failure {
+pub(super) struct RunFailure {
     /// The node the engine reports.
     pub(super) node: String,
     /// The §7 category of the `RetrievalError` in the cause chain, if any.
@@ -97,13 +98,13 @@ pub(super) struct Run<'a> {
     /// The call's own outcome (`None`: the node never ran).
     pub(super) result: Option<Result<Value, CallError>>,
     /// The final state's fields, or the failure.
-    pub(super) graph: Result<Map<String, Value>, Failure>,
+    pub(super) graph: Result<Map<String, Value>, RunFailure>,
     /// The retrieval events of the invocation, as spec-named records.
     pub(super) events: Vec<Value>,
     /// The records each `typed_observers` collector received.
     pub(super) collectors: BTreeMap<String, Vec<Value>>,
     /// The body of the same call with its knob removed, when an invariant asks.
-    pub(super) probe: Option<Result<Vec<u8>, String>>,
+    pub(super) probe: Option<Check<Vec<u8>>>,
 }
 
 impl Run<'_> {
@@ -239,7 +240,7 @@ fn recorder(name: &str) -> (Registration, Log) {
 }
 
 /// The case's one calling node.
-fn calling_node(case: &Case) -> Result<(&str, Call<'_>), String> {
+fn calling_node(case: &Case) -> Check<(&str, Call<'_>)> {
     let mut calls = Vec::new();
     for (name, node) in &case.nodes {
         match (&node.calls_embed, &node.calls_rerank) {
@@ -247,26 +248,27 @@ fn calling_node(case: &Case) -> Result<(&str, Call<'_>), String> {
             (None, Some(c)) => calls.push((name.as_str(), Call::Rerank(c))),
             (None, None) => {}
             (Some(_), Some(_)) => {
-                return Err(format!(
+                return Err(Failure::fixture(format!(
                 "fixture_schema_invalid: node `{name}` declares both calls_embed and calls_rerank"
-            ))
+            )))
             }
         }
     }
     match calls.as_slice() {
         [one] => Ok(*one),
-        _ => Err(format!(
+        _ => Err(Failure::unsupported(format!(
             "harness_primitive_missing: the retrieval runner asserts one calling node, the case has {}",
             calls.len()
-        )),
+        ))),
     }
 }
 
-fn schema(case: &Case) -> Result<Arc<DynSchema>, String> {
+fn schema(case: &Case) -> Check<Arc<DynSchema>> {
     let mut b = DynSchema::builder();
     for (name, f) in &case.state.fields {
-        let ty = FieldType::parse(&f.ty)
-            .map_err(|m| format!("fixture_schema_invalid: state.fields.{name}: {m}"))?;
+        let ty = FieldType::parse(&f.ty).map_err(|m| {
+            Failure::fixture(format!("fixture_schema_invalid: state.fields.{name}: {m}"))
+        })?;
         b = b.field(name.clone(), ty, f.default.clone());
     }
     Ok(b.build())
@@ -278,7 +280,7 @@ async fn bind(
     mapping: Mapping,
     case: &Case,
     call: Call<'_>,
-) -> Result<(MockServer, Bound), String> {
+) -> Check<(MockServer, Bound)> {
     let (script, call_model, fallback) = match call {
         Call::Embed(c) => (
             case.mock_embedding.clone(),
@@ -305,7 +307,7 @@ async fn call_once(
     bound: &Bound,
     prepared: &Prepared,
     ctx: Option<&NodeCtx>,
-) -> Result<Result<Value, RetrievalError>, String> {
+) -> Check<Result<Value, RetrievalError>> {
     Ok(match prepared.clone() {
         Prepared::Embed(mut request) => {
             let provider = bound.embed.as_ref().ok_or("no embedding provider bound")?;
@@ -334,13 +336,13 @@ pub(super) async fn run<'a>(
     mapping: Mapping,
     case: &'a Case,
     file: &Path,
-) -> Result<Run<'a>, String> {
+) -> Check<Run<'a>> {
     let (node_name, call) = calling_node(case)?;
     let (server, bound) = bind(fixture, mapping, case, call).await?;
     let schema = schema(case)?;
     let initial = schema
         .state_from_json(&Value::Object(case.initial_state.clone()))
-        .map_err(|e| format!("fixture_schema_invalid: initial_state: {e}"))?;
+        .map_err(|e| Failure::fixture(format!("fixture_schema_invalid: initial_state: {e}")))?;
 
     let slot: Slot = Arc::default();
     let shared = Arc::new(bound);
@@ -362,7 +364,7 @@ pub(super) async fn run<'a>(
             async move {
                 let outcome = call_once(&bound, &prepared, Some(&ctx))
                     .await
-                    .map_err(|m| -> NodeError { m.into() })?;
+                    .map_err(|m| -> NodeError { m.message().to_owned().into() })?;
                 *lock(&out) = Some(outcome.as_ref().map(Clone::clone).map_err(summary));
                 let record = outcome?;
                 let mut update = DynUpdate::default();
@@ -381,10 +383,10 @@ pub(super) async fn run<'a>(
         };
     }
     let graph = builder.entry(case.entry.clone()).compile().map_err(|e| {
-        format!(
+        Failure::fixture(format!(
             "fixture_schema_invalid: {}: the graph does not compile: {e}",
             file.display()
-        )
+        ))
     })?;
 
     let (internal, events) = recorder("__retrieval_recorder__");
@@ -392,11 +394,11 @@ pub(super) async fn run<'a>(
     let mut collectors = Vec::new();
     for o in &case.typed_observers {
         if o.kind != "typed_event_collector" {
-            return Err(format!(
+            return Err(Failure::unsupported(format!(
                 "fixture_directive_unknown: {}: typed_observers kind `{}`",
                 file.display(),
                 o.kind
-            ));
+            )));
         }
         let (registration, log) = recorder(&o.name);
         options = options.observer(registration);
@@ -406,7 +408,7 @@ pub(super) async fn run<'a>(
     graph.drain(None).await;
     let graph_result = match outcome {
         Ok(done) => Ok(fields(&schema, &done.state)),
-        Err(e) => Err(Failure {
+        Err(e) => Err(RunFailure {
             node: e.node().to_owned(),
             category: RetrievalError::find_in(e.cause()).map(|r| r.category().as_str().to_owned()),
             state: fields(&schema, e.recoverable_state()),
@@ -451,7 +453,7 @@ pub(super) async fn probe_body(
     mapping: Mapping,
     case: &Case,
     call: Call<'_>,
-) -> Result<Vec<u8>, String> {
+) -> Check<Vec<u8>> {
     let (server, bound) = bind(fixture, mapping, case, call).await?;
     call_once(&bound, &call.prepare(true), None)
         .await?
@@ -462,10 +464,10 @@ pub(super) async fn probe_body(
                 e.category()
             )
         })?;
-    server
+    Ok(server
         .captured()
         .into_iter()
         .next()
         .map(|c| c.body)
-        .ok_or_else(|| "the probe call sent no request".to_owned())
+        .ok_or_else(|| "the probe call sent no request".to_owned())?)
 }

@@ -15,10 +15,11 @@ use serde_json::{Map, Value};
 
 use super::exec::Run;
 use super::model::{RecordExpect, WireBodies};
+use crate::failure::{Check, Failure};
 use crate::http_mock::Captured;
-use crate::matchers::{check, Bindings};
+use crate::matchers::{check, each_pair, Bindings};
 
-fn exact(expected: &Value, actual: &Value, path: &str) -> Result<(), String> {
+fn exact(expected: &Value, actual: &Value, path: &str) -> Check {
     check(expected, actual, &mut Bindings::default(), path)
 }
 
@@ -35,7 +36,7 @@ pub(super) fn request_url(run: &Run<'_>, r: &Captured) -> String {
 }
 
 /// `expected_error`, or — without one — a completed invocation.
-pub(super) fn outcome(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn outcome(run: &Run<'_>) -> Check {
     match (&run.case.expected_error, &run.graph) {
         (None, Ok(_)) => Ok(()),
         (None, Err(f)) => Err(format!(
@@ -43,11 +44,13 @@ pub(super) fn outcome(run: &Run<'_>) -> Result<(), String> {
             f.node,
             f.category,
             run.error()
-        )),
+        )
+        .into()),
         (Some(e), Ok(_)) => Err(format!(
             "expected {} raised from `{}`; the invocation completed",
             e.category, e.raised_from
-        )),
+        )
+        .into()),
         (Some(e), Err(f)) => {
             if f.category.as_deref() != Some(e.category.as_str()) {
                 return Err(format!(
@@ -55,31 +58,33 @@ pub(super) fn outcome(run: &Run<'_>) -> Result<(), String> {
                     e.category,
                     f.category,
                     run.error()
-                ));
+                )
+                .into());
             }
             if f.node != e.raised_from {
                 return Err(format!(
                     "expected_error.raised_from: expected `{}`, got `{}`",
                     e.raised_from, f.node
-                ));
+                )
+                .into());
             }
             Ok(())
         }
     }
 }
 
-fn vectors(record: &Value) -> Result<&Vec<Value>, String> {
-    record
+fn vectors(record: &Value) -> Check<&Vec<Value>> {
+    Ok(record
         .get("vectors")
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("the record has no vectors: {record}"))
+        .ok_or_else(|| format!("the record has no vectors: {record}"))?)
 }
 
-fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Result<(), String> {
+fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Check {
     if let Some(n) = expect.vectors_length {
         let got = vectors(record)?.len();
         if got != n {
-            return Err(format!("{at}.vectors_length: expected {n}, got {got}"));
+            return Err(format!("{at}.vectors_length: expected {n}, got {got}").into());
         }
     }
     if let Some(n) = expect.inner_vector_lengths_all_equal {
@@ -91,7 +96,8 @@ fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Result<(),
         if list.is_empty() || lengths.iter().any(|l| *l != n) {
             return Err(format!(
                 "{at}.inner_vector_lengths_all_equal: expected {n}, got {lengths:?}"
-            ));
+            )
+            .into());
         }
     }
     if let Some(n) = expect.results_length {
@@ -100,7 +106,7 @@ fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Result<(),
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         if got != n {
-            return Err(format!("{at}.results_length: expected {n}, got {got}"));
+            return Err(format!("{at}.results_length: expected {n}, got {got}").into());
         }
     }
     let keys = [
@@ -128,31 +134,36 @@ fn record_matches(expect: &RecordExpect, record: &Value, at: &str) -> Result<(),
             .get("results")
             .and_then(Value::as_array)
             .ok_or("the record has no results")?;
-        if want.len() != got.len() {
-            return Err(format!(
-                "{at}.results: expected {} entries, got {}: {got:?}",
-                want.len(),
-                got.len()
-            ));
-        }
-        for (i, (w, g)) in want.iter().zip(got).enumerate() {
-            let w = w
-                .as_object()
-                .ok_or_else(|| format!("{at}.results[{i}]: not a mapping"))?;
-            for (key, value) in w {
-                exact(
-                    value,
-                    g.get(key).unwrap_or(&Value::Null),
-                    &format!("{at}.results[{i}].{key}"),
-                )?;
-            }
-        }
+        each_pair(
+            want,
+            got,
+            || {
+                format!(
+                    "{at}.results: expected {} entries, got {}: {got:?}",
+                    want.len(),
+                    got.len()
+                )
+            },
+            |i, w, g| {
+                let w = w
+                    .as_object()
+                    .ok_or_else(|| format!("{at}.results[{i}]: not a mapping"))?;
+                for (key, value) in w {
+                    exact(
+                        value,
+                        g.get(key).unwrap_or(&Value::Null),
+                        &format!("{at}.results[{i}].{key}"),
+                    )?;
+                }
+                Ok(())
+            },
+        )?;
     }
     Ok(())
 }
 
 /// `expected.final_state`.
-pub(super) fn final_state(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn final_state(run: &Run<'_>) -> Check {
     let Some(fields) = &run.case.expected.final_state else {
         return Ok(());
     };
@@ -167,17 +178,17 @@ pub(super) fn final_state(run: &Run<'_>) -> Result<(), String> {
             .ok_or_else(|| format!("{at}: not a declared state field"))?;
         match expect {
             None if value.is_null() => {}
-            None => return Err(format!("{at}: expected null, got {value}")),
+            None => return Err(format!("{at}: expected null, got {value}").into()),
             Some(e) => record_matches(e, value, &at)?,
         }
     }
     Ok(())
 }
 
-fn body(r: &Captured, i: usize) -> Result<&Value, String> {
-    r.json
+fn body(r: &Captured, i: usize) -> Check<&Value> {
+    Ok(r.json
         .as_ref()
-        .ok_or_else(|| format!("request {i} has no JSON body"))
+        .ok_or_else(|| format!("request {i} has no JSON body"))?)
 }
 
 fn header<'r>(r: &'r Captured, name: &str) -> Option<&'r str> {
@@ -190,7 +201,7 @@ fn header<'r>(r: &'r Captured, name: &str) -> Option<&'r str> {
 /// `expected_wire_request` (exact, key order not significant), `_count`,
 /// `_absent_keys`, `expected_wire_headers` (subset, names case-insensitive) and
 /// `expected_wire_url`, over every request of the call.
-pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn wire(run: &Run<'_>) -> Check {
     let case = run.case;
     let requests = &run.requests;
     if let Some(bodies) = &case.expected_wire_request {
@@ -203,7 +214,8 @@ pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
                 "expected_wire_request: {} body(ies) expected, {} request(s) sent",
                 want.len(),
                 requests.len()
-            ));
+            )
+            .into());
         }
         for (i, (w, r)) in want.into_iter().zip(requests).enumerate() {
             exact(
@@ -218,7 +230,8 @@ pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
             return Err(format!(
                 "expected_wire_request_count: expected {n}, got {}",
                 requests.len()
-            ));
+            )
+            .into());
         }
     }
     for (i, r) in requests.iter().enumerate() {
@@ -230,14 +243,16 @@ pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
         {
             return Err(format!(
                 "expected_wire_request_absent_keys: request {i} carries `{key}`: {b}"
-            ));
+            )
+            .into());
         }
         for (name, value) in &case.expected_wire_headers {
             let got = header(r, name);
             if got != Some(value.as_str()) {
                 return Err(format!(
                     "expected_wire_headers: request {i} `{name}` is {got:?}, expected {value:?}"
-                ));
+                )
+                .into());
             }
         }
         if let Some(url) = &case.expected_wire_url {
@@ -245,7 +260,8 @@ pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
             if got != *url {
                 return Err(format!(
                     "expected_wire_url: request {i} went to {got}, expected {url}"
-                ));
+                )
+                .into());
             }
         }
     }
@@ -253,10 +269,12 @@ pub(super) fn wire(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// `expected.observers.<name>.contains_event`.
-pub(super) fn observers(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn observers(run: &Run<'_>) -> Check {
     for (name, expect) in &run.case.expected.observers {
         let records = run.collectors.get(name).ok_or_else(|| {
-            format!("fixture_schema_invalid: observer `{name}` is not among typed_observers")
+            Failure::fixture(format!(
+                "fixture_schema_invalid: observer `{name}` is not among typed_observers"
+            ))
         })?;
         let Some(c) = &expect.contains_event else {
             continue;
@@ -265,11 +283,11 @@ pub(super) fn observers(run: &Run<'_>) -> Result<(), String> {
             .iter()
             .filter(|r| r.get("event_type").and_then(Value::as_str) == Some(c.event_type.as_str()))
             .collect();
-        let mut last = format!(
+        let mut last = Failure::mismatch(format!(
             "observers.{name}: no {} among {} events",
             c.event_type,
             records.len()
-        );
+        ));
         let found = of_type.iter().any(|r| {
             c.fields
                 .iter()

@@ -3,7 +3,7 @@
 //! retrieval fixtures, as a table.
 //!
 //! Each name maps to the list of checks that make it hold: primitive checks on the
-//! call's outcome and the wire ([`Check`]) and the observations of
+//! call's outcome and the wire ([`Rule`]) and the observations of
 //! [`super::facts`]. A name the table does not hold is a `fixture_directive_unknown`
 //! error; every invariant must be `true`.
 
@@ -34,7 +34,7 @@ impl Lit {
 
 /// One check an invariant is made of.
 #[derive(Clone, Copy)]
-pub(super) enum Check {
+pub(super) enum Rule {
     /// The call is of this protocol.
     Kind(Kind),
     /// Exactly this many requests reached the call's mock.
@@ -42,7 +42,7 @@ pub(super) enum Check {
     /// The call raised an error out of `embed()` / `rerank()`, and the invocation
     /// failed at the calling node carrying the same §7 category.
     RaisedOut,
-    /// [`Check::RaisedOut`] with this category.
+    /// [`Rule::RaisedOut`] with this category.
     Raised(Cat),
     /// Raised `provider_invalid_request` before any request left (§5.15).
     PreSend,
@@ -75,19 +75,22 @@ pub(super) enum Check {
     Fact(Fact),
 }
 
-use Check::{
+use Lit::{Bool, Str, Strs};
+use Rule::{
     Answered, Chunks, ExtrasHas, Fact as F, InputType, Kind as K, NotRaised, Ok, PreSend, Probe,
     Raised, RaisedOut, Requests, VectorAt, WireAbsent, WireEq, WireKeyOnce, WireMatchesExtras,
 };
-use Lit::{Bool, Str, Strs};
 
-const EMBED: Check = K(Kind::Embed);
-const RERANK: Check = K(Kind::Rerank);
-const FLOAT_ONLY: Check = WireEq("embedding_types", Strs(&["float"]));
+use crate::failure::{ensure, Check};
+use crate::table::{invariant, lookup, names, Table};
+
+const EMBED: Rule = K(Kind::Embed);
+const RERANK: Rule = K(Kind::Rerank);
+const FLOAT_ONLY: Rule = WireEq("embedding_types", Strs(&["float"]));
 
 /// The invariant table.
 #[rustfmt::skip]
-pub(super) const TABLE: &[(&str, &[Check])] = &[
+pub(super) const TABLE: &Table<&[Rule]> = &[
     ("absent_echo_surfaced_as_null", &[Ok, F(f::omitted_echoes_null)]),
     ("all_vectors_same_dimensionality", &[Ok, F(f::same_dims)]),
     ("authorization_bearer_header_present", &[F(f::bearer)]),
@@ -304,21 +307,8 @@ pub(super) const TABLE: &[(&str, &[Check])] = &[
     ("wire_truncation_is_managed_false_unduplicated", &[WireEq("truncation", Bool(false)), WireKeyOnce("truncation")]),
 ];
 
-/// The table entry of `name`.
-pub(super) fn lookup(name: &str) -> Option<&'static [Check]> {
-    TABLE
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, checks)| *checks)
-}
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        std::result::Result::Ok(())
-    } else {
-        Err(why())
-    }
-}
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
 
 fn extras<'r>(run: &'r Run<'_>) -> &'r serde_json::Map<String, Value> {
     match run.call {
@@ -327,13 +317,13 @@ fn extras<'r>(run: &'r Run<'_>) -> &'r serde_json::Map<String, Value> {
     }
 }
 
-fn every_body(run: &Run<'_>, f: impl Fn(&Value) -> Result<(), String>) -> Result<(), String> {
+fn every_body(run: &Run<'_>, f: impl Fn(&Value) -> Check) -> Check {
     let bodies = run.bodies();
     ensure(!bodies.is_empty(), || "no request reached the wire".into())?;
     bodies.into_iter().try_for_each(f)
 }
 
-fn raised_out(run: &Run<'_>) -> Result<Cat, String> {
+fn raised_out(run: &Run<'_>) -> Check<Cat> {
     let e = run.error().ok_or("the call did not raise")?;
     let failure = run
         .graph
@@ -359,9 +349,9 @@ fn raised_out(run: &Run<'_>) -> Result<Cat, String> {
 }
 
 /// Evaluates one check.
-fn check(c: Check, run: &Run<'_>) -> Result<(), String> {
+fn check(c: Rule, run: &Run<'_>) -> Check {
     match c {
-        Check::Kind(k) => ensure(run.call.kind() == k, || {
+        Rule::Kind(k) => ensure(run.call.kind() == k, || {
             format!("the call is not a {k:?} call")
         }),
         Requests(n) => ensure(run.requests.len() == n, || {
@@ -480,7 +470,7 @@ fn check(c: Check, run: &Run<'_>) -> Result<(), String> {
                 )
             })
         }
-        Check::Fact(fact) => fact(run),
+        Rule::Fact(fact) => fact(run),
     }
 }
 
@@ -488,7 +478,7 @@ fn check(c: Check, run: &Run<'_>) -> Result<(), String> {
 pub(super) fn needs_probe<'n>(names: impl IntoIterator<Item = &'n String>) -> bool {
     names
         .into_iter()
-        .filter_map(|n| lookup(n))
+        .filter_map(|n| lookup(TABLE, n))
         .any(|checks| checks.iter().any(|c| matches!(c, Probe)))
 }
 
@@ -497,15 +487,14 @@ pub(super) fn needs_probe<'n>(names: impl IntoIterator<Item = &'n String>) -> bo
 /// # Errors
 /// The first invariant that does not hold, or an unknown name (as the error text of
 /// a `fixture_directive_unknown`).
-pub(super) fn all(run: &Run<'_>) -> Result<(), String> {
+pub(super) fn all(run: &Run<'_>) -> Check {
     for (name, value) in &run.case.expected.invariants {
-        let checks =
-            lookup(name).ok_or_else(|| format!("fixture_directive_unknown: invariant `{name}`"))?;
+        let checks = invariant(TABLE, name)?;
         ensure(*value, || {
             format!("invariant `{name}`: only `true` is supported")
         })?;
         for c in checks {
-            check(*c, run).map_err(|m| format!("invariant `{name}`: {m}"))?;
+            check(*c, run).map_err(|m| m.context(format!("invariant `{name}`: ")))?;
         }
     }
     std::result::Result::Ok(())

@@ -24,6 +24,8 @@ mod exec;
 mod expect;
 mod facts;
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 mod model;
 mod oracle;
 mod providers;
@@ -33,6 +35,8 @@ use std::path::{Path, PathBuf};
 
 use self::model::{Case, Fixture};
 use self::providers::Mapping;
+use crate::failure::Check;
+use crate::shared::on_own_runtime;
 use crate::AdapterError;
 
 /// The event types `contains_event` can name.
@@ -51,7 +55,7 @@ fn check_case(case: &Case, file: &Path, at: &str) -> Result<(), AdapterError> {
         location,
     };
     for name in case.expected.invariants.keys() {
-        if invariants::lookup(name).is_none() {
+        if crate::table::lookup(invariants::TABLE, name).is_none() {
             return Err(unknown(name.clone(), format!("{at}.expected.invariants")));
         }
     }
@@ -105,15 +109,12 @@ fn prepare<'f>(
     Ok((mapping, case))
 }
 
-async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Result<(), String> {
-    let fixture = Fixture::parse(doc, file).map_err(|e| e.to_string())?;
-    let (mapping, case) = prepare(&fixture, file, name).map_err(|e| e.to_string())?;
+async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Check {
+    let fixture = Fixture::parse(doc, file)?;
+    let (mapping, case) = prepare(&fixture, file, name)?;
     let mut run = exec::run(&fixture, mapping, case, file).await?;
     if !run.overruns.is_empty() {
-        return Err(format!(
-            "mock provider exhausted: {}",
-            run.overruns.join("; ")
-        ));
+        return Err(format!("mock provider exhausted: {}", run.overruns.join("; ")).into());
     }
     if invariants::needs_probe(case.expected.invariants.keys()) {
         run.probe = Some(exec::probe_body(&fixture, mapping, case, run.call).await);
@@ -126,28 +127,12 @@ async fn run(doc: &serde_norway::Value, file: &Path, name: Option<&str>) -> Resu
 }
 
 /// Runs one retrieval-provider case on a fresh unpaused runtime in its own thread.
-pub(crate) async fn run_case(
-    file: &Path,
-    doc: &serde_norway::Value,
-    case: Option<&str>,
-) -> Result<(), String> {
+pub(crate) async fn run_case(file: &Path, doc: &serde_norway::Value, case: Option<&str>) -> Check {
     let file: PathBuf = file.to_path_buf();
     let doc = doc.clone();
     let case = case.map(str::to_owned);
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("retrieval-provider-case".into())
-        .spawn(move || {
-            let result = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(runtime) => runtime.block_on(run(&doc, &file, case.as_deref())),
-                Err(e) => Err(format!("cannot start a runtime: {e}")),
-            };
-            let _ = tx.send(result);
-        })
-        .map_err(|e| format!("cannot start the case thread: {e}"))?;
-    rx.await
-        .map_err(|_| "the retrieval-provider case thread panicked".to_owned())?
+    on_own_runtime("retrieval-provider-case", move || async move {
+        run(&doc, &file, case.as_deref()).await
+    })
+    .await
 }

@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use super::exec::{Call, Run};
 use super::providers::{Kind, Mapping};
 
+use crate::failure::{Check, Failure};
+
 /// The wire key carrying the chunked list (inputs or documents).
 pub(super) fn list_key(mapping: Mapping, kind: Kind) -> &'static str {
     match (mapping, kind) {
@@ -156,28 +158,31 @@ fn base64(text: &str) -> Option<Vec<u8>> {
 }
 
 /// One `embedding` by its wire shape: a number array, or base64 float32 (LE).
-pub(super) fn decode_embedding(v: &Value) -> Result<Vec<f64>, String> {
+pub(super) fn decode_embedding(v: &Value) -> Check<Vec<f64>> {
     match v {
         Value::Array(items) => items
             .iter()
-            .map(|x| x.as_f64().ok_or_else(|| format!("non-number {x}")))
+            .map(|x| {
+                x.as_f64()
+                    .ok_or_else(|| Failure::mismatch(format!("non-number {x}")))
+            })
             .collect(),
         Value::String(s) => {
             let bytes = base64(s).ok_or_else(|| format!("invalid base64 {s:?}"))?;
             if bytes.len() % 4 != 0 {
-                return Err(format!("{s:?} decodes to {} bytes", bytes.len()));
+                return Err(format!("{s:?} decodes to {} bytes", bytes.len()).into());
             }
             Ok(bytes
                 .chunks_exact(4)
                 .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
                 .collect())
         }
-        other => Err(format!("embedding of shape {other}")),
+        other => Err(format!("embedding of shape {other}").into()),
     }
 }
 
 /// The vectors the served answers carry, in input order.
-pub(super) fn vectors(run: &Run<'_>) -> Result<Vec<Vec<f64>>, String> {
+pub(super) fn vectors(run: &Run<'_>) -> Check<Vec<Vec<f64>>> {
     let mut out = Vec::new();
     for body in ok_bodies(run) {
         match run.bound.mapping {
@@ -217,7 +222,7 @@ pub(super) fn vectors(run: &Run<'_>) -> Result<Vec<Vec<f64>>, String> {
 }
 
 /// A result's document echo by the §6 rule (`Err` for a non-text scalar / list).
-pub(super) fn echo(v: Option<&Value>) -> Result<Value, String> {
+pub(super) fn echo(v: Option<&Value>) -> Check<Value> {
     match v {
         None | Some(Value::Null) => Ok(Value::Null),
         Some(Value::String(s)) => Ok(Value::from(s.clone())),
@@ -226,14 +231,14 @@ pub(super) fn echo(v: Option<&Value>) -> Result<Value, String> {
             .filter(|t| t.is_string())
             .cloned()
             .unwrap_or(Value::Null)),
-        Some(other) => Err(format!("echo {other}")),
+        Some(other) => Err(format!("echo {other}").into()),
     }
 }
 
 /// The raw result entries the served answers carry, with absolute indices (TEI
 /// chunk-local indices re-based by the sizes of the earlier requests' `texts`):
 /// `(index, score, echo value as served)`.
-pub(super) fn served_results(run: &Run<'_>) -> Result<Vec<(u64, f64, Option<Value>)>, String> {
+pub(super) fn served_results(run: &Run<'_>) -> Check<Vec<(u64, f64, Option<Value>)>> {
     let mut out = Vec::new();
     let mut offset = 0u64;
     let key = list_key(run.bound.mapping, Kind::Rerank);
@@ -279,7 +284,7 @@ pub(super) fn served_results(run: &Run<'_>) -> Result<Vec<(u64, f64, Option<Valu
 
 /// The results a conforming mapping returns: the served entries, echoes by the §6
 /// rule, sorted by score (descending, stable), TEI's `top_k` applied last.
-pub(super) fn results(run: &Run<'_>) -> Result<Vec<Value>, String> {
+pub(super) fn results(run: &Run<'_>) -> Check<Vec<Value>> {
     let mut entries = served_results(run)?;
     entries.sort_by(|a, b| b.1.total_cmp(&a.1));
     if let (Mapping::Tei, Call::Rerank(c)) = (run.bound.mapping, run.call) {

@@ -21,6 +21,7 @@ use openarmature_retrieval::{
 
 use super::model::{Fixture, ProviderBlock};
 use super::standin::StandInRerank;
+use crate::failure::{Check, Failure};
 use crate::http_mock::MockServer;
 
 /// The two protocols.
@@ -193,7 +194,7 @@ pub(super) struct Want<'a> {
 }
 
 /// The client: the block's host resolves to the mock (register V1).
-fn client_for(base_url: &str, server: &MockServer) -> Result<(reqwest::Client, String), String> {
+fn client_for(base_url: &str, server: &MockServer) -> Check<(reqwest::Client, String)> {
     let mut url = reqwest::Url::parse(base_url)
         .map_err(|e| format!("base_url `{base_url}` is not a URL: {e}"))?;
     if url.scheme() == "https" {
@@ -213,7 +214,7 @@ fn client_for(base_url: &str, server: &MockServer) -> Result<(reqwest::Client, S
         .resolve(&host, server.addr())
         .timeout(Duration::from_secs(30))
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        .map_err(|e| Failure::setup(format!("cannot build the HTTP client: {e}")))?;
     let origin = url.as_str().trim_end_matches('/').to_owned();
     Ok((client, origin))
 }
@@ -228,20 +229,20 @@ pub(super) fn build(
     mapping: Mapping,
     want: &Want<'_>,
     server: &MockServer,
-) -> Result<Bound, String> {
+) -> Check<Bound> {
     let wiring = mapping.wiring(want.kind).ok_or_else(|| {
-        format!(
+        Failure::fixture(format!(
             "fixture_schema_invalid: mapping {mapping:?} has no {:?} provider",
             want.kind
-        )
+        ))
     })?;
     let block = match wiring.block {
         "" => None,
         name => Some(block(fixture, name).ok_or_else(|| {
-            format!(
+            Failure::fixture(format!(
                 "fixture_schema_invalid: a {:?} call under mapping {mapping:?} needs `{name}`",
                 want.kind
-            )
+            ))
         })?),
     };
     if let Some(b) = block {
@@ -250,10 +251,10 @@ pub(super) fn build(
             .into_iter()
             .find(|f| !wiring.fields.contains(f))
         {
-            return Err(format!(
+            return Err(Failure::fixture(format!(
                 "fixture_schema_invalid: `{f}` is not a construction parameter of `{}`",
                 wiring.block
-            ));
+            )));
         }
     }
     let model = match (want.call_model, block) {
@@ -268,7 +269,7 @@ pub(super) fn build(
                 .no_proxy()
                 .timeout(Duration::from_secs(30))
                 .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
+                .map_err(|e| Failure::setup(format!("cannot build the HTTP client: {e}")))?,
             server.origin(),
         ),
     };
@@ -370,7 +371,9 @@ pub(super) fn build(
             bound.rerank = Some(Arc::new(b.build().map_err(built)?));
         }
         (Mapping::OpenAi, Kind::Rerank) => {
-            return Err("fixture_schema_invalid: the OpenAI mapping has no rerank".into())
+            return Err(Failure::fixture(
+                "fixture_schema_invalid: the OpenAI mapping has no rerank",
+            ))
         }
     }
     Ok(bound)

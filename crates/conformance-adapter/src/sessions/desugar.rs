@@ -14,6 +14,8 @@
 
 use serde_norway::{Mapping, Value as Yv};
 
+use crate::failure::{Check, Failure};
+
 /// The `inputs` value naming the fan-out item.
 const FAN_OUT_ITEM: &str = "<fan_out_item>";
 
@@ -22,7 +24,7 @@ fn k(s: &str) -> Yv {
 }
 
 /// A graph definition: `{state, entry, nodes, edges}` rewritten per S1.
-pub(super) fn graph(state: &Yv, entry: &str, nodes: &Yv, edges: &Yv) -> Result<Yv, String> {
+pub(super) fn graph(state: &Yv, entry: &str, nodes: &Yv, edges: &Yv) -> Check<Yv> {
     let mut g = Mapping::new();
     g.insert(k("state"), state.clone());
     g.insert(k("entry"), k(entry));
@@ -32,16 +34,18 @@ pub(super) fn graph(state: &Yv, entry: &str, nodes: &Yv, edges: &Yv) -> Result<Y
 }
 
 /// `subgraphs: {name: {state, entry, nodes, edges}}` with every graph rewritten.
-pub(super) fn subgraphs(defs: &Yv) -> Result<Yv, String> {
+pub(super) fn subgraphs(defs: &Yv) -> Check<Yv> {
     let Yv::Mapping(defs) = defs else {
-        return Err("fixture_schema_invalid: `subgraphs` must be a mapping".into());
+        return Err(Failure::fixture(
+            "fixture_schema_invalid: `subgraphs` must be a mapping",
+        ));
     };
     let mut out = Mapping::new();
     for (name, def) in defs {
         let Yv::Mapping(def) = def else {
-            return Err(format!(
+            return Err(Failure::fixture(format!(
                 "fixture_schema_invalid: subgraph {name:?} must be a mapping"
-            ));
+            )));
         };
         let mut def = def.clone();
         if let Some(nodes) = def.get("nodes") {
@@ -53,16 +57,18 @@ pub(super) fn subgraphs(defs: &Yv) -> Result<Yv, String> {
     Ok(Yv::Mapping(out))
 }
 
-fn nodes(nodes: &Yv) -> Result<Yv, String> {
+fn nodes(nodes: &Yv) -> Check<Yv> {
     let Yv::Mapping(nodes) = nodes else {
-        return Err("fixture_schema_invalid: `nodes` must be a mapping".into());
+        return Err(Failure::fixture(
+            "fixture_schema_invalid: `nodes` must be a mapping",
+        ));
     };
     let mut out = Mapping::new();
     for (name, spec) in nodes {
         let Yv::Mapping(spec) = spec else {
-            return Err(format!(
+            return Err(Failure::fixture(format!(
                 "fixture_schema_invalid: node {name:?} must be a mapping"
-            ));
+            )));
         };
         let label = name.as_str().unwrap_or("node");
         out.insert(name.clone(), Yv::Mapping(node(label, spec.clone())?));
@@ -70,7 +76,7 @@ fn nodes(nodes: &Yv) -> Result<Yv, String> {
     Ok(Yv::Mapping(out))
 }
 
-fn node(name: &str, mut spec: Mapping) -> Result<Mapping, String> {
+fn node(name: &str, mut spec: Mapping) -> Check<Mapping> {
     if let Some(mapping) = spec.remove("mapping") {
         for (key, value) in pair_tables(&mapping, name)? {
             spec.insert(k(key), value);
@@ -86,9 +92,9 @@ fn node(name: &str, mut spec: Mapping) -> Result<Mapping, String> {
         let mut rest = raises.clone();
         if let Some(category) = rest.remove("category") {
             if !rest.is_empty() {
-                return Err(format!(
+                return Err(Failure::unsupported(format!(
                     "fixture_directive_unknown: node `{name}`: raises keys besides category"
-                ));
+                )));
             }
             spec.insert(k("raises"), k(&format!("{name} raises")));
             spec.insert(k("error_category"), category);
@@ -98,11 +104,11 @@ fn node(name: &str, mut spec: Mapping) -> Result<Mapping, String> {
 }
 
 /// `mapping: {inputs?, outputs?}` → `[("inputs", ..), ("outputs", ..)]`.
-fn pair_tables(mapping: &Yv, node: &str) -> Result<Vec<(&'static str, Yv)>, String> {
+fn pair_tables(mapping: &Yv, node: &str) -> Check<Vec<(&'static str, Yv)>> {
     let Yv::Mapping(m) = mapping else {
-        return Err(format!(
+        return Err(Failure::fixture(format!(
             "fixture_schema_invalid: node `{node}`: `mapping` must be a mapping"
-        ));
+        )));
     };
     let mut out = Vec::new();
     for (key, value) in m {
@@ -110,9 +116,9 @@ fn pair_tables(mapping: &Yv, node: &str) -> Result<Vec<(&'static str, Yv)>, Stri
             Some("inputs") => "inputs",
             Some("outputs") => "outputs",
             other => {
-                return Err(format!(
+                return Err(Failure::unsupported(format!(
                     "fixture_directive_unknown: node `{node}`: mapping key {other:?}"
-                ))
+                )))
             }
         };
         out.push((key, value.clone()));
@@ -120,12 +126,12 @@ fn pair_tables(mapping: &Yv, node: &str) -> Result<Vec<(&'static str, Yv)>, Stri
     Ok(out)
 }
 
-fn fan_out_mapping(f: &mut Mapping, mapping: &Yv, node: &str) -> Result<(), String> {
+fn fan_out_mapping(f: &mut Mapping, mapping: &Yv, node: &str) -> Check {
     for (key, table) in pair_tables(mapping, node)? {
         let Yv::Mapping(table) = table else {
-            return Err(format!(
+            return Err(Failure::fixture(format!(
                 "fixture_schema_invalid: node `{node}`: fan_out mapping.{key} must be a mapping"
-            ));
+            )));
         };
         if key == "inputs" {
             let mut rest = Mapping::new();
@@ -142,9 +148,9 @@ fn fan_out_mapping(f: &mut Mapping, mapping: &Yv, node: &str) -> Result<(), Stri
         } else {
             let mut pairs = table.into_iter();
             let (Some((target, collect)), None) = (pairs.next(), pairs.next()) else {
-                return Err(format!(
+                return Err(Failure::fixture(format!(
                     "fixture_schema_invalid: node `{node}`: a fan-out maps exactly one output"
-                ));
+                )));
             };
             f.insert(k("target_field"), target);
             f.insert(k("collect_field"), collect);
@@ -187,7 +193,7 @@ mod tests {
         let two = nodes(&yaml(
             "f: {fan_out: {subgraph: p, mapping: {outputs: {a: b, c: d}}}}",
         ));
-        assert!(two.unwrap_err().contains("exactly one output"));
+        assert!(two.unwrap_err().message().contains("exactly one output"));
     }
 
     #[test]

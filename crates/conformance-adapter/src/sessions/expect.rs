@@ -8,14 +8,15 @@ use openarmature_graph::session::SessionRecord;
 use serde_json::{json, Value as Json};
 
 use super::model::{Invocation, RaisedAt, SavedSession};
-use super::run::{entry_pre_state, started_at, Failure, Run};
+use super::run::{entry_pre_state, started_at, Run, RunFailure};
 use super::store::Op;
 use super::{telemetry, Ctx};
+use crate::failure::Check;
 use crate::matchers::{check as exact_check, json_eq, Bindings};
 use crate::shared::lock;
 
 /// Exact comparison (§5.10 tokens honoured).
-pub(super) fn exact(want: &Json, got: &Json, path: &str) -> Result<(), String> {
+pub(super) fn exact(want: &Json, got: &Json, path: &str) -> Check {
     exact_check(want, got, &mut Bindings::default(), path)
 }
 
@@ -41,33 +42,35 @@ pub(super) fn loads(run: &Run) -> Vec<Option<&SessionRecord>> {
         .collect()
 }
 
-pub(super) fn last_run<'c>(ctx: &'c Ctx<'_>) -> Result<&'c Run, String> {
-    ctx.runs
+pub(super) fn last_run<'c>(ctx: &'c Ctx<'_>) -> Check<&'c Run> {
+    Ok(ctx
+        .runs
         .last()
-        .ok_or_else(|| "no invocation ran".to_owned())
+        .ok_or_else(|| "no invocation ran".to_owned())?)
 }
 
-fn final_state(run: &Run) -> Result<&Json, String> {
-    run.result
+fn final_state(run: &Run) -> Check<&Json> {
+    Ok(run
+        .result
         .as_ref()
-        .map_err(|f| format!("the invocation failed: {}: {}", f.category, f.message))
+        .map_err(|f| format!("the invocation failed: {}: {}", f.category, f.message))?)
 }
 
 /// Every check of a case.
-pub(super) fn check(ctx: &Ctx<'_>) -> Result<(), String> {
-    outcome(ctx).map_err(|m| format!("expected_error: {m}"))?;
+pub(super) fn check(ctx: &Ctx<'_>) -> Check {
+    outcome(ctx).map_err(|m| m.context("expected_error: "))?;
     for (i, (inv, run)) in ctx.case.invocations.iter().zip(&ctx.runs).enumerate() {
-        invocation(inv, run).map_err(|m| format!("invocations[{i}]: {m}"))?;
+        invocation(inv, run).map_err(|m| m.context(format!("invocations[{i}]: ")))?;
     }
     for (name, check) in CHECKS {
-        check(ctx).map_err(|m| format!("expected.{name}: {m}"))?;
+        check(ctx).map_err(|m| m.context(format!("expected.{name}: ")))?;
     }
     Ok(())
 }
 
 /// `expected_error` against the registration / the last invocation; without it,
 /// nothing may fail.
-fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
+fn outcome(ctx: &Ctx<'_>) -> Check {
     let failed_early = ctx
         .runs
         .iter()
@@ -78,16 +81,17 @@ fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
         return Err(format!(
             "an invocation before the last failed: {}: {}",
             f.category, f.message
-        ));
+        )
+        .into());
     }
     let last = ctx.runs.last().and_then(|r| r.result.as_ref().err());
     let Some(want) = &ctx.case.expected_error else {
         return match ctx.registration.as_ref().or(last) {
-            Some(f) => Err(format!("unexpected failure {}: {}", f.category, f.message)),
+            Some(f) => Err(format!("unexpected failure {}: {}", f.category, f.message).into()),
             None => Ok(()),
         };
     };
-    let got: &Failure = match (want.raised_at, &ctx.registration) {
+    let got: &RunFailure = match (want.raised_at, &ctx.registration) {
         (Some(RaisedAt::Registration), Some(f)) => f,
         (Some(RaisedAt::Registration), None) => {
             return Err("expected the session registration to fail; it was accepted".into())
@@ -96,7 +100,8 @@ fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
             return Err(format!(
                 "the session registration failed: {}: {}",
                 f.category, f.message
-            ))
+            )
+            .into())
         }
         (None, None) => last.ok_or("expected the invocation to fail; it completed")?,
     };
@@ -104,11 +109,12 @@ fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
         return Err(format!(
             "category {} ({}), expected {}",
             got.category, got.message, want.category
-        ));
+        )
+        .into());
     }
     if let Some(node) = &want.raised_from {
         if &got.node != node {
-            return Err(format!("raised_from `{}`, expected `{node}`", got.node));
+            return Err(format!("raised_from `{}`, expected `{node}`", got.node).into());
         }
     }
     if let Some(carries) = &want.carries {
@@ -121,7 +127,7 @@ fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
                 .get(key)
                 .ok_or(format!("carries.{key}: the error exposes no such field"))?;
             if !json_eq(value, actual) {
-                return Err(format!("carries.{key}: {actual}, expected {value}"));
+                return Err(format!("carries.{key}: {actual}, expected {value}").into());
             }
         }
     }
@@ -132,20 +138,22 @@ fn outcome(ctx: &Ctx<'_>) -> Result<(), String> {
                 return Err(format!(
                     "cause.exception_type {other:?}, expected {}",
                     cause.exception_type
-                ))
+                )
+                .into())
             }
         }
     }
     Ok(())
 }
 
-fn invocation(inv: &Invocation, run: &Run) -> Result<(), String> {
+fn invocation(inv: &Invocation, run: &Run) -> Check {
     if let Some(want) = &inv.loaded_session_state {
         let [loaded] = loads(run)[..] else {
             return Err(format!(
                 "loaded_session_state: {} loads, expected one",
                 loads(run).len()
-            ));
+            )
+            .into());
         };
         let got = loaded.map_or(Json::Null, |r| r.state.clone());
         exact(want, &got, "loaded_session_state")?;
@@ -162,14 +170,15 @@ fn invocation(inv: &Invocation, run: &Run) -> Result<(), String> {
         if !json_eq(want, &got) {
             return Err(format!(
                 "loaded_invoke_state_for_{field}: the entry node saw {got}, expected {want}"
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
 /// `saved_session_assertions` against the last record `run` saved.
-fn saved(want: &SavedSession, run: &Run, path: &str) -> Result<(), String> {
+fn saved(want: &SavedSession, run: &Run, path: &str) -> Check {
     let record = *saves(run)
         .last()
         .ok_or(format!("{path}: the invocation saved no record"))?;
@@ -181,7 +190,8 @@ fn saved(want: &SavedSession, run: &Run, path: &str) -> Result<(), String> {
             return Err(format!(
                 "{path}.schema_version: {}, expected {version}",
                 record.schema_version
-            ));
+            )
+            .into());
         }
     }
     if let Some(f) = want
@@ -189,15 +199,15 @@ fn saved(want: &SavedSession, run: &Run, path: &str) -> Result<(), String> {
         .iter()
         .find(|f| record.state.get(f.as_str()).is_some())
     {
-        return Err(format!("{path}.excludes_fields: the record holds `{f}`"));
+        return Err(format!("{path}.excludes_fields: the record holds `{f}`").into());
     }
     Ok(())
 }
 
-type Check = fn(&Ctx<'_>) -> Result<(), String>;
+type CheckFn = fn(&Ctx<'_>) -> Check;
 
 /// The `expected:` directives, by name.
-const CHECKS: &[(&str, Check)] = &[
+const CHECKS: &[(&str, CheckFn)] = &[
     ("final_state", final_state_check),
     ("no_session_load", no_load),
     ("no_session_save", no_save),
@@ -212,7 +222,7 @@ const CHECKS: &[(&str, Check)] = &[
     ("log_records", log_records),
 ];
 
-fn final_state_check(ctx: &Ctx<'_>) -> Result<(), String> {
+fn final_state_check(ctx: &Ctx<'_>) -> Check {
     match &ctx.case.expected.final_state {
         Some(want) => exact(want, final_state(last_run(ctx)?)?, "final_state"),
         None => Ok(()),
@@ -224,14 +234,14 @@ fn all_ops<'c>(ctx: &'c Ctx<'_>) -> impl Iterator<Item = &'c Op> {
 }
 
 /// A boolean directive: `want` against what was observed.
-fn flag(want: Option<bool>, got: bool, what: &str) -> Result<(), String> {
+fn flag(want: Option<bool>, got: bool, what: &str) -> Check {
     match want {
-        Some(w) if w != got => Err(format!("expected {w}, observed {got} ({what})")),
+        Some(w) if w != got => Err(format!("expected {w}, observed {got} ({what})").into()),
         _ => Ok(()),
     }
 }
 
-fn no_load(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_load(ctx: &Ctx<'_>) -> Check {
     let loads = all_ops(ctx).filter(|o| matches!(o, Op::Load(..))).count();
     flag(
         ctx.case.expected.no_session_load,
@@ -240,7 +250,7 @@ fn no_load(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn no_save(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_save(ctx: &Ctx<'_>) -> Check {
     let n = all_ops(ctx).filter(|o| matches!(o, Op::Save(..))).count();
     flag(
         ctx.case.expected.no_session_save,
@@ -249,7 +259,7 @@ fn no_save(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn store_untouched(ctx: &Ctx<'_>) -> Result<(), String> {
+fn store_untouched(ctx: &Ctx<'_>) -> Check {
     let calls: Vec<&str> = all_ops(ctx).map(Op::name).collect();
     let untouched = calls.is_empty() && ctx.listed_before == ctx.listed_after;
     let what = format!(
@@ -260,7 +270,7 @@ fn store_untouched(ctx: &Ctx<'_>) -> Result<(), String> {
     flag(ctx.case.expected.store_untouched, untouched, &what)
 }
 
-fn no_auto_save(ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_auto_save(ctx: &Ctx<'_>) -> Check {
     let n = all_ops(ctx).filter(|o| matches!(o, Op::Save(..))).count();
     let what = format!("{n} saves, {} explicit", ctx.explicit_saves);
     flag(
@@ -270,13 +280,13 @@ fn no_auto_save(ctx: &Ctx<'_>) -> Result<(), String> {
     )
 }
 
-fn store_after(ctx: &Ctx<'_>) -> Result<(), String> {
+fn store_after(ctx: &Ctx<'_>) -> Check {
     let Some(after) = &ctx.case.expected.store_after else {
         return Ok(());
     };
     if let Some(id) = &after.load_returns_none_for_session_id {
         if let Some(Some(r)) = ctx.records_after.get(id) {
-            return Err(format!("load({id}) returned {}", r.state));
+            return Err(format!("load({id}) returned {}", r.state).into());
         }
     }
     if let Some(id) = &after.load_returns_for_session_id {
@@ -293,7 +303,8 @@ fn store_after(ctx: &Ctx<'_>) -> Result<(), String> {
                 return Err(format!(
                     "loaded_schema_version {}, expected {v}",
                     record.schema_version
-                ));
+                )
+                .into());
             }
         }
     } else if after.loaded_state.is_some() || after.loaded_schema_version.is_some() {
@@ -302,25 +313,25 @@ fn store_after(ctx: &Ctx<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn migrations_run(ctx: &Ctx<'_>) -> Result<(), String> {
+fn migrations_run(ctx: &Ctx<'_>) -> Check {
     let Some(want) = &ctx.case.expected.migrations_run else {
         return Ok(());
     };
     let got = lock(&ctx.migrations.runs).clone();
     if &got != want {
-        return Err(format!("{got:?}, expected {want:?}"));
+        return Err(format!("{got:?}, expected {want:?}").into());
     }
     Ok(())
 }
 
-fn saved_check(ctx: &Ctx<'_>) -> Result<(), String> {
+fn saved_check(ctx: &Ctx<'_>) -> Check {
     match &ctx.case.expected.saved_session_assertions {
         Some(want) => saved(want, last_run(ctx)?, "saved_session_assertions"),
         None => Ok(()),
     }
 }
 
-fn inner_pre_state(ctx: &Ctx<'_>) -> Result<(), String> {
+fn inner_pre_state(ctx: &Ctx<'_>) -> Check {
     let Some(want) = &ctx.case.expected.inner_pre_state else {
         return Ok(());
     };
@@ -332,14 +343,11 @@ fn inner_pre_state(ctx: &Ctx<'_>) -> Result<(), String> {
         .collect();
     match &inner[..] {
         [got] => exact(want, got, "inner_pre_state"),
-        other => Err(format!(
-            "{} subgraph entries started, expected one",
-            other.len()
-        )),
+        other => Err(format!("{} subgraph entries started, expected one", other.len()).into()),
     }
 }
 
-fn instance_pre_states(ctx: &Ctx<'_>) -> Result<(), String> {
+fn instance_pre_states(ctx: &Ctx<'_>) -> Check {
     let Some(want) = &ctx.case.expected.instance_pre_states else {
         return Ok(());
     };
@@ -353,7 +361,7 @@ fn instance_pre_states(ctx: &Ctx<'_>) -> Result<(), String> {
     exact(&json!(want), &json!(got), "instance_pre_states")
 }
 
-fn span_tree(ctx: &Ctx<'_>) -> Result<(), String> {
+fn span_tree(ctx: &Ctx<'_>) -> Check {
     let Some(want) = &ctx.case.expected.span_tree else {
         return Ok(());
     };
@@ -361,7 +369,7 @@ fn span_tree(ctx: &Ctx<'_>) -> Result<(), String> {
     telemetry::check_span_tree(want, &t.spans()?)
 }
 
-fn log_records(ctx: &Ctx<'_>) -> Result<(), String> {
+fn log_records(ctx: &Ctx<'_>) -> Check {
     let Some(want) = &ctx.case.expected.log_records else {
         return Ok(());
     };

@@ -11,13 +11,15 @@ use super::expect::{last_run, loads, saves};
 use super::run::{entry_pre_state, started_at, Run};
 use super::store::Op;
 use super::Ctx;
+use crate::failure::{Check, Failure};
 use crate::matchers::json_eq;
 use crate::shared::lock;
+use crate::table::{invariant, names, Table};
 
-type Check = fn(&Json, &Ctx<'_>) -> Result<(), String>;
+type CheckFn = fn(&Json, &Ctx<'_>) -> Check;
 
 /// Every invariant the sessions fixtures name.
-const INVARIANTS: &[(&str, Check)] = &[
+const INVARIANTS: &Table<CheckFn> = &[
     ("second_invoke_loads_first_invoke_state", second_loads_first),
     ("saved_record_overwrites_prior", overwrites_prior),
     ("scratch_field_never_persisted", scratch_never_persisted),
@@ -63,37 +65,37 @@ const INVARIANTS: &[(&str, Check)] = &[
     ("error_category_not", category_not),
 ];
 
+/// The names [`INVARIANTS`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(INVARIANTS);
+
 /// Checks every invariant the case names.
-pub(super) fn check(ctx: &Ctx<'_>) -> Result<(), String> {
+pub(super) fn check(ctx: &Ctx<'_>) -> Check {
     for (name, value) in &ctx.case.invariants {
-        let (_, f) = INVARIANTS
-            .iter()
-            .find(|(n, _)| n == name)
-            .ok_or(format!("fixture_directive_unknown: invariant `{name}`"))?;
-        f(value, ctx).map_err(|m| format!("invariant {name}: {m}"))?;
+        let f = invariant(INVARIANTS, name)?;
+        f(value, ctx).map_err(|m| m.context(format!("invariant {name}: ")))?;
     }
     Ok(())
 }
 
-fn must_be_true(v: &Json) -> Result<(), String> {
+fn must_be_true(v: &Json) -> Check {
     match v {
         Json::Bool(true) => Ok(()),
-        other => Err(format!(
+        other => Err(Failure::fixture(format!(
             "fixture_schema_invalid: expected `true`, got {other}"
-        )),
+        ))),
     }
 }
 
-fn two_runs<'c>(ctx: &'c Ctx<'_>) -> Result<(&'c Run, &'c Run), String> {
+fn two_runs<'c>(ctx: &'c Ctx<'_>) -> Check<(&'c Run, &'c Run)> {
     match &ctx.runs[..] {
         [first, second, ..] => Ok((first, second)),
-        _ => Err(format!("{} invocations, needs two", ctx.runs.len())),
+        _ => Err(format!("{} invocations, needs two", ctx.runs.len()).into()),
     }
 }
 
 /// The second run loaded exactly what the first saved last, and its entry node saw
 /// every loaded field (merged into empty initial fields, so equal to the loaded value).
-fn second_loads_first(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn second_loads_first(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let (first, second) = two_runs(ctx)?;
     let saved = *saves(first)
@@ -107,15 +109,14 @@ fn second_loads_first(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
         return Err(format!(
             "the second invocation loaded {} (version {}), the first saved {}",
             loaded.state, loaded.version, saved.state
-        ));
+        )
+        .into());
     }
     let pre = entry_pre_state(second).ok_or("the second invocation's entry never started")?;
     for (field, value) in saved.state.as_object().into_iter().flatten() {
         let seen = pre.get(field).unwrap_or(&Json::Null);
         if !json_eq(value, seen) {
-            return Err(format!(
-                "the entry node saw {field} = {seen}, loaded {value}"
-            ));
+            return Err(format!("the entry node saw {field} = {seen}, loaded {value}").into());
         }
     }
     Ok(())
@@ -123,7 +124,7 @@ fn second_loads_first(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// Every run saved under one id, and the store keeps one record: the last save,
 /// at a version counting every save.
-fn overwrites_prior(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn overwrites_prior(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let all: Vec<(&String, &Json)> = ctx
         .runs
@@ -135,7 +136,7 @@ fn overwrites_prior(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
         })
         .collect();
     let (Some((id, last)), true) = (all.last(), all.len() >= 2) else {
-        return Err(format!("{} saves, needs two", all.len()));
+        return Err(format!("{} saves, needs two", all.len()).into());
     };
     if all.iter().any(|(i, _)| i != id) {
         return Err("the saves name different sessions".into());
@@ -151,7 +152,8 @@ fn overwrites_prior(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
             stored.state,
             stored.version,
             all.len()
-        ));
+        )
+        .into());
     }
     let listed = ctx
         .listed_after
@@ -159,21 +161,22 @@ fn overwrites_prior(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
         .filter(|s| &s.session_id == *id)
         .count();
     if listed != 1 {
-        return Err(format!("list() shows `{id}` {listed} times"));
+        return Err(format!("list() shows `{id}` {listed} times").into());
     }
     Ok(())
 }
 
-fn projection(ctx: &Ctx<'_>) -> Result<Vec<String>, String> {
-    ctx.case
+fn projection(ctx: &Ctx<'_>) -> Check<Vec<String>> {
+    Ok(ctx
+        .case
         .session_state
         .as_ref()
         .map(|p| p.fields.clone())
-        .ok_or_else(|| "the case declares no session_state".to_owned())
+        .ok_or_else(|| "the case declares no session_state".to_owned())?)
 }
 
 /// Every saved record holds projected fields only.
-fn scratch_never_persisted(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn scratch_never_persisted(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let fields = projection(ctx)?;
     let records: Vec<_> = ctx.runs.iter().flat_map(saves).collect();
@@ -183,14 +186,14 @@ fn scratch_never_persisted(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
     for r in records {
         let keys = r.state.as_object().map(|m| m.keys().collect::<Vec<_>>());
         if let Some(k) = keys.into_iter().flatten().find(|k| !fields.contains(k)) {
-            return Err(format!("a saved record holds `{k}`: {}", r.state));
+            return Err(format!("a saved record holds `{k}`: {}", r.state).into());
         }
     }
     Ok(())
 }
 
 /// The second run's entry node saw each projected field as the first run ended it.
-fn projected_persists(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn projected_persists(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let (first, second) = two_runs(ctx)?;
     let ended = first
@@ -201,16 +204,14 @@ fn projected_persists(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
     for f in projection(ctx)? {
         let (want, got) = (ended.get(&f), pre.get(&f));
         if want.is_none() || want != got {
-            return Err(format!(
-                "`{f}`: first ended with {want:?}, second saw {got:?}"
-            ));
+            return Err(format!("`{f}`: first ended with {want:?}, second saw {got:?}").into());
         }
     }
     Ok(())
 }
 
 /// The run failed after an explicit save, and the store still holds that save.
-fn mid_save_survives(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn mid_save_survives(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let run = last_run(ctx)?;
     if run.result.is_ok() {
@@ -229,21 +230,22 @@ fn mid_save_survives(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
         Some(r) => Err(format!(
             "the store holds {}, the save wrote {}",
             r.state, saved.state
-        )),
-        None => Err(format!("no record for `{id}` after the failure")),
+        )
+        .into()),
+        None => Err(format!("no record for `{id}` after the failure").into()),
     }
 }
 
-fn single_migration(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn single_migration(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     match lock(&ctx.migrations.runs).len() {
         1 => Ok(()),
-        n => Err(format!("{n} migrations ran")),
+        n => Err(format!("{n} migrations ran").into()),
     }
 }
 
 /// The entry node saw the migration's output (not the raw record).
-fn migration_before_merge(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn migration_before_merge(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let migrated = lock(&ctx.migrated)
         .last()
@@ -253,38 +255,36 @@ fn migration_before_merge(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
     for (field, value) in migrated.as_object().into_iter().flatten() {
         let seen = pre.get(field).unwrap_or(&Json::Null);
         if !json_eq(value, seen) {
-            return Err(format!(
-                "the entry node saw {field} = {seen}, migrated {value}"
-            ));
+            return Err(format!("the entry node saw {field} = {seen}, migrated {value}").into());
         }
     }
     Ok(())
 }
 
-fn node_never_invoked(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn node_never_invoked(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     for run in &ctx.runs {
         if !run.nodes_run.is_empty() || !run.events.is_empty() {
-            return Err(format!("nodes ran: {:?}", run.nodes_run));
+            return Err(format!("nodes ran: {:?}", run.nodes_run).into());
         }
     }
     Ok(())
 }
 
 /// The registration failed, so nothing was invoked and the store saw no call.
-fn no_invoke_attempted(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn no_invoke_attempted(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     if ctx.registration.is_none() || !ctx.runs.is_empty() {
-        return Err(format!("{} invocations ran", ctx.runs.len()));
+        return Err(format!("{} invocations ran", ctx.runs.len()).into());
     }
     match ctx.store.as_ref().map(|s| s.ops()) {
-        Some(ops) if !ops.is_empty() => Err(format!("{} store calls", ops.len())),
+        Some(ops) if !ops.is_empty() => Err(format!("{} store calls", ops.len()).into()),
         _ => Ok(()),
     }
 }
 
 /// `started` events below the outermost graph: fan-out instances or the others.
-fn inner_events<'c>(ctx: &'c Ctx<'_>, instances: bool) -> Result<Vec<&'c NodeEvent>, String> {
+fn inner_events<'c>(ctx: &'c Ctx<'_>, instances: bool) -> Check<Vec<&'c NodeEvent>> {
     let run = last_run(ctx)?;
     let found: Vec<&NodeEvent> = (2..=8)
         .flat_map(|depth| started_at(run, depth))
@@ -306,7 +306,7 @@ fn keys(state: &Json) -> Vec<String> {
 }
 
 /// Each inner node's pre-state has exactly its subgraph's declared fields.
-fn schema_fields(ctx: &Ctx<'_>, instances: bool) -> Result<(), String> {
+fn schema_fields(ctx: &Ctx<'_>, instances: bool) -> Check {
     for e in inner_events(ctx, instances)? {
         let (fields, _) = ctx
             .subgraphs
@@ -320,25 +320,26 @@ fn schema_fields(ctx: &Ctx<'_>, instances: bool) -> Result<(), String> {
             return Err(format!(
                 "`{}` saw fields {got:?}, its schema declares {fields:?}",
                 e.node_name
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
-fn subgraph_fields(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn subgraph_fields(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     schema_fields(ctx, false)
 }
 
-fn instance_fields(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn instance_fields(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     schema_fields(ctx, true)
 }
 
 /// No inner pre-state holds a field of the loaded session record the subgraph does
 /// not itself declare, and the session state was really loaded.
-fn blind(ctx: &Ctx<'_>, instances: bool) -> Result<(), String> {
+fn blind(ctx: &Ctx<'_>, instances: bool) -> Check {
     let run = last_run(ctx)?;
     let loaded = match loads(run)[..] {
         [Some(r)] => keys(&r.state),
@@ -355,25 +356,25 @@ fn blind(ctx: &Ctx<'_>, instances: bool) -> Result<(), String> {
             .into_iter()
             .find(|k| loaded.contains(k) && !declared.contains(k))
         {
-            return Err(format!("`{}` sees session field `{k}`", e.node_name));
+            return Err(format!("`{}` sees session field `{k}`", e.node_name).into());
         }
     }
     Ok(())
 }
 
-fn subgraph_blind(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn subgraph_blind(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     blind(ctx, false)
 }
 
-fn instance_blind(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn instance_blind(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     blind(ctx, true)
 }
 
 /// Every store call is the outermost graph's own lifecycle: one load at entry, one
 /// save at END (with auto-save on and a completed run), plus the explicit saves.
-fn outer_calls_only(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn outer_calls_only(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     for run in &ctx.runs {
         let names: Vec<&str> = run.ops.iter().map(Op::name).collect();
@@ -384,21 +385,23 @@ fn outer_calls_only(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
             ctx.explicit_saves + usize::from(auto),
         ));
         if names != want {
-            return Err(format!("store calls {names:?}, expected {want:?}"));
+            return Err(format!("store calls {names:?}, expected {want:?}").into());
         }
     }
     Ok(())
 }
 
-fn session_value(v: &Json) -> Result<&str, String> {
-    v.as_str().ok_or(format!(
-        "fixture_schema_invalid: expected a session id, got {v}"
-    ))
+fn session_value(v: &Json) -> Check<&str> {
+    v.as_str().ok_or_else(|| {
+        Failure::fixture(format!(
+            "fixture_schema_invalid: expected a session id, got {v}"
+        ))
+    })
 }
 
 const SESSION_ATTR: &str = openarmature_observability::attributes::SESSION_ID;
 
-fn uniform_span_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn uniform_span_session(v: &Json, ctx: &Ctx<'_>) -> Check {
     let id = session_value(v)?;
     let spans = ctx
         .telemetry
@@ -414,13 +417,14 @@ fn uniform_span_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
                 "span `{}` carries {:?}",
                 s.name,
                 s.attributes.get(SESSION_ATTR)
-            ));
+            )
+            .into());
         }
     }
     Ok(())
 }
 
-fn logs_carry_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn logs_carry_session(v: &Json, ctx: &Ctx<'_>) -> Check {
     let id = session_value(v)?;
     let logs = ctx
         .telemetry
@@ -436,7 +440,8 @@ fn logs_carry_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
                 "log `{}` carries {:?}",
                 l.body,
                 l.attributes.get(SESSION_ATTR)
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -444,7 +449,7 @@ fn logs_carry_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
 
 /// No recorded node event of a session-bound run mentions its session id anywhere
 /// (fields, metadata, states).
-fn events_without_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn events_without_session(v: &Json, ctx: &Ctx<'_>) -> Check {
     must_be_true(v)?;
     let mut seen = 0;
     for run in &ctx.runs {
@@ -456,7 +461,8 @@ fn events_without_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
                 return Err(format!(
                     "a `{}` event carries the session id: {rendered}",
                     e.node_name
-                ));
+                )
+                .into());
             }
         }
     }
@@ -466,13 +472,15 @@ fn events_without_session(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn category_not(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
+fn category_not(v: &Json, ctx: &Ctx<'_>) -> Check {
     let banned: Vec<&str> = v
         .as_array()
         .map(|a| a.iter().filter_map(Json::as_str).collect())
-        .ok_or(format!(
-            "fixture_schema_invalid: expected a list of categories, got {v}"
-        ))?;
+        .ok_or_else(|| {
+            Failure::fixture(format!(
+                "fixture_schema_invalid: expected a list of categories, got {v}"
+            ))
+        })?;
     let f = last_run(ctx)?
         .result
         .as_ref()
@@ -480,7 +488,7 @@ fn category_not(v: &Json, ctx: &Ctx<'_>) -> Result<(), String> {
         .or(ctx.registration.as_ref())
         .ok_or("nothing failed")?;
     if banned.contains(&f.category.as_str()) {
-        return Err(format!("the failure is {}", f.category));
+        return Err(format!("the failure is {}", f.category).into());
     }
     Ok(())
 }

@@ -29,6 +29,8 @@
 mod desugar;
 mod expect;
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 mod model;
 mod nodes;
 mod run;
@@ -47,9 +49,10 @@ use serde_norway::{Mapping, Value as Yv};
 
 use self::model::Case;
 use self::nodes::SessionNodes;
-use self::run::{Failure, Invoker, Run, RECORDER};
+use self::run::{Invoker, Run, RunFailure, RECORDER};
 use self::store::RecordingStore;
 use self::telemetry::Telemetry;
+use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::checkpoint::MigrationLog;
 use crate::ge::harness::{Behavior, Harness, HarnessObserver, Pace};
@@ -60,7 +63,7 @@ use crate::yaml::Y;
 struct Ctx<'a> {
     case: &'a Case,
     /// The session registration's failure (§7: a duplicate migration pair).
-    registration: Option<Failure>,
+    registration: Option<RunFailure>,
     /// The invocations, in order.
     runs: Vec<Run>,
     store: Option<Arc<RecordingStore>>,
@@ -107,17 +110,16 @@ fn mentions_log(nodes: &Yv) -> bool {
 }
 
 /// Runs one sessions case. `doc` is the file root, `case` the case mapping.
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     if case.value != doc.value {
-        doc.check_keys(crate::ge::FILE_KEYS)
-            .map_err(|e| e.to_string())?;
+        doc.check_keys(crate::ge::FILE_KEYS)?;
     }
     let model: Case = serde_norway::from_value(case.value.clone()).map_err(|e| {
-        format!(
+        Failure::fixture(format!(
             "fixture_schema_invalid: {}: {}: {e}",
             case.file.display(),
             case.location()
-        )
+        ))
     })?;
     let ctx = execute(&model, case).await?;
     expect::check(&ctx)?;
@@ -125,9 +127,9 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
 }
 
 /// Registers, builds, seeds and runs the case; returns what it left behind.
-async fn execute<'c>(case: &'c Case, y: &Y<'_>) -> Result<Ctx<'c>, String> {
+async fn execute<'c>(case: &'c Case, y: &Y<'_>) -> Check<Ctx<'c>> {
     let version = serde_norway::from_value::<Versioned>(case.state.clone())
-        .map_err(|e| format!("fixture_schema_invalid: state: {e}"))?
+        .map_err(|e| Failure::fixture(format!("fixture_schema_invalid: state: {e}")))?
         .schema_version;
     let store = case
         .session_store
@@ -208,9 +210,7 @@ async fn execute<'c>(case: &'c Case, y: &Y<'_>) -> Result<Ctx<'c>, String> {
         otel: ctx.telemetry.as_ref().map(|t| t.observer.clone()),
         saves: Arc::clone(&saves),
     }));
-    builder
-        .collect_defs(&Y::root(&defs, y.file))
-        .map_err(|e| e.to_string())?;
+    builder.collect_defs(&Y::root(&defs, y.file))?;
     builder.configure_outer = Some(Box::new(move |mut b| {
         if let Some(v) = &version {
             b = b.schema_version(v.clone());
@@ -222,9 +222,8 @@ async fn execute<'c>(case: &'c Case, y: &Y<'_>) -> Result<Ctx<'c>, String> {
     }));
     let extra = initial_keys(case);
     let graph = builder
-        .graph(&Y::root(&graph_v, y.file), true, &extra)
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("unexpected compile error: {e}"))?;
+        .graph(&Y::root(&graph_v, y.file), true, &extra)?
+        .map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
 
     let recorder = Arc::new(HarnessObserver::new(
         RECORDER,
@@ -281,10 +280,12 @@ fn registration(
     store: Option<&Arc<RecordingStore>>,
     log: &Arc<MigrationLog>,
     migrated: &Arc<Mutex<Vec<Json>>>,
-) -> Result<Result<Option<SessionConfig>, Failure>, String> {
+) -> Check<Result<Option<SessionConfig>, RunFailure>> {
     let Some(store) = store else {
         if case.auto_save.is_some() || case.session_state.is_some() {
-            return Err("fixture_schema_invalid: session directives without session_store".into());
+            return Err(Failure::fixture(
+                "fixture_schema_invalid: session directives without session_store",
+            ));
         }
         return Ok(Ok(None));
     };
@@ -294,11 +295,10 @@ fn registration(
         config = config.project(projection.fields.iter().cloned());
     }
     let decls = y.get("session_migrations").map(|m| m.seq()).transpose();
-    let decls = decls.map_err(|e| e.to_string())?.unwrap_or_default();
+    let decls = decls?.unwrap_or_default();
     for (m, at) in case.session_migrations.iter().zip(decls) {
         let pair = (m.from_version.as_str(), m.to_version.as_str());
-        let mock = crate::ge::checkpoint::migration(&at, &m.migrate, pair, log)
-            .map_err(|e| e.to_string())?;
+        let mock = crate::ge::checkpoint::migration(&at, &m.migrate, pair, log)?;
         let outputs = Arc::clone(migrated);
         let f = move |v: Json| {
             let out = mock(v)?;
@@ -307,25 +307,25 @@ fn registration(
         };
         config = match config.migration(m.from_version.clone(), m.to_version.clone(), f) {
             Ok(c) => c,
-            Err(e) => return Ok(Err(Failure::of_session(&e))),
+            Err(e) => return Ok(Err(RunFailure::of_session(&e))),
         };
     }
     Ok(Ok(Some(config)))
 }
 
-async fn list(store: Option<&RecordingStore>) -> Result<Vec<SessionSummary>, String> {
+async fn list(store: Option<&RecordingStore>) -> Check<Vec<SessionSummary>> {
     match store {
-        Some(s) => s
+        Some(s) => Ok(s
             .backend
             .list(None)
             .await
-            .map_err(|e| format!("cannot list the session store: {e}")),
+            .map_err(|e| format!("cannot list the session store: {e}"))?),
         None => Ok(Vec::new()),
     }
 }
 
 /// Reads the store's final contents.
-async fn finish(mut ctx: Ctx<'_>) -> Result<Ctx<'_>, String> {
+async fn finish(mut ctx: Ctx<'_>) -> Check<Ctx<'_>> {
     ctx.listed_after = list(ctx.store.as_deref()).await?;
     let mut ids: Vec<String> = ctx.case.session_id.iter().cloned().collect();
     ids.extend(

@@ -12,6 +12,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value as Json};
 use serde_norway::Value as Yv;
 
+use crate::failure::{Check, Failure};
+
 /// One case of a sessions fixture.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,14 +144,14 @@ impl Invocation {
     ///
     /// # Errors
     /// A key that is not a `loaded_invoke_state_for_<field>` probe.
-    pub(super) fn probes(&self) -> Result<Vec<(&str, &Json)>, String> {
+    pub(super) fn probes(&self) -> Check<Vec<(&str, &Json)>> {
         self.probes
             .iter()
             .map(|(k, v)| match k.strip_prefix(PROBE_PREFIX) {
                 Some(field) if !field.is_empty() => Ok((field, v)),
-                _ => Err(format!(
+                _ => Err(Failure::unsupported(format!(
                     "fixture_directive_unknown: invocation directive `{k}`"
-                )),
+                ))),
             })
             .collect()
     }
@@ -325,7 +327,7 @@ mod tests {
         let inv: Invocation =
             serde_norway::from_str("loaded_invoke_state_for_x: 1\nbogus: 2\n").unwrap();
         let err = inv.probes().unwrap_err();
-        assert!(err.contains("bogus"), "{err}");
+        assert!(err.message().contains("bogus"), "{err}");
         let ok: Invocation = serde_norway::from_str("loaded_invoke_state_for_x: 1\n").unwrap();
         assert_eq!(ok.probes().unwrap(), vec![("x", &Json::from(1))]);
     }

@@ -21,7 +21,7 @@ pub(super) const RECORDER: &str = "__sessions_recorder";
 /// One invocation and what it did.
 pub(super) struct Run {
     pub(super) session_id: Option<String>,
-    pub(super) result: Result<Json, Failure>,
+    pub(super) result: Result<Json, RunFailure>,
     /// The node events of the invocation, every level, in delivery order.
     pub(super) events: Vec<NodeEvent>,
     /// The store calls made during the invocation.
@@ -31,7 +31,7 @@ pub(super) struct Run {
 }
 
 /// A failure (from the invocation, or from the session registration).
-pub(super) struct Failure {
+pub(super) struct RunFailure {
     pub(super) category: String,
     /// The node that raised (empty: none, e.g. a session load failure).
     pub(super) node: String,
@@ -42,10 +42,10 @@ pub(super) struct Failure {
     pub(super) cause_type: Option<&'static str>,
 }
 
-impl Failure {
+impl RunFailure {
     /// A session failure (§10) reported by itself.
-    pub(super) fn of_session(e: &SessionError) -> Failure {
-        Failure {
+    pub(super) fn of_session(e: &SessionError) -> RunFailure {
+        RunFailure {
             category: e.category().to_owned(),
             node: String::new(),
             message: e.to_string(),
@@ -54,9 +54,9 @@ impl Failure {
         }
     }
 
-    fn of_graph(e: &GraphError<DynState>) -> Failure {
+    fn of_graph(e: &GraphError<DynState>) -> RunFailure {
         let session = e.cause().downcast_ref::<SessionError>();
-        Failure {
+        RunFailure {
             category: e.category_name().to_owned(),
             node: e.node().to_owned(),
             message: e.original_message(),
@@ -142,7 +142,7 @@ impl Invoker<'_> {
         let (invocation_id, result) = match schema.state_from_json(initial.unwrap_or(&Json::Null)) {
             Err(e) => (
                 String::new(),
-                Err(Failure {
+                Err(RunFailure {
                     category: "state_validation_error".into(),
                     node: String::new(),
                     message: e.to_string(),
@@ -175,21 +175,21 @@ impl Invoker<'_> {
         &self,
         state: DynState,
         options: InvokeOptions,
-    ) -> (String, Result<Json, Failure>) {
+    ) -> (String, Result<Json, RunFailure>) {
         let Some(t) = self.telemetry else {
             return match self.graph.invoke_with(state, options).await {
                 Ok(done) => (done.invocation_id, Ok(State::to_json(&done.state))),
-                Err(e) => (e.invocation_id().to_owned(), Err(Failure::of_graph(&e))),
+                Err(e) => (e.invocation_id().to_owned(), Err(RunFailure::of_graph(&e))),
             };
         };
         match t.observer.invoke(self.graph, state, options).await {
             Ok(done) => (done.invocation_id, Ok(State::to_json(&done.state))),
             Err(InvokeError::Graph(e)) => {
-                (e.invocation_id().to_owned(), Err(Failure::of_graph(&e)))
+                (e.invocation_id().to_owned(), Err(RunFailure::of_graph(&e)))
             }
             Err(e) => (
                 String::new(),
-                Err(Failure {
+                Err(RunFailure {
                     category: e.category().to_owned(),
                     node: String::new(),
                     message: e.to_string(),

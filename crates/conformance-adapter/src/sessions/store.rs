@@ -12,6 +12,7 @@ use openarmature_graph::BoxError;
 use openarmature_pipeline::SqliteSessionStore;
 
 use super::model::StoreKind;
+use crate::failure::Check;
 use crate::shared::lock;
 
 /// One store call the engine made.
@@ -48,7 +49,7 @@ pub(super) struct RecordingStore {
 
 impl RecordingStore {
     /// A fresh, empty backend of `kind`.
-    pub(super) fn new(kind: StoreKind) -> Result<Self, String> {
+    pub(super) fn new(kind: StoreKind) -> Check<Self> {
         let backend: Arc<dyn SessionStore> = match kind {
             _ if crate::backends::selected().is_some() => crate::backends::session_store()
                 .transpose()?

@@ -18,7 +18,8 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::{Map, Value as Json};
 
 use super::model::{LogExpect, SpanExpect};
-use crate::matchers::json_eq;
+use crate::failure::{Check, Failure};
+use crate::matchers::{each_pair, json_eq};
 
 /// The case's observer and what it exported.
 pub(super) struct Telemetry {
@@ -69,7 +70,7 @@ impl Telemetry {
     }
 
     /// Every exported span, in start order.
-    pub(super) fn spans(&self) -> Result<Vec<SpanView>, String> {
+    pub(super) fn spans(&self) -> Check<Vec<SpanView>> {
         let mut spans = self
             .spans
             .get_finished_spans()
@@ -96,7 +97,7 @@ impl Telemetry {
     }
 
     /// Every exported log record, in emission order.
-    pub(super) fn logs(&self) -> Result<Vec<LogView>, String> {
+    pub(super) fn logs(&self) -> Check<Vec<LogView>> {
         let mut logs = self
             .logs
             .get_emitted_logs()
@@ -145,22 +146,24 @@ fn attributes(
     absent: &[String],
     got: &Map<String, Json>,
     path: &str,
-) -> Result<(), String> {
+) -> Check {
     for (key, value) in want {
         match got.get(key) {
             Some(actual) if json_eq(value, actual) => {}
-            Some(actual) => return Err(format!("{path}: `{key}` is {actual}, expected {value}")),
-            None => return Err(format!("{path}: attribute `{key}` is missing")),
+            Some(actual) => {
+                return Err(format!("{path}: `{key}` is {actual}, expected {value}").into())
+            }
+            None => return Err(format!("{path}: attribute `{key}` is missing").into()),
         }
     }
     if let Some(key) = absent.iter().find(|k| got.contains_key(k.as_str())) {
-        return Err(format!("{path}: attribute `{key}` must be absent"));
+        return Err(format!("{path}: attribute `{key}` must be absent").into());
     }
     Ok(())
 }
 
 /// `span_tree`: the exported roots against the expected roots.
-pub(super) fn check_span_tree(expected: &[SpanExpect], spans: &[SpanView]) -> Result<(), String> {
+pub(super) fn check_span_tree(expected: &[SpanExpect], spans: &[SpanView]) -> Check {
     let ids: Vec<SpanId> = spans.iter().map(|s| s.id).collect();
     let mut children: HashMap<SpanId, Vec<usize>> = HashMap::new();
     let mut roots = Vec::new();
@@ -182,7 +185,7 @@ struct Tree<'a> {
 
 impl Tree<'_> {
     /// An exhaustive, order-free match of `expected` against the spans `actual`.
-    fn set(&self, expected: &[SpanExpect], actual: &[usize], path: &str) -> Result<(), String> {
+    fn set(&self, expected: &[SpanExpect], actual: &[usize], path: &str) -> Check {
         if expected.len() != actual.len() {
             let names: Vec<&str> = actual
                 .iter()
@@ -192,7 +195,8 @@ impl Tree<'_> {
                 "{path}: {} spans {names:?}, expected {}",
                 actual.len(),
                 expected.len()
-            ));
+            )
+            .into());
         }
         let mut used = vec![false; actual.len()];
         self.assign(expected, actual, &mut used, path)
@@ -204,11 +208,11 @@ impl Tree<'_> {
         actual: &[usize],
         used: &mut [bool],
         path: &str,
-    ) -> Result<(), String> {
+    ) -> Check {
         let Some((first, rest)) = expected.split_first() else {
             return Ok(());
         };
-        let mut last = format!("{path}: no span named `{}`", first.name);
+        let mut last = Failure::mismatch(format!("{path}: no span named `{}`", first.name));
         for (slot, &i) in actual.iter().enumerate() {
             if used[slot] {
                 continue;
@@ -228,14 +232,14 @@ impl Tree<'_> {
         Err(last)
     }
 
-    fn span(&self, want: &SpanExpect, i: usize, path: &str) -> Result<(), String> {
+    fn span(&self, want: &SpanExpect, i: usize, path: &str) -> Check {
         let got = &self.spans[i];
         if got.name != want.name {
-            return Err(format!("{path}: span is `{}`", got.name));
+            return Err(format!("{path}: span is `{}`", got.name).into());
         }
         if let Some(status) = &want.status {
             if got.status != status {
-                return Err(format!("{path}: status {}, expected {status}", got.status));
+                return Err(format!("{path}: status {}, expected {status}", got.status).into());
             }
         }
         attributes(
@@ -250,29 +254,33 @@ impl Tree<'_> {
 }
 
 /// `log_records`: exhaustive, in emission order.
-pub(super) fn check_logs(expected: &[LogExpect], logs: &[LogView]) -> Result<(), String> {
-    if expected.len() != logs.len() {
-        let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
-        return Err(format!(
-            "log_records: {} records {bodies:?}, expected {}",
-            logs.len(),
-            expected.len()
-        ));
-    }
-    for (i, (want, got)) in expected.iter().zip(logs).enumerate() {
-        let path = format!("log_records[{i}]");
-        if want.body != got.body {
-            return Err(format!(
-                "{path}: body `{}`, expected `{}`",
-                got.body, want.body
-            ));
-        }
-        attributes(
-            &want.attributes,
-            &want.attributes_absent,
-            &got.attributes,
-            &path,
-        )?;
-    }
+pub(super) fn check_logs(expected: &[LogExpect], logs: &[LogView]) -> Check {
+    each_pair(
+        expected,
+        logs,
+        || {
+            let bodies: Vec<&str> = logs.iter().map(|l| l.body.as_str()).collect();
+            format!(
+                "log_records: {} records {bodies:?}, expected {}",
+                logs.len(),
+                expected.len()
+            )
+        },
+        |i, want, got| {
+            let path = format!("log_records[{i}]");
+            if want.body != got.body {
+                return Err(
+                    format!("{path}: body `{}`, expected `{}`", got.body, want.body).into(),
+                );
+            }
+            attributes(
+                &want.attributes,
+                &want.attributes_absent,
+                &got.attributes,
+                &path,
+            )?;
+            Ok(())
+        },
+    )?;
     Ok(())
 }

@@ -17,7 +17,7 @@ pub use par::par_map;
 
 use crate::deferrals::{Deferrals, CONFIG_FILE};
 use crate::discovery::FixtureFile;
-use crate::{runner, CaseId, CaseOutcome};
+use crate::{runner, CaseId, CaseOutcome, Failure, FailureKind};
 
 /// One case to run (or a fixture whose cases could not be listed).
 #[derive(Debug, Clone)]
@@ -27,8 +27,8 @@ pub struct Job {
     /// The fixture file.
     pub path: PathBuf,
     /// Set when listing the fixture's cases failed: the job is the fixture and it
-    /// fails with this message.
-    pub listing_error: Option<String>,
+    /// fails with this.
+    pub listing_error: Option<Failure>,
 }
 
 impl Job {
@@ -51,8 +51,11 @@ pub fn list_jobs(files: &[FixtureFile], workers: usize) -> Vec<Job> {
     for (file, result) in files.iter().zip(listed) {
         let result = match result {
             Ok(Ok(cases)) => Ok(cases),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(panic) => Err(format!("the runner panicked while listing cases: {panic}")),
+            Ok(Err(error)) => Err(Failure::from(error)),
+            Err(panic) => Err(Failure::new(
+                FailureKind::Harness,
+                format!("the runner panicked while listing cases: {panic}"),
+            )),
         };
         match result {
             Ok(cases) => jobs.extend(cases.into_iter().map(|id| Job {
@@ -80,7 +83,10 @@ pub fn run_jobs(jobs: &[Job], workers: usize) -> Vec<CaseOutcome> {
         .into_iter()
         .map(|result| {
             result.unwrap_or_else(|panic| {
-                CaseOutcome::Failed(format!("the runner panicked: {panic}"))
+                CaseOutcome::Failed(Failure::new(
+                    FailureKind::Harness,
+                    format!("the runner panicked: {panic}"),
+                ))
             })
         })
         .collect()
@@ -96,8 +102,8 @@ pub fn workers(jobs: Option<usize>) -> usize {
 pub enum Verdict<'a> {
     /// Passed and not deferred.
     Passed,
-    /// Failed and not deferred (the message).
-    Failed(&'a str),
+    /// Failed and not deferred (why).
+    Failed(&'a Failure),
     /// Failed and deferred.
     Skipped,
     /// Passed although deferred (the deferral's reason): the list is stale.
@@ -295,14 +301,14 @@ reason = "whole fixture"
     fn verdicts_and_counts() {
         let (pass, fail) = (CaseOutcome::Passed, CaseOutcome::Failed("boom".into()));
         assert_eq!(Verdict::of(&pass, None), Verdict::Passed);
-        assert_eq!(Verdict::of(&fail, None), Verdict::Failed("boom"));
+        assert_eq!(Verdict::of(&fail, None), Verdict::Failed(&"boom".into()));
         assert_eq!(Verdict::of(&fail, Some("r")), Verdict::Skipped);
         assert_eq!(Verdict::of(&pass, Some("r")), Verdict::DeferredPasses("r"));
         let mut counts = Counts::default();
         for verdict in [
             Verdict::Passed,
             Verdict::Skipped,
-            Verdict::Failed("x"),
+            Verdict::Failed(&"x".into()),
             Verdict::DeferredPasses("r"),
         ] {
             counts.record(&verdict);

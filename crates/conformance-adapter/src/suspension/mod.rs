@@ -10,6 +10,8 @@
 //! node's own name per suspension §5.
 
 mod invariants;
+
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 pub(crate) mod nodes;
 
 pub(crate) use invariants::subset;
@@ -27,14 +29,11 @@ use openarmature_observability::OtelObserver;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::{Map, Value};
 
+use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Behavior, Harness, HarnessObserver, Pace};
 use crate::yaml::Y;
 use crate::AdapterError;
-
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
 
 /// One invocation of a case, reduced to what the fixtures assert.
 pub(crate) struct RunRecord {
@@ -91,7 +90,7 @@ pub(crate) fn desugar(value: &mut serde_norway::Value) {
     }
 }
 
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let same = case.value == doc.value;
     let mut patched = case.value.clone();
     desugar(&mut patched);
@@ -110,33 +109,32 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         "invariants",
         "session_store",
         "checkpointer",
-    ])
-    .map_err(err)?;
+    ])?;
     let harness = Arc::new(Harness::default());
     let ext = Arc::new(nodes::SuspendExt::default());
     let log = Arc::clone(&ext.log);
     let mut builder = Builder::new(Arc::clone(&harness));
     builder.extension = Some(ext);
-    builder.collect_defs(doc).map_err(err)?;
+    builder.collect_defs(doc)?;
     if !same {
-        builder.collect_defs(case).map_err(err)?;
+        builder.collect_defs(case)?;
     }
     let checkpointer = match case.get("checkpointer") {
         None => None,
         // The selected backend's, when a backend crate's test binary selected one.
-        Some(c) if c.str().map_err(err)? == "in_memory" => {
-            Some(crate::backends::checkpointer_or_in_memory()?)
+        Some(c) if c.str()? == "in_memory" => Some(crate::backends::checkpointer_or_in_memory()?),
+        Some(c) => {
+            return Err(Failure::from(
+                c.invalid("only `in_memory` checkpointers are scripted"),
+            ))
         }
-        Some(c) => return Err(err(c.invalid("only `in_memory` checkpointers are scripted"))),
     };
     let sessions = match case.get("session_store") {
         None => None,
-        Some(c) if c.str().map_err(err)? == "in_memory" => {
-            Some(crate::backends::session_store_or_in_memory()?)
-        }
+        Some(c) if c.str()? == "in_memory" => Some(crate::backends::session_store_or_in_memory()?),
         Some(c) => {
-            return Err(err(
-                c.invalid("only `in_memory` session stores are scripted")
+            return Err(Failure::from(
+                c.invalid("only `in_memory` session stores are scripted"),
             ))
         }
     };
@@ -151,9 +149,8 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         b
     }));
     let graph = builder
-        .graph(case, true, &[])
-        .map_err(err)?
-        .map_err(|e| format!("unexpected compile error: {e}"))?;
+        .graph(case, true, &[])?
+        .map_err(|e| Failure::setup(format!("unexpected compile error: {e}")))?;
     let mut rig = CaseRig {
         harness,
         log,
@@ -162,13 +159,12 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         checkpointer,
         sessions,
     };
-    attach_observers(case, &graph, &mut rig).map_err(err)?;
+    attach_observers(case, &graph, &mut rig)?;
 
     let mut runs: Vec<RunRecord> = Vec::new();
     for (i, inv) in case
         .req("invocations")
-        .and_then(|v| v.seq())
-        .map_err(err)?
+        .and_then(|v| v.seq())?
         .iter()
         .enumerate()
     {
@@ -179,16 +175,15 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             "signal_payload",
             "session_id",
             "expected",
-        ])
-        .map_err(err)?;
+        ])?;
         let label = match inv.get("name") {
-            Some(n) => n.str().map_err(err)?.to_owned(),
+            Some(n) => n.str()?.to_owned(),
             None => format!("#{i}"),
         };
         let record = invoke(&graph, inv, &rig, runs.last()).await?;
         if let Some(expected) = inv.get("expected") {
             invariants::expected(&expected, &record, &rig)
-                .map_err(|m| format!("invocation {label}: {m}"))?;
+                .map_err(|m| m.context(format!("invocation {label}: ")))?;
         }
         runs.push(record);
     }
@@ -215,27 +210,14 @@ fn attach_observers(
     for spec in list.seq()? {
         spec.check_keys(&["name", "attach", "target", "behavior"])?;
         let name = spec.req("name")?.str()?.to_owned();
-        let attach = spec
-            .get("attach")
-            .map(|a| a.str())
-            .transpose()?
-            .unwrap_or("graph");
-        let target = spec
-            .get("target")
-            .map(|t| t.str())
-            .transpose()?
-            .unwrap_or("outer");
+        let attach = spec.opt_str("attach")?.unwrap_or("graph");
+        let target = spec.opt_str("target")?.unwrap_or("outer");
         if (attach, target) != ("graph", "outer") {
             return Err(
                 spec.invalid("only graph-attached observers of the outer graph are scripted")
             );
         }
-        match spec
-            .get("behavior")
-            .map(|b| b.str())
-            .transpose()?
-            .unwrap_or("record")
-        {
+        match spec.opt_str("behavior")?.unwrap_or("record") {
             "record" => {
                 let observer = Arc::new(HarnessObserver::new(
                     &name,
@@ -275,20 +257,16 @@ async fn invoke(
     inv: &Y<'_>,
     rig: &CaseRig,
     previous: Option<&RunRecord>,
-) -> Result<RunRecord, String> {
+) -> Check<RunRecord> {
     let schema = graph.defaults().schema();
     let mut options = InvokeOptions::default();
     if let Some(s) = inv.get("session_id") {
-        options.session_id = Some(s.str().map_err(err)?.to_owned());
+        options.session_id = Some(s.str()?.to_owned());
     }
-    let payload = inv
-        .get("signal_payload")
-        .map(|p| p.json())
-        .transpose()
-        .map_err(err)?;
+    let payload = inv.get("signal_payload").map(|p| p.json()).transpose()?;
     let initial = match inv.get("resume_invocation") {
         Some(r) => {
-            let named = r.str().map_err(err)?;
+            let named = r.str()?;
             // `<from previous ...>`: the previous invocation's id.
             let id = if named.starts_with('<') {
                 previous
@@ -303,11 +281,7 @@ async fn invoke(
             graph.defaults().clone()
         }
         None => {
-            let initial = inv
-                .get("initial_state")
-                .map(|s| s.json())
-                .transpose()
-                .map_err(err)?;
+            let initial = inv.get("initial_state").map(|s| s.json()).transpose()?;
             schema
                 .state_from_json(&initial.unwrap_or(Value::Null))
                 .map_err(|e| format!("initial_state: {e}"))?
@@ -353,7 +327,7 @@ async fn invoke(
             record.invocation_id = paused.invocation_id;
             record.state = paused.state.to_json();
             record.descriptor =
-                Some(serde_json::to_value(&paused.descriptor).map_err(|e| e.to_string())?);
+                Some(serde_json::to_value(&paused.descriptor).map_err(Failure::mismatch)?);
             record.namespace = paused.namespace;
         }
         Ok(_) => return Err("an outcome this runner does not know".into()),
@@ -368,24 +342,24 @@ async fn invoke(
         record.session = store
             .load(id)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(Failure::mismatch)?
             .map(|r| r.state);
     }
     if let Some(cp) = &rig.checkpointer {
         record.paused = cp
             .load_paused(&record.invocation_id)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(Failure::mismatch)?;
         record.checkpoint_record = cp
             .load(&record.invocation_id)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(Failure::mismatch)?
             .is_some();
     } else {
         record.paused = graph
             .paused_record(&record.invocation_id)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(Failure::mismatch)?;
     }
     Ok(record)
 }

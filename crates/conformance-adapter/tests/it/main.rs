@@ -4,6 +4,8 @@
 //! per area, so that linking does not dominate `cargo test`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod check_tables;
+mod failure_kinds;
 mod llm_harness;
 mod malformed_fixtures;
 mod obs_harness;

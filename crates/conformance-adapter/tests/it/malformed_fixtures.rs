@@ -70,7 +70,7 @@ impl Drop for TempFixture {
 /// The failure message of an outcome that must have failed.
 fn failure(outcome: CaseOutcome) -> String {
     match outcome {
-        CaseOutcome::Failed(message) => message,
+        CaseOutcome::Failed(message) => message.to_string(),
         CaseOutcome::Passed => panic!("the case passed but was expected to fail"),
     }
 }
@@ -907,7 +907,7 @@ fn malformed_inputs_never_panic() {
     for (stem, yaml) in inputs {
         let fixture = TempFixture::new(stem, &yaml);
         let result = catch_unwind(AssertUnwindSafe(|| match fixture.list() {
-            Err(e) => vec![CaseOutcome::Failed(e.to_string())],
+            Err(e) => vec![CaseOutcome::Failed(e.into())],
             Ok(ids) => ids
                 .iter()
                 .map(|id| runner::run_case(fixture.path(), id))
@@ -955,7 +955,7 @@ fn case_level_conformance_version_is_checked_or_rejected() {
     let yaml = format!("cases:\n  - name: pinned_too_new\n{case}");
     let fixture = TempFixture::new("case-version", &yaml);
     let outcome = match fixture.list() {
-        Err(e) => CaseOutcome::Failed(e.to_string()),
+        Err(e) => CaseOutcome::Failed(e.into()),
         Ok(ids) => runner::run_case(fixture.path(), &ids[0]),
     };
     let message = failure(outcome);

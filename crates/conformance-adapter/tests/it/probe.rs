@@ -27,7 +27,7 @@ pub fn run(capability: &str, yaml: &str) -> CaseOutcome {
 /// The failure message of a case expected to fail.
 pub fn failure(outcome: CaseOutcome) -> String {
     match outcome {
-        CaseOutcome::Failed(m) => m,
+        CaseOutcome::Failed(m) => m.to_string(),
         CaseOutcome::Passed => panic!("the case passed but was expected to fail"),
     }
 }

@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 use super::store::{positions_json, record_json, MigrationLog, Store};
 use super::Run;
+use crate::failure::{Check, Failure};
 use crate::ge::harness::{lock, Harness, HarnessObserver};
-use crate::matchers::{check, Bindings};
+use crate::matchers::{check, each_pair, Bindings};
 use crate::yaml::Y;
 
 pub(crate) use super::invariants::invariants;
@@ -38,23 +39,23 @@ pub(crate) struct Ctx<'a> {
     pub(crate) fan_outs: &'a [String],
 }
 
-pub(crate) fn j(y: &Y<'_>) -> Result<Value, String> {
-    y.json().map_err(|e| e.to_string())
+pub(crate) fn j(y: &Y<'_>) -> Check<Value> {
+    Ok(y.json()?)
 }
 
-pub(crate) fn entries<'a>(y: &Y<'a>) -> Result<Vec<(String, Y<'a>)>, String> {
-    y.entries().map_err(|e| e.to_string())
+pub(crate) fn entries<'a>(y: &Y<'a>) -> Check<Vec<(String, Y<'a>)>> {
+    Ok(y.entries()?)
 }
 
-pub(crate) fn unknown(y: &Y<'_>, key: &str) -> String {
-    format!(
+pub(crate) fn unknown(y: &Y<'_>, key: &str) -> Failure {
+    Failure::unsupported(format!(
         "fixture_directive_unknown: {}: unknown directive `{key}` at {}",
         y.file.display(),
         y.location()
-    )
+    ))
 }
 
-pub(crate) fn eq(want: &Value, actual: &Value, path: &str) -> Result<(), String> {
+pub(crate) fn eq(want: &Value, actual: &Value, path: &str) -> Check {
     check(want, actual, &mut Bindings::default(), path)
 }
 
@@ -88,19 +89,20 @@ pub(crate) fn executed(ctx: &Ctx<'_>, run: &Run) -> Vec<String> {
     names
 }
 
-fn state_of(run: &Run, what: &str) -> Result<Value, String> {
+fn state_of(run: &Run, what: &str) -> Check<Value> {
     match &run.result {
-        Ok(_) if run.crashed => Err(format!("{what}: the run crashed")),
+        Ok(_) if run.crashed => Err(format!("{what}: the run crashed").into()),
         Ok(state) => Ok(state.clone()),
         Err(f) => Err(format!(
             "{what}: the run failed: {} at `{}`: {}",
             f.category, f.node, f.message
-        )),
+        )
+        .into()),
     }
 }
 
 /// Case-level blocks about the first run (or the `invoke_with` run).
-pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String> {
+pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     let Some(run) = ctx.first else {
         for key in [
             "first_run_expected_error",
@@ -108,15 +110,14 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String>
             "expected",
         ] {
             if case.get(key).is_some() {
-                return Err(format!("{key}: there is no first run (seeded record)"));
+                return Err(format!("{key}: there is no first run (seeded record)").into());
             }
         }
         return Ok(());
     };
     if let Some(e) = case.get("first_run_expected_error") {
-        e.check_keys(&["category", "raised_from"])
-            .map_err(|e| e.to_string())?;
-        expected_error(&e, run).map_err(|m| format!("first_run_expected_error: {m}"))?;
+        e.check_keys(&["category", "raised_from"])?;
+        expected_error(&e, run).map_err(|m| m.context("first_run_expected_error: "))?;
     }
     if ctx.store.crashes() && !run.crashed {
         return Err("crash_injection: the run ended before the crash boundary's save".into());
@@ -127,10 +128,10 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String>
             .latest(&run.id)
             .await
             .ok_or("saved_record_assertions: no record was saved")?;
-        saved_record(&s, &record, ctx).map_err(|m| format!("saved_record_assertions: {m}"))?;
+        saved_record(&s, &record, ctx).map_err(|m| m.context("saved_record_assertions: "))?;
     }
     if let Some(e) = case.get("expected_error") {
-        expected_error(&e, run).map_err(|m| format!("expected_error: {m}"))?;
+        expected_error(&e, run).map_err(|m| m.context("expected_error: "))?;
     }
     if let Some(e) = case.get("expected") {
         expected(&e, ctx, run).await?;
@@ -156,7 +157,7 @@ pub(crate) async fn first_run(case: &Y<'_>, ctx: &Ctx<'_>) -> Result<(), String>
 }
 
 /// `resume:` — the resumed run's error or expected block, then its invariants.
-pub(crate) async fn resume(r: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), String> {
+pub(crate) async fn resume(r: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Check {
     let mut expects_failure = false;
     if let Some(want) = r.get("expected_chain_ambiguity_error") {
         expects_failure = true;
@@ -168,25 +169,25 @@ pub(crate) async fn resume(r: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), St
     }
     if let Some(e) = r.get("expected_error") {
         expects_failure = true;
-        expected_error(&e, run).map_err(|m| format!("resume.expected_error: {m}"))?;
+        expected_error(&e, run).map_err(|m| m.context("resume.expected_error: "))?;
     }
     if let Some(e) = r.get("expected") {
         expected(&e, ctx, run)
             .await
-            .map_err(|m| format!("resume.expected: {m}"))?;
+            .map_err(|m| m.context("resume.expected: "))?;
     } else if !expects_failure {
         state_of(run, "resume")?;
     }
     if let Some(i) = r.get("invariants") {
         invariants(&i, ctx, run)
             .await
-            .map_err(|m| format!("resume.invariants: {m}"))?;
+            .map_err(|m| m.context("resume.invariants: "))?;
     }
     Ok(())
 }
 
 /// `saved_record_assertions` against the first run's latest record.
-fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Result<(), String> {
+fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Check {
     for (key, v) in entries(y)? {
         match key.as_str() {
             "state" => eq(&j(&v)?, &record.state, "state")?,
@@ -213,8 +214,12 @@ fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Result<(
                     })
                 });
                 let ok = depth > 0 && record.parent_states.len() == depth && first_is_outer;
-                eq(&j(&v)?, &json!(ok), "parent_states_outermost_first")
-                    .map_err(|m| format!("{m} (parent_states {:?})", record.parent_states))?;
+                eq(&j(&v)?, &json!(ok), "parent_states_outermost_first").map_err(|m| {
+                    Failure::new(
+                        m.kind(),
+                        format!("{} (parent_states {:?})", m.message(), record.parent_states),
+                    )
+                })?;
             }
             "fan_out_progress" => super::fan_out::progress(&v, record)?,
             "fan_out_node_in_completed_positions" => {
@@ -231,7 +236,7 @@ fn saved_record(y: &Y<'_>, record: &CheckpointRecord, ctx: &Ctx<'_>) -> Result<(
 }
 
 /// One `expected:` block about `run`.
-pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), String> {
+pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Check {
     for (key, v) in entries(y)? {
         let want = j(&v)?;
         match key.as_str() {
@@ -258,7 +263,7 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), 
                     let path = format!("latest_record_assertions.{field}");
                     if w == json!("<timestamp>") {
                         if got.as_u64().is_none_or(|t| t == 0) {
-                            return Err(format!("{path}: {got} is not a timestamp"));
+                            return Err(format!("{path}: {got} is not a timestamp").into());
                         }
                     } else {
                         eq(&w, got, &path)?;
@@ -279,11 +284,11 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), 
                             .collect()
                     })
                     .unwrap_or_default();
-                for node in v.strings().map_err(|e| e.to_string())? {
+                for node in v.strings()? {
                     if ran.contains(&node) || !rolled.contains(&node.as_str()) {
                         return Err(format!(
                             "{key}: `{node}` ran ({ran:?}) or was not completed in the loaded record ({rolled:?})"
-                        ));
+                        ).into());
                     }
                 }
             }
@@ -307,7 +312,7 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), 
                     .map(|e| e.attempt_index)
                     .collect();
                 if got.is_empty() || got.iter().any(|a| json!(a) != want) {
-                    return Err(format!("{key}: expected {want}, got {got:?}"));
+                    return Err(format!("{key}: expected {want}, got {got:?}").into());
                 }
             }
             "invariants" => invariants(&v, ctx, run).await?,
@@ -318,41 +323,45 @@ pub(crate) async fn expected(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), 
 }
 
 /// `checkpoint_saves: [{after_node, state, completed_positions}]`, one per save.
-fn checkpoint_saves(y: &Y<'_>, saves: &[CheckpointRecord]) -> Result<(), String> {
-    let list = y.seq().map_err(|e| e.to_string())?;
-    if list.len() != saves.len() {
-        return Err(format!(
-            "checkpoint_saves: expected {} saves, got {}",
-            list.len(),
-            saves.len()
-        ));
-    }
-    for (i, (want, save)) in list.iter().zip(saves).enumerate() {
-        want.check_keys(&["after_node", "state", "completed_positions"])
-            .map_err(|e| e.to_string())?;
-        let path = format!("checkpoint_saves[{i}]");
-        if let Some(n) = want.get("after_node") {
-            let last = save.completed_positions.last().map(|p| p.node_name.clone());
-            eq(&j(&n)?, &json!(last), &format!("{path}.after_node"))?;
-        }
-        if let Some(s) = want.get("state") {
-            eq(&j(&s)?, &save.state, &format!("{path}.state"))?;
-        }
-        if let Some(p) = want.get("completed_positions") {
-            let got = positions_json(&save.completed_positions);
-            eq(&j(&p)?, &got, &format!("{path}.completed_positions"))?;
-        }
-    }
+fn checkpoint_saves(y: &Y<'_>, saves: &[CheckpointRecord]) -> Check {
+    let list = y.seq()?;
+    each_pair(
+        &list,
+        saves,
+        || {
+            format!(
+                "checkpoint_saves: expected {} saves, got {}",
+                list.len(),
+                saves.len()
+            )
+        },
+        |i, want, save| {
+            want.check_keys(&["after_node", "state", "completed_positions"])?;
+            let path = format!("checkpoint_saves[{i}]");
+            if let Some(n) = want.get("after_node") {
+                let last = save.completed_positions.last().map(|p| p.node_name.clone());
+                eq(&j(&n)?, &json!(last), &format!("{path}.after_node"))?;
+            }
+            if let Some(s) = want.get("state") {
+                eq(&j(&s)?, &save.state, &format!("{path}.state"))?;
+            }
+            if let Some(p) = want.get("completed_positions") {
+                let got = positions_json(&save.completed_positions);
+                eq(&j(&p)?, &got, &format!("{path}.completed_positions"))?;
+            }
+            Ok(())
+        },
+    )?;
     Ok(())
 }
 
 /// Harness-detected contract violations (a `should_not_run` migration ran, ...).
-pub(crate) fn no_violations(log: &MigrationLog, harness: &Harness) -> Result<(), String> {
+pub(crate) fn no_violations(log: &MigrationLog, harness: &Harness) -> Check {
     let mut all = lock(&log.violations).clone();
     all.extend(lock(&harness.violations).iter().cloned());
     if all.is_empty() {
         Ok(())
     } else {
-        Err(format!("harness violations: {all:?}"))
+        Err(format!("harness violations: {all:?}").into())
     }
 }

@@ -19,10 +19,11 @@ use serde_json::{json, Map, Value};
 
 use super::assert::{entries, eq, j, started, unknown, Ctx};
 use super::Run;
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 
 /// `saved_record_assertions.fan_out_progress`.
-pub(crate) fn progress(y: &Y<'_>, record: &CheckpointRecord) -> Result<(), String> {
+pub(crate) fn progress(y: &Y<'_>, record: &CheckpointRecord) -> Check {
     for (node, want) in entries(y)? {
         let entry = record
             .fan_out_progress
@@ -41,17 +42,18 @@ pub(crate) fn progress(y: &Y<'_>, record: &CheckpointRecord) -> Result<(), Strin
     Ok(())
 }
 
-fn instances(y: &Y<'_>, entry: &FanOutProgress, path: &str) -> Result<(), String> {
-    let list = y.seq().map_err(|e| e.to_string())?;
+fn instances(y: &Y<'_>, entry: &FanOutProgress, path: &str) -> Check {
+    let list = y.seq()?;
     if list.len() != entry.instances.len() {
         return Err(format!(
             "{path}: expected {} instances, got {}",
             list.len(),
             entry.instances.len()
-        ));
+        )
+        .into());
     }
     for (i, (want, got)) in list.iter().zip(&entry.instances).enumerate() {
-        let actual = serde_json::to_value(got).map_err(|e| e.to_string())?;
+        let actual = serde_json::to_value(got).map_err(Failure::mismatch)?;
         for (key, v) in entries(want)? {
             let path = format!("{path}[{i}].{key}");
             let w = j(&v)?;
@@ -60,7 +62,7 @@ fn instances(y: &Y<'_>, entry: &FanOutProgress, path: &str) -> Result<(), String
                 "state_one_of" => {
                     let ok = w.as_array().is_some_and(|a| a.contains(&actual["state"]));
                     if !ok {
-                        return Err(format!("{path}: {} is not one of {w}", actual["state"]));
+                        return Err(format!("{path}: {} is not one of {w}", actual["state"]).into());
                     }
                 }
                 "result_present" => eq(&w, &json!(!got.result.is_null()), &path)?,
@@ -69,7 +71,7 @@ fn instances(y: &Y<'_>, entry: &FanOutProgress, path: &str) -> Result<(), String
                     let gots = &actual["completed_inner_positions"];
                     let gots = gots.as_array().cloned().unwrap_or_default();
                     if wants.len() != gots.len() {
-                        return Err(format!("{path}: expected {w}, got {gots:?}"));
+                        return Err(format!("{path}: expected {w}, got {gots:?}").into());
                     }
                     for (wp, gp) in wants.iter().zip(&gots) {
                         for (k, wv) in wp.as_object().into_iter().flatten() {
@@ -108,7 +110,7 @@ pub(crate) fn skipped(ctx: &Ctx<'_>, run: &Run) -> Vec<usize> {
 }
 
 /// `final_state` with `<field>_list_length` keys.
-pub(crate) fn final_state(want: &Value, state: &Value, path: &str) -> Result<(), String> {
+pub(crate) fn final_state(want: &Value, state: &Value, path: &str) -> Check {
     let (Value::Object(w), Value::Object(s)) = (want, state) else {
         return eq(want, state, path);
     };
@@ -141,7 +143,7 @@ pub(crate) fn final_state(want: &Value, state: &Value, path: &str) -> Result<(),
 /// Whether every outer instance of a nested fan-out re-ran exactly the inner instances
 /// its own lineage-matched entry in the loaded record did not mark completed (all of
 /// them when no entry matches).
-fn lineage_exact(ctx: &Ctx<'_>, run: &Run) -> Result<bool, String> {
+fn lineage_exact(ctx: &Ctx<'_>, run: &Run) -> Check<bool> {
     let loaded = ctx.loaded.ok_or("no loaded record")?;
     let Some(outer) = loaded
         .fan_out_progress
@@ -193,11 +195,7 @@ fn list(state: &Value, field: &str) -> Vec<Value> {
 }
 
 /// A fan-out invariant's observed value (compared with the fixture's), if `name` is one.
-pub(crate) async fn invariant(
-    name: &str,
-    ctx: &Ctx<'_>,
-    run: &Run,
-) -> Option<Result<Value, String>> {
+pub(crate) async fn invariant(name: &str, ctx: &Ctx<'_>, run: &Run) -> Option<Check<Value>> {
     let state = run.result.as_ref().ok().cloned().unwrap_or(Value::Null);
     let instance_1 = || {
         started(ctx, run)

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::assert::{entries, eq, executed, j, node_events, started, unknown, Ctx};
 use super::Run;
+use crate::failure::Check;
 use crate::ge::harness::lock;
 use crate::yaml::Y;
 
@@ -17,7 +18,7 @@ fn is_uuid_v4(s: &str) -> bool {
 }
 
 /// The one correlation id every node event of `run` carries.
-fn correlation(ctx: &Ctx<'_>, run: &Run) -> Result<String, String> {
+fn correlation(ctx: &Ctx<'_>, run: &Run) -> Check<String> {
     let ids: BTreeSet<Option<String>> = node_events(ctx, run)
         .iter()
         .filter_map(|e| e.as_node())
@@ -28,19 +29,20 @@ fn correlation(ctx: &Ctx<'_>, run: &Run) -> Result<String, String> {
         other => Err(format!(
             "run `{}`: its events carry correlation ids {other:?}, not exactly one",
             run.id
-        )),
+        )
+        .into()),
     }
 }
 
-fn runs<'a>(ctx: &Ctx<'a>, name: &str) -> Result<(&'a Run, &'a Run), String> {
+fn runs<'a>(ctx: &Ctx<'a>, name: &str) -> Check<(&'a Run, &'a Run)> {
     match (ctx.first, ctx.resumed) {
         (Some(f), Some(r)) => Ok((f, r)),
-        _ => Err(format!("invariant {name}: needs a first and a resumed run")),
+        _ => Err(format!("invariant {name}: needs a first and a resumed run").into()),
     }
 }
 
 /// Per-block invariants; `run` is the run the enclosing block is about.
-pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<(), String> {
+pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Check {
     for (name, v) in entries(y)? {
         let want = j(&v)?;
         let holds = match name.as_str() {
@@ -113,7 +115,7 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<()
                 let (f, _) = runs(ctx, &name)?;
                 let saves = ctx.store.saves_for(&f.id);
                 if saves.is_empty() {
-                    return Err(format!("invariant {name}: the first run saved nothing"));
+                    return Err(format!("invariant {name}: the first run saved nothing").into());
                 }
                 for s in saves {
                     eq(&want, &json!(s.correlation_id), &name)?;
@@ -212,13 +214,13 @@ pub(crate) async fn invariants(y: &Y<'_>, ctx: &Ctx<'_>, run: &Run) -> Result<()
             "error_category_not" => {
                 let category = match &run.result {
                     Err(f) => f.category.clone(),
-                    Ok(_) => return Err(format!("invariant {name}: the run did not fail")),
+                    Ok(_) => return Err(format!("invariant {name}: the run did not fail").into()),
                 };
-                let excluded = v.strings().map_err(|e| e.to_string())?;
+                let excluded = v.strings()?;
                 if excluded.contains(&category) {
-                    return Err(format!(
-                        "invariant {name}: got excluded category {category}"
-                    ));
+                    return Err(
+                        format!("invariant {name}: got excluded category {category}").into(),
+                    );
                 }
                 continue;
             }

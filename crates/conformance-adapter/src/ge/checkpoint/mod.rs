@@ -43,6 +43,7 @@ use self::run::{Call, Runner, RECORDER};
 use self::store::{Boundary, Crash, Store, SEEDED_ID};
 use super::build::{Builder, GRAPH_KEYS};
 use super::harness::{Behavior, Harness, HarnessObserver, Pace};
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -82,27 +83,23 @@ const RESUME_KEYS: &[&str] = &[
     "invariants",
 ];
 
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
-
-fn opt_str(y: &Y<'_>, key: &str) -> Result<Option<String>, String> {
+fn opt_str(y: &Y<'_>, key: &str) -> Check<Option<String>> {
     y.get(key)
         .map(|v| v.str().map(str::to_owned))
         .transpose()
-        .map_err(err)
+        .map_err(Failure::from)
 }
 
-fn flag(y: &Y<'_>, key: &str) -> Result<bool, String> {
-    Ok(y.get(key).map(|v| v.bool()).transpose().map_err(err)? == Some(true))
+fn flag(y: &Y<'_>, key: &str) -> Check<bool> {
+    Ok(y.get(key).map(|v| v.bool()).transpose()? == Some(true))
 }
 
 /// The Checkpointer backend (`in_memory` / `sqlite` / `in_memory_batched`) and the
 /// crash or abort boundary.
-fn store_for(case: &Y<'_>) -> Result<Store, String> {
-    let kind = case.req("checkpointer").map_err(err)?;
+fn store_for(case: &Y<'_>) -> Check<Store> {
+    let kind = case.req("checkpointer")?;
     let missing = |what: String| {
-        err(AdapterError::PrimitiveMissing {
+        Failure::from(AdapterError::PrimitiveMissing {
             file: kind.file.to_path_buf(),
             primitive: what,
         })
@@ -113,11 +110,10 @@ fn store_for(case: &Y<'_>) -> Result<Store, String> {
             .get("kind")
             .is_some_and(|k| k.str().ok() == Some("in_memory_batched")) =>
         {
-            kind.check_keys(&["kind", "fan_out_internal_save_batching"])
-                .map_err(err)?;
-            let b = kind.req("fan_out_internal_save_batching").map_err(err)?;
-            b.check_keys(&["flush_every"]).map_err(err)?;
-            let n = b.req("flush_every").and_then(|n| n.i64()).map_err(err)?;
+            kind.check_keys(&["kind", "fan_out_internal_save_batching"])?;
+            let b = kind.req("fan_out_internal_save_batching")?;
+            b.check_keys(&["flush_every"])?;
+            let n = b.req("flush_every").and_then(|n| n.i64())?;
             Some(usize::try_from(n).map_err(|_| "flush_every must be ≥ 0".to_owned())?)
         }
         _ => {
@@ -131,12 +127,11 @@ fn store_for(case: &Y<'_>) -> Result<Store, String> {
     let mut crash = match case.get("crash_injection") {
         None => None,
         Some(c) => {
-            c.check_keys(&["after_node", "after_fan_out_instance"])
-                .map_err(err)?;
+            c.check_keys(&["after_node", "after_fan_out_instance"])?;
             if let Some(at) = c.get("after_fan_out_instance") {
-                at.check_keys(&["node", "index"]).map_err(err)?;
-                let node = at.req("node").and_then(|n| n.str()).map_err(err)?;
-                let index = at.req("index").and_then(|n| n.i64()).map_err(err)?;
+                at.check_keys(&["node", "index"])?;
+                let node = at.req("node").and_then(|n| n.str())?;
+                let index = at.req("index").and_then(|n| n.i64())?;
                 let index = usize::try_from(index).map_err(|_| "index must be ≥ 0".to_owned())?;
                 Some(Crash::new(
                     Boundary::AfterInstance(node.to_owned(), index),
@@ -149,12 +144,12 @@ fn store_for(case: &Y<'_>) -> Result<Store, String> {
     };
     // A fan-out's `abort_after_instance` (register R13).
     if let Some(nodes) = case.get("nodes") {
-        for (name, node) in nodes.entries().map_err(err)? {
+        for (name, node) in nodes.entries()? {
             let abort = node
                 .get("fan_out")
                 .and_then(|f| f.get("abort_after_instance"));
             if let Some(a) = abort {
-                let index = usize::try_from(a.i64().map_err(err)?)
+                let index = usize::try_from(a.i64()?)
                     .map_err(|_| "abort_after_instance must be ≥ 0".to_owned())?;
                 crash = Some(Crash::new(Boundary::AfterInstance(name, index), true));
             }
@@ -177,55 +172,43 @@ fn fan_out_nodes(case: &Y<'_>) -> Vec<String> {
 }
 
 /// Runs one checkpoint case. `doc` is the file root, `case` the case mapping.
-pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let mut keys = CASE_KEYS.to_vec();
     keys.extend_from_slice(GRAPH_KEYS);
     if case.value == doc.value {
         keys.push("conformance_version");
     } else {
-        doc.check_keys(super::FILE_KEYS).map_err(err)?;
+        doc.check_keys(super::FILE_KEYS)?;
     }
-    case.check_keys(&keys).map_err(err)?;
+    case.check_keys(&keys)?;
     let store = Arc::new(store_for(case)?);
     let log = Arc::new(MigrationLog::default());
     let mut migrations = Vec::new();
     for m in case
         .get("migrations")
         .map(|l| l.seq())
-        .transpose()
-        .map_err(err)?
+        .transpose()?
         .unwrap_or_default()
     {
-        m.check_keys(&["from_version", "to_version", "migrate"])
-            .map_err(err)?;
-        let from = m
-            .req("from_version")
-            .and_then(|v| v.str())
-            .map_err(err)?
-            .to_owned();
-        let to = m
-            .req("to_version")
-            .and_then(|v| v.str())
-            .map_err(err)?
-            .to_owned();
-        let name = m.req("migrate").and_then(|v| v.str()).map_err(err)?;
-        let f = store::migration(&m, name, (&from, &to), &log).map_err(err)?;
+        m.check_keys(&["from_version", "to_version", "migrate"])?;
+        let from = m.req("from_version").and_then(|v| v.str())?.to_owned();
+        let to = m.req("to_version").and_then(|v| v.str())?.to_owned();
+        let name = m.req("migrate").and_then(|v| v.str())?;
+        let f = store::migration(&m, name, (&from, &to), &log)?;
         migrations.push((from, to, f));
     }
-    let version = opt_str(&case.req("state").map_err(err)?, "schema_version")?;
+    let version = opt_str(&case.req("state")?, "schema_version")?;
     let declared_version = version.clone().unwrap_or_default();
     if let Some(sub) = case.get("runtime_state_subclass") {
-        sub.check_keys(&["schema_version"]).map_err(err)?;
-        sub.req("schema_version")
-            .and_then(|v| v.str().map(drop))
-            .map_err(err)?;
+        sub.check_keys(&["schema_version"])?;
+        sub.req("schema_version").and_then(|v| v.str().map(drop))?;
     }
 
     let harness = Arc::new(Harness::default());
     let mut builder = Builder::new(Arc::clone(&harness));
-    builder.collect_defs(doc).map_err(err)?;
+    builder.collect_defs(doc)?;
     if case.value != doc.value {
-        builder.collect_defs(case).map_err(err)?;
+        builder.collect_defs(case)?;
     }
     let cp: Arc<dyn Checkpointer> = Arc::clone(&store) as Arc<_>;
     builder.configure_outer = Some(Box::new(move |b| {
@@ -240,14 +223,14 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         b
     }));
     let initial = match case.get("initial_state") {
-        Some(s) if !s.is_null() => s.json().map_err(err)?,
+        Some(s) if !s.is_null() => s.json()?,
         _ => Value::Null,
     };
     let extra: Vec<String> = initial
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
-    let compiled = builder.graph(case, true, &extra).map_err(err)?;
+    let compiled = builder.graph(case, true, &extra)?;
 
     let resume_y = case.get("resume");
     let ambiguity = match case.get("expected_chain_ambiguity_error").or_else(|| {
@@ -255,7 +238,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             .as_ref()
             .and_then(|r| r.get("expected_chain_ambiguity_error"))
     }) {
-        Some(a) => Some(a.str().map_err(err)?.to_owned()),
+        Some(a) => Some(a.str()?.to_owned()),
         None => None,
     };
     let graph = match (compiled, &ambiguity) {
@@ -264,7 +247,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         (Err(e), Some(want)) if e.category() == want => {
             return assert::no_violations(&log, &harness)
         }
-        (Err(e), _) => return Err(format!("unexpected compile error: {e}")),
+        (Err(e), _) => return Err(Failure::setup(format!("unexpected compile error: {e}"))),
     };
     if case.get("expected_chain_ambiguity_error").is_some() && resume_y.is_none() {
         return Err(
@@ -288,27 +271,24 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     };
 
     if let Some(n) = case.get("populate_checkpointer_via_runs") {
-        for i in 0..n.i64().map_err(err)? {
+        for i in 0..n.i64()? {
             if let Err(f) = runner.run(Call::default(), &initial).await.result {
-                return Err(format!(
-                    "populate run #{i} failed: {}: {}",
-                    f.category, f.message
-                ));
+                return Err(
+                    format!("populate run #{i} failed: {}: {}", f.category, f.message).into(),
+                );
             }
         }
     }
     let invoke_y = case.get("invoke_with").or_else(|| case.get("invoke"));
     let main = if let Some(inv) = &invoke_y {
-        inv.check_keys(&["resume_invocation"]).map_err(err)?;
+        inv.check_keys(&["resume_invocation"])?;
         let call = Call {
             resume: opt_str(inv, "resume_invocation")?,
             ..Call::default()
         };
         Some(runner.run(call, &initial).await)
     } else if let Some(seed) = case.get("seeded_record") {
-        store
-            .seed(store::seeded_record(&seed).map_err(err)?)
-            .await?;
+        store.seed(store::seeded_record(&seed)?).await?;
         None
     } else {
         let call = Call {
@@ -322,14 +302,14 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
     let mut resumed = None;
     let (mut loaded, mut resume_caller) = (None, None);
     if let Some(r) = &resume_y {
-        r.check_keys(RESUME_KEYS).map_err(err)?;
+        r.check_keys(RESUME_KEYS)?;
         let from = match (&main, flag(r, "from_first_run")?, flag(r, "from_seeded_record")?) {
             (Some(first), true, false) if invoke_y.is_none() => first.id.clone(),
             (None, false, true) => SEEDED_ID.to_owned(),
             _ => return Err("resume: needs from_first_run after a fresh run, or from_seeded_record with a seeded_record".into()),
         };
         if let Some(m) = r.get("resume_with_modified_items") {
-            let fields = match m.json().map_err(err)? {
+            let fields = match m.json()? {
                 Value::Object(fields) => fields,
                 _ => return Err("resume_with_modified_items: not a mapping".into()),
             };

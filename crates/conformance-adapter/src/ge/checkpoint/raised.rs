@@ -6,19 +6,17 @@ use serde_json::{json, Value};
 
 use super::assert::{entries, eq, j};
 use super::Run;
+use crate::failure::Check;
 use crate::yaml::Y;
 
 /// `{category, raised_from, transient, carries, cause}` against a failed run.
-pub(crate) fn expected_error(y: &Y<'_>, run: &Run) -> Result<(), String> {
-    y.check_keys(&["category", "raised_from", "transient", "carries", "cause"])
-        .map_err(|e| e.to_string())?;
+pub(crate) fn expected_error(y: &Y<'_>, run: &Run) -> Check {
+    y.check_keys(&["category", "raised_from", "transient", "carries", "cause"])?;
     let f = match &run.result {
         Err(f) => f,
         Ok(_) if run.crashed => return Err("the run crashed instead of failing".into()),
         Ok(state) => {
-            return Err(format!(
-                "expected a failure; the run completed with {state}"
-            ))
+            return Err(format!("expected a failure; the run completed with {state}").into())
         }
     };
     if let Some(c) = y.get("category") {
@@ -53,9 +51,9 @@ pub(crate) fn expected_error(y: &Y<'_>, run: &Run) -> Result<(), String> {
                     .as_str()
                     .ok_or(format!("carries.{key}: not a string"))?;
                 if !got.contains(needle) {
-                    return Err(format!(
-                        "carries.{key}: `{got}` does not mention `{needle}`"
-                    ));
+                    return Err(
+                        format!("carries.{key}: `{got}` does not mention `{needle}`").into(),
+                    );
                 }
             } else {
                 let got = fields
@@ -77,9 +75,8 @@ pub(crate) fn expected_error(y: &Y<'_>, run: &Run) -> Result<(), String> {
         }
     }
     if let Some(c) = y.get("cause") {
-        c.check_keys(&["exception_type"])
-            .map_err(|e| e.to_string())?;
-        let want = j(&c.req("exception_type").map_err(|e| e.to_string())?)?;
+        c.check_keys(&["exception_type"])?;
+        let want = j(&c.req("exception_type")?)?;
         eq(&want, &json!(f.cause_type), "cause.exception_type")?;
     }
     Ok(())

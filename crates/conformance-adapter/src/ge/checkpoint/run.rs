@@ -19,13 +19,13 @@ pub(crate) const RECORDER: &str = "__checkpoint_recorder";
 /// How one invocation ended.
 pub(crate) struct Run {
     pub(crate) id: String,
-    pub(crate) result: Result<Value, Failure>,
+    pub(crate) result: Result<Value, RunFailure>,
     /// Abandoned at the `crash_injection` boundary.
     pub(crate) crashed: bool,
 }
 
 /// A failed run, reduced to what fixtures assert.
-pub(crate) struct Failure {
+pub(crate) struct RunFailure {
     pub(crate) category: String,
     pub(crate) node: String,
     pub(crate) message: String,
@@ -36,7 +36,7 @@ pub(crate) struct Failure {
     pub(crate) cause_type: Option<&'static str>,
 }
 
-fn failure(e: &GraphError<DynState>, fan_outs: &[String]) -> Failure {
+fn failure(e: &GraphError<DynState>, fan_outs: &[String]) -> RunFailure {
     let cp = e.cause().downcast_ref::<CheckpointError>();
     let carries = cp.map(|cp| {
         let fields = match cp {
@@ -88,7 +88,7 @@ fn failure(e: &GraphError<DynState>, fan_outs: &[String]) -> Failure {
         }
         link = l.source();
     }
-    Failure {
+    RunFailure {
         category: e.category_name().to_owned(),
         node,
         message: e.original_message(),
@@ -135,7 +135,7 @@ impl Runner<'_> {
                 return Run {
                     id: String::new(),
                     crashed: false,
-                    result: Err(Failure {
+                    result: Err(RunFailure {
                         category: "state_validation_error".into(),
                         node: String::new(),
                         message: e.to_string(),
@@ -167,7 +167,7 @@ impl Runner<'_> {
             None if self.store.abort_node().is_some() => Run {
                 id: self.store.crashed_invocation().unwrap_or_default(),
                 crashed: false,
-                result: Err(Failure {
+                result: Err(RunFailure {
                     category: "node_exception".into(),
                     node: self.store.abort_node().unwrap_or_default().to_owned(),
                     message: "abort_after_instance".into(),

@@ -20,7 +20,8 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::{json, Value};
 
 use super::setup::{retry_record, EndpointSetup, Extensions};
-use super::{err, push, take, Sleeps};
+use super::{push, take, Sleeps};
+use crate::failure::{Check, Failure};
 use crate::http_mock::MockServer;
 use crate::llm::{
     build_request, retry_extras, span_views, AttemptInfo, CallRun, CallSpec, Mapping, RetrySpec,
@@ -81,7 +82,7 @@ fn llm_retry(
     spec: &CallSpec<'_>,
     sleeps: &Sleeps,
     corrections: &Arc<Mutex<Vec<String>>>,
-) -> Result<Option<(LlmRetryConfig, RetrySpec)>, String> {
+) -> Check<Option<(LlmRetryConfig, RetrySpec)>> {
     let Some(r) = spec.call.get("retry") else {
         return Ok(None);
     };
@@ -92,24 +93,23 @@ fn llm_retry(
         "per_attempt_override",
         "reask",
         "budget",
-    ])
-    .map_err(err)?;
-    let retry = LlmRetryConfig::from(retry_record(&r, ctx.ext, sleeps, ctx.endpoint).map_err(err)?);
-    let (retry, shape) = retry_extras(&r, retry, corrections).map_err(err)?;
+    ])?;
+    let retry = LlmRetryConfig::from(retry_record(&r, ctx.ext, sleeps, ctx.endpoint)?);
+    let (retry, shape) = retry_extras(&r, retry, corrections)?;
     Ok(Some((retry, shape)))
 }
 
 /// Runs one call.
-pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, String> {
+pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Check<Outcome> {
     if let Some(op) = spec.get("operation") {
-        if op.str().map_err(err)? != "complete" {
+        if op.str()? != "complete" {
             return Err("extension cases run `complete` calls only".into());
         }
     }
-    let flag = |key: &str| -> Result<bool, String> {
+    let flag = |key: &str| -> Check<bool> {
         spec.call
             .get(key)
-            .map(|y| y.bool().map_err(err))
+            .map(|y| y.bool().map_err(Failure::from))
             .transpose()
             .map(|b| b.unwrap_or(false))
     };
@@ -128,9 +128,9 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
     let corrections = Arc::new(Mutex::new(Vec::new()));
     let usage = UsageAggregator::new();
 
-    let mut request = match build_request(spec).map_err(err)? {
+    let mut request = match build_request(spec)? {
         Ok(r) => r,
-        Err(e) => return Err(format!("the request could not be built: {e}")),
+        Err(e) => return Err(format!("the request could not be built: {e}").into()),
     };
     let caller_messages = Value::Array(request.messages.iter().map(Message::to_json).collect());
     let caller_config = request.config.clone();
@@ -151,9 +151,8 @@ pub(super) async fn call(ctx: &Ctx<'_>, spec: &CallSpec<'_>) -> Result<Outcome, 
     let node_retry = match spec.get("retry_middleware") {
         None => None,
         Some(mw) => {
-            mw.check_keys(&["max_attempts", "classifier", "backoff", "budget"])
-                .map_err(err)?;
-            let config = retry_record(&mw, ctx.ext, &sleeps, ctx.endpoint).map_err(err)?;
+            mw.check_keys(&["max_attempts", "classifier", "backoff", "budget"])?;
+            let config = retry_record(&mw, ctx.ext, &sleeps, ctx.endpoint)?;
             shape = Some(RetrySpec {
                 max_attempts: config.max_attempts.max(1),
                 ..RetrySpec::default()
@@ -247,7 +246,7 @@ async fn in_graph_run(
     node_retry: Option<openarmature_pipeline::RetryConfig>,
     isolate: bool,
     usage: &UsageAggregator,
-) -> Result<GraphResult, String> {
+) -> Check<GraphResult> {
     let schema = DynSchema::builder()
         .field("result", FieldType::Any, Value::Null)
         .field("degraded", FieldType::Bool, json!(false))
@@ -304,7 +303,7 @@ async fn in_graph_run(
         .observer(Registration::new("usage", usage.clone()))
         .observer(Registration::new("extension_events", collect))
         .compile()
-        .map_err(|e| format!("cannot build the graph: {e}"))?;
+        .map_err(|e| Failure::setup(format!("cannot build the graph: {e}")))?;
     let exporter = InMemorySpanExporter::default();
     let tracing = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
@@ -334,6 +333,6 @@ async fn in_graph_run(
             )
         }
         Err(InvokeError::Graph(e)) => (Err(as_llm_error(&e)), false, events, spans),
-        Err(e) => return Err(format!("the graph did not run: {e}")),
+        Err(e) => return Err(format!("the graph did not run: {e}").into()),
     })
 }

@@ -42,9 +42,9 @@ use openarmature_testkit::ManualClock;
 use serde_norway::Value;
 
 use super::{bound_model, call_specs, case_mock, CallSpec, Mapping};
+use crate::failure::{Check, Failure};
 use crate::http_mock::MockServer;
 use crate::yaml::Y;
-use crate::AdapterError;
 
 use self::setup::Extensions;
 
@@ -93,10 +93,6 @@ fn take<T>(log: &Mutex<Vec<T>>) -> Vec<T> {
     )
 }
 
-fn err(e: AdapterError) -> String {
-    e.to_string()
-}
-
 fn keys(base: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
     base.iter().chain(extra).copied().collect()
 }
@@ -118,37 +114,33 @@ fn upstream_view(value: &Value) -> Value {
 }
 
 /// Runs one extension case (on the llm runner's unpaused runtime).
-pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
+pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Check {
     let single = std::ptr::eq(root.value, case.value);
     if !single {
-        root.check_keys(&keys(super::FILE_KEYS, CASE_EXTRA))
-            .map_err(err)?;
+        root.check_keys(&keys(super::FILE_KEYS, CASE_EXTRA))?;
     }
-    case.check_keys(&keys(super::CASE_KEYS, CASE_EXTRA))
-        .map_err(err)?;
+    case.check_keys(&keys(super::CASE_KEYS, CASE_EXTRA))?;
     let ext_y = case
         .get("extensions")
         .or_else(|| root.get("extensions"))
         .ok_or("no `extensions`")?;
-    let ext = Extensions::parse(&ext_y).map_err(err)?;
+    let ext = Extensions::parse(&ext_y)?;
     if let Some(mapping) = case.get("mapping").or_else(|| root.get("mapping")) {
-        let name = mapping.str().map_err(err)?;
+        let name = mapping.str()?;
         if name != "openai" {
-            return Err(format!(
+            return Err(Failure::unsupported(format!(
                 "harness_primitive_missing: mapping `{name}` is not implemented"
-            ));
+            )));
         }
     }
     let endpoint = match case.get("endpoint").or_else(|| root.get("endpoint")) {
-        Some(e) => Some(setup::endpoint(&e, &ext).map_err(err)?),
+        Some(e) => Some(setup::endpoint(&e, &ext)?),
         None => None,
     };
-    let mock = case_mock(root, case).map_err(err)?;
-    let calls = call_specs(case).map_err(err)?;
+    let mock = case_mock(root, case)?;
+    let calls = call_specs(case)?;
     for spec in &calls {
-        spec.call
-            .check_keys(&keys(super::CALL_KEYS, CALL_EXTRA))
-            .map_err(err)?;
+        spec.call.check_keys(&keys(super::CALL_KEYS, CALL_EXTRA))?;
     }
     let model = bound_model(&calls, &mock, Mapping::OpenAi);
     let server = MockServer::start(mock.responses.clone(), mock.health.clone())
@@ -159,7 +151,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         .transport(crate::http_mock::transport())
         .capabilities(mock.capabilities)
         .build()
-        .map_err(|e| format!("cannot build the provider: {e}"))?;
+        .map_err(|e| Failure::setup(format!("cannot build the provider: {e}")))?;
     let provider: Arc<dyn Provider> = match &endpoint {
         Some(e) => Arc::new(ResilientProvider::new(inner, Arc::clone(&e.endpoint))),
         None => Arc::new(inner),
@@ -175,7 +167,7 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             let e = endpoint
                 .as_ref()
                 .ok_or_else(|| format!("{label}`advance_clock_seconds` needs an `endpoint`"))?;
-            let by = Duration::try_from_secs_f64(a.f64().map_err(err)?)
+            let by = Duration::try_from_secs_f64(a.f64()?)
                 .map_err(|_| format!("{label}advance_clock_seconds must be non-negative"))?;
             e.clock.advance(by);
         }
@@ -189,13 +181,10 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
         };
         let outcome = exec::call(&ctx, spec)
             .await
-            .map_err(|m| format!("{label}{m}"))?;
+            .map_err(|m| m.context(&label))?;
         let overruns = server.overruns();
         if !overruns.is_empty() {
-            return Err(format!(
-                "{label}mock provider exhausted: {}",
-                overruns.join("; ")
-            ));
+            return Err(format!("{label}mock provider exhausted: {}", overruns.join("; ")).into());
         }
         let call_view = upstream_view(spec.call.value);
         let case_view = spec.case.as_ref().map(|c| upstream_view(c.value));
@@ -203,8 +192,8 @@ pub(super) async fn run(root: &Y<'_>, case: &Y<'_>) -> Result<(), String> {
             call: Y::root(&call_view, spec.call.file),
             case: case_view.as_ref().map(|c| Y::root(c, spec.call.file)),
         };
-        super::expect::call(&upstream, &outcome.run).map_err(|m| format!("{label}{m}"))?;
-        checks::call(spec, &ext, &outcome, endpoint.as_ref()).map_err(|m| format!("{label}{m}"))?;
+        super::expect::call(&upstream, &outcome.run).map_err(|m| m.context(&label))?;
+        checks::call(spec, &ext, &outcome, endpoint.as_ref()).map_err(|m| m.context(&label))?;
     }
     Ok(())
 }

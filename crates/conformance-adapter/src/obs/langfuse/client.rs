@@ -16,8 +16,8 @@ use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{Span, Tracer};
 use serde_json::{json, Value};
 
+use crate::failure::{Check, Failure};
 use crate::http_mock::{MockServer, Reply};
-use crate::obs::err;
 use crate::yaml::Y;
 
 /// A Langfuse client that emits every observation as an OTel span on its provider.
@@ -67,20 +67,18 @@ pub(crate) enum ClientMode {
 }
 
 /// Reads `langfuse_client: {mode, provider?}`.
-pub(crate) async fn client_mode(case: &Y<'_>) -> Result<Option<ClientMode>, String> {
+pub(crate) async fn client_mode(case: &Y<'_>) -> Check<Option<ClientMode>> {
     let Some(c) = case.get("langfuse_client") else {
         return Ok(None);
     };
-    c.check_keys(&["mode", "provider"]).map_err(err)?;
-    match c.req("mode").and_then(|m| m.str()).map_err(err)? {
+    c.check_keys(&["mode", "provider"])?;
+    match c.req("mode").and_then(|m| m.str())? {
         "supplied" => {
-            let provider = c
-                .get("provider")
-                .map(|p| p.str())
-                .transpose()
-                .map_err(err)?;
+            let provider = c.opt_str("provider")?;
             if provider.is_some_and(|p| p != "global") {
-                return Err(err(c.invalid("only `provider: global` is supported")));
+                return Err(Failure::from(
+                    c.invalid("only `provider: global` is supported"),
+                ));
             }
             Ok(Some(ClientMode::Supplied(Arc::new(FaithfulFake {
                 tracer: opentelemetry::global::tracer("langfuse"),
@@ -99,8 +97,8 @@ pub(crate) async fn client_mode(case: &Y<'_>) -> Result<Option<ClientMode>, Stri
                 .map_err(|e| format!("cannot start the ingestion mock: {e}"))?;
             Ok(Some(ClientMode::Credentials(IngestionMock { server })))
         }
-        other => Err(err(
-            c.invalid(format!("unknown langfuse_client mode `{other}`"))
+        other => Err(Failure::from(
+            c.invalid(format!("unknown langfuse_client mode `{other}`")),
         )),
     }
 }

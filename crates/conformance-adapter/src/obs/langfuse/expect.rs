@@ -6,8 +6,8 @@
 use openarmature_observability::langfuse::{LangfuseTrace, Observation};
 use serde_json::Value;
 
+use crate::failure::{Check, Failure};
 use crate::matchers::{check, Bindings};
-use crate::obs::err;
 use crate::yaml::Y;
 
 const TRACE_KEYS: &[&str] = &[
@@ -44,7 +44,7 @@ const OBSERVATION_KEYS: &[&str] = &[
 const MARKER: &str = "…[truncated, ";
 
 /// A value matcher object (`{non_empty_string: true, harness_parameterized: …}`).
-fn matcher_object(want: &Value, got: &Value, path: &str) -> Option<Result<(), String>> {
+fn matcher_object(want: &Value, got: &Value, path: &str) -> Option<Check> {
     let map = want.as_object()?;
     let known = ["non_empty_string", "harness_parameterized"];
     if map.is_empty() || !map.keys().all(|k| known.contains(&k.as_str())) {
@@ -59,11 +59,14 @@ fn matcher_object(want: &Value, got: &Value, path: &str) -> Option<Result<(), St
             _ => {
                 return Some(Err(format!(
                     "{path}: fixture_directive_unknown: matcher {k}"
-                )))
+                )
+                .into()))
             }
         };
         if !ok {
-            return Some(Err(format!("{path}: {got} does not satisfy {k}: {v}")));
+            return Some(Err(
+                format!("{path}: {got} does not satisfy {k}: {v}").into()
+            ));
         }
     }
     Some(Ok(()))
@@ -75,9 +78,9 @@ fn subset(
     got: &serde_json::Map<String, Value>,
     b: &mut Bindings,
     path: &str,
-) -> Result<(), String> {
-    for (k, v) in want.entries().map_err(err)? {
-        let v = v.json().map_err(err)?;
+) -> Check {
+    for (k, v) in want.entries()? {
+        let v = v.json()?;
         let here = format!("{path}.{k}");
         let actual = got
             .get(&k)
@@ -91,12 +94,12 @@ fn subset(
 }
 
 /// Compares an optional actual with an expected value where `null` means absent.
-fn optional(want: &Y<'_>, got: Option<&Value>, b: &mut Bindings, path: &str) -> Result<(), String> {
-    let want = want.json().map_err(err)?;
+fn optional(want: &Y<'_>, got: Option<&Value>, b: &mut Bindings, path: &str) -> Check {
+    let want = want.json()?;
     match (want.is_null(), got) {
         (true, None) => Ok(()),
-        (true, Some(v)) => Err(format!("{path}: expected absent, got {v}")),
-        (false, None) => Err(format!("{path}: missing")),
+        (true, Some(v)) => Err(format!("{path}: expected absent, got {v}").into()),
+        (false, None) => Err(format!("{path}: missing").into()),
         (false, Some(v)) => check(&want, v, b, path),
     }
 }
@@ -107,12 +110,12 @@ pub(crate) fn match_trace(
     got: &LangfuseTrace,
     b: &Bindings,
     path: &str,
-) -> Result<Bindings, String> {
-    want.check_keys(TRACE_KEYS).map_err(err)?;
+) -> Check<Bindings> {
+    want.check_keys(TRACE_KEYS)?;
     let mut b = b.clone();
     if let Some(id) = want.get("id") {
         check(
-            &id.json().map_err(err)?,
+            &id.json()?,
             &Value::from(got.id.clone()),
             &mut b,
             &format!("{path}.id"),
@@ -120,7 +123,7 @@ pub(crate) fn match_trace(
     }
     if let Some(n) = want.get("name") {
         check(
-            &n.json().map_err(err)?,
+            &n.json()?,
             &Value::from(got.name.clone()),
             &mut b,
             &format!("{path}.name"),
@@ -145,7 +148,7 @@ pub(crate) fn match_trace(
     }
     match want.get("observations") {
         Some(list) => match_list(
-            &list.seq().map_err(err)?,
+            &list.seq()?,
             &got.observations,
             &b,
             &format!("{path}.observations"),
@@ -155,19 +158,15 @@ pub(crate) fn match_trace(
 }
 
 /// Matches an exhaustive list of observations, in any order.
-fn match_list(
-    want: &[Y<'_>],
-    got: &[Observation],
-    b: &Bindings,
-    path: &str,
-) -> Result<Bindings, String> {
+fn match_list(want: &[Y<'_>], got: &[Observation], b: &Bindings, path: &str) -> Check<Bindings> {
     if want.len() != got.len() {
         let names: Vec<&str> = got.iter().map(|o| o.name.as_str()).collect();
         return Err(format!(
             "{path}: expected {} observations, got {}: {names:?}",
             want.len(),
             got.len()
-        ));
+        )
+        .into());
     }
     assign(want, got, &mut vec![false; got.len()], b, path)
 }
@@ -178,7 +177,7 @@ fn assign(
     used: &mut Vec<bool>,
     b: &Bindings,
     path: &str,
-) -> Result<Bindings, String> {
+) -> Check<Bindings> {
     let Some((first, rest)) = want.split_first() else {
         return Ok(b.clone());
     };
@@ -207,19 +206,14 @@ fn assign(
             }
         }
     }
-    Err(error.unwrap_or_else(|| format!("{here}: no observation left")))
+    Err(error.unwrap_or_else(|| Failure::mismatch(format!("{here}: no observation left"))))
 }
 
-fn match_observation(
-    want: &Y<'_>,
-    o: &Observation,
-    b: &Bindings,
-    path: &str,
-) -> Result<Bindings, String> {
-    want.check_keys(OBSERVATION_KEYS).map_err(err)?;
+fn match_observation(want: &Y<'_>, o: &Observation, b: &Bindings, path: &str) -> Check<Bindings> {
+    want.check_keys(OBSERVATION_KEYS)?;
     let mut b = b.clone();
     let path = format!("{path}({})", o.name);
-    let text = |y: &Y<'_>| y.json().map_err(err);
+    let text = |y: &Y<'_>| y.json().map_err(Failure::from);
     if let Some(t) = want.get("type") {
         check(
             &text(&t)?,
@@ -305,11 +299,10 @@ fn match_observation(
             .as_ref()
             .and_then(Value::as_str)
             .is_some_and(|s| s.contains(MARKER));
-        if flag.bool().map_err(err)? != raw {
-            return Err(format!(
-                "{path}.input: {:?} is not a raw truncated string",
-                o.input
-            ));
+        if flag.bool()? != raw {
+            return Err(
+                format!("{path}.input: {:?} is not a raw truncated string", o.input).into(),
+            );
         }
     }
     if let Some(v) = want.get("output") {
@@ -324,17 +317,12 @@ fn match_observation(
         )?;
     }
     if let Some(flag) = want.get("prompt_entity_link_absent") {
-        if flag.bool().map_err(err)? && o.prompt_link.is_some() {
-            return Err(format!("{path}: a prompt link was established"));
+        if flag.bool()? && o.prompt_link.is_some() {
+            return Err(format!("{path}: a prompt link was established").into());
         }
     }
     match want.get("children") {
-        Some(list) => match_list(
-            &list.seq().map_err(err)?,
-            &o.children,
-            &b,
-            &format!("{path}.children"),
-        ),
+        Some(list) => match_list(&list.seq()?, &o.children, &b, &format!("{path}.children")),
         None => Ok(b),
     }
 }
@@ -345,7 +333,7 @@ pub(crate) fn check_expected(
     expected: &Y<'_>,
     traces: &[LangfuseTrace],
     b: Bindings,
-) -> Result<Bindings, String> {
+) -> Check<Bindings> {
     let mut b = b;
     if let Some(want) = expected.get("langfuse_trace") {
         let own = traces
@@ -355,7 +343,7 @@ pub(crate) fn check_expected(
         b = match_trace(&want, own, &b, "langfuse_trace")?;
     }
     if let Some(list) = expected.get("langfuse_traces") {
-        let want = list.seq().map_err(err)?;
+        let want = list.seq()?;
         b = distinct(&want, traces, &mut vec![false; traces.len()], &b)?;
     }
     Ok(b)
@@ -366,7 +354,7 @@ fn distinct(
     got: &[LangfuseTrace],
     used: &mut Vec<bool>,
     b: &Bindings,
-) -> Result<Bindings, String> {
+) -> Check<Bindings> {
     let Some((first, rest)) = want.split_first() else {
         return Ok(b.clone());
     };
@@ -391,5 +379,7 @@ fn distinct(
             }
         }
     }
-    Err(error.unwrap_or_else(|| format!("langfuse_traces: {} traces recorded", got.len())))
+    Err(error.unwrap_or_else(|| {
+        Failure::mismatch(format!("langfuse_traces: {} traces recorded", got.len()))
+    }))
 }

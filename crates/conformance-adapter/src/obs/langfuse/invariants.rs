@@ -8,14 +8,11 @@ use std::collections::BTreeSet;
 use openarmature_observability::langfuse::{LangfuseTrace, Level, Observation, ObservationType};
 use serde_json::{Map, Value};
 
+use crate::failure::{mismatch, Check};
 use crate::obs::spans::{attr, Forest};
 use crate::obs::Run;
 
-type Verdict = Result<(), String>;
-
-fn fail<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
+type Verdict = Check;
 
 fn own(traces: &[LangfuseTrace]) -> Vec<&LangfuseTrace> {
     traces.iter().filter(|t| !detached(t)).collect()
@@ -59,7 +56,7 @@ fn correlation(traces: &[LangfuseTrace]) -> Verdict {
     }
     match ids.len() {
         1 if !ids.contains(&None) => Ok(()),
-        _ => fail(format!("correlation ids {ids:?}")),
+        _ => mismatch(format!("correlation ids {ids:?}")),
     }
 }
 
@@ -79,7 +76,7 @@ fn isolation(
         .filter(|o| is_dispatch(o))
         .collect();
     if dispatches.len() < 2 {
-        return fail(format!("{} dispatch observations", dispatches.len()));
+        return mismatch(format!("{} dispatch observations", dispatches.len()));
     }
     let oa = [
         "branch_name",
@@ -103,18 +100,18 @@ fn isolation(
             continue;
         }
         if !seen.insert(format!("{own:?}")) {
-            return fail(format!("two dispatches carry {own:?}"));
+            return mismatch(format!("two dispatches carry {own:?}"));
         }
         for x in descendants(d) {
             for (k, v) in &own {
                 if x.metadata.get(*k) != Some(*v) {
-                    return fail(format!("`{}` under `{}` lacks {k}={v}", x.name, d.name));
+                    return mismatch(format!("`{}` under `{}` lacks {k}={v}", x.name, d.name));
                 }
             }
         }
     }
     if seen.is_empty() {
-        return fail("no dispatch observation carries an augmentation");
+        return mismatch("no dispatch observation carries an augmentation");
     }
     Ok(())
 }
@@ -128,11 +125,11 @@ fn one_generation(traces: &[LangfuseTrace], f: impl Fn(&Observation) -> bool) ->
     let g = generations(traces);
     match g.as_slice() {
         [one] if f(one) => Ok(()),
-        [one] => fail(format!(
+        [one] => mismatch(format!(
             "generation level {:?} status {:?} usage {:?} metadata {:?}",
             one.level, one.status_message, one.usage, one.metadata
         )),
-        _ => fail(format!("{} generations", g.len())),
+        _ => mismatch(format!("{} generations", g.len())),
     }
 }
 
@@ -204,7 +201,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
     let traces = run.langfuse.as_deref()?;
     let yes = || match v {
         Value::Bool(true) => Ok(()),
-        other => fail(format!("expected `true`, got {other}")),
+        other => mismatch(format!("expected `true`, got {other}")),
     };
     let baseline = run.caller_metadata();
     let first_id = run.invocation_ids.first().cloned().unwrap_or_default();
@@ -223,7 +220,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                     .collect::<Vec<_>>()
                     != ids
             {
-                return fail(format!(
+                return mismatch(format!(
                     "trace ids {ids:?} for invocations {:?}",
                     run.invocation_ids
                 ));
@@ -241,7 +238,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             if hexlike && t != hex_dashless(&first_id) {
                 Ok(())
             } else {
-                fail(format!("trace id {t}"))
+                mismatch(format!("trace id {t}"))
             }
         }),
         "raw_invocation_id_in_trace_metadata" => yes().and_then(|()| {
@@ -251,14 +248,14 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             if got == Some(Value::String(first_id.clone())) {
                 Ok(())
             } else {
-                fail(format!("{got:?}"))
+                mismatch(format!("{got:?}"))
             }
         }),
         "caller_metadata_top_level_on_trace" => yes().and_then(|()| {
             for t in own(traces) {
                 for (k, val) in &baseline {
                     if t.metadata.get(k) != Some(val) {
-                        return fail(format!("trace lacks {k}={val}"));
+                        return mismatch(format!("trace lacks {k}={val}"));
                     }
                 }
             }
@@ -269,7 +266,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 for o in all_obs(traces) {
                     for (k, val) in &baseline {
                         if o.metadata.get(k) != Some(val) {
-                            return fail(format!("`{}` lacks {k}={val}", o.name));
+                            return mismatch(format!("`{}` lacks {k}={val}", o.name));
                         }
                     }
                 }
@@ -290,7 +287,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                         .iter()
                         .any(|x| x.metadata.get("branch_name") != b)
                 {
-                    return fail(format!("branch `{}` subtree mixes branch_name", d.name));
+                    return mismatch(format!("branch `{}` subtree mixes branch_name", d.name));
                 }
             }
             Ok(())
@@ -314,12 +311,12 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 })
                 .collect();
             if added.is_empty() {
-                return fail("the trace carries no augmented key");
+                return mismatch("the trace carries no augmented key");
             }
             for o in &t.observations {
                 for k in &added {
                     if o.metadata.get(*k) != t.metadata.get(*k) {
-                        return fail(format!("`{}` lacks {k}", o.name));
+                        return mismatch(format!("`{}` lacks {k}", o.name));
                     }
                 }
             }
@@ -336,7 +333,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             if !idx.is_empty() && set.len() == idx.len() {
                 Ok(())
             } else {
-                fail(format!("indices {idx:?}"))
+                mismatch(format!("indices {idx:?}"))
             }
         }
         "fan_out_index_range" => {
@@ -351,7 +348,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 .collect();
             match want.as_slice() {
                 [lo, hi] if set == (*lo..=*hi).collect() => Ok(()),
-                _ => fail(format!("indices {set:?}, expected {v}")),
+                _ => mismatch(format!("indices {set:?}, expected {v}")),
             }
         }
         "distinct_trace_ids"
@@ -361,7 +358,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             if traces.len() >= 2 && ids.len() == traces.len() {
                 Ok(())
             } else {
-                fail(format!("{} traces, {} ids", traces.len(), ids.len()))
+                mismatch(format!("{} traces, {} ids", traces.len(), ids.len()))
             }
         }),
         "dispatch_detached_child_trace_id_count" => {
@@ -388,7 +385,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 {
                     Ok(())
                 }
-                _ => fail(format!(
+                _ => mismatch(format!(
                     "child id lists {lists:?}, detached traces {known:?}"
                 )),
             }
@@ -399,7 +396,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 .flat_map(|t| t.all_observations())
                 .find(|o| is_instance(o))
             {
-                Some(o) => fail(format!("instance `{}` in the parent trace", o.name)),
+                Some(o) => mismatch(format!("instance `{}` in the parent trace", o.name)),
                 None => Ok(()),
             }
         }),
@@ -410,7 +407,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             });
             match bad {
                 None if traces.iter().any(detached) => Ok(()),
-                _ => fail("a detached trace does not point back to the invocation"),
+                _ => mismatch("a detached trace does not point back to the invocation"),
             }
         }
         "implementation_name_present_on_trace"
@@ -430,7 +427,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                 if name != Some(openarmature_observability::attributes::IMPLEMENTATION)
                     || version.is_none_or(str::is_empty)
                 {
-                    return fail(format!("trace `{}` attribution {name:?} {version:?}", t.id));
+                    return mismatch(format!("trace `{}` attribution {name:?} {version:?}", t.id));
                 }
             }
             Ok(())
@@ -441,20 +438,20 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
         | "output_redacted_under_payload_disabled" => yes().and_then(|()| {
             let g = generations(traces);
             let [g] = g.as_slice() else {
-                return fail(format!("{} generations", g.len()));
+                return mismatch(format!("{} generations", g.len()));
             };
             if g.level != Level::Error
                 || g.status_message.as_deref() != Some("structured_output_invalid")
             {
-                return fail(format!("level {:?} status {:?}", g.level, g.status_message));
+                return mismatch(format!("level {:?} status {:?}", g.level, g.status_message));
             }
             if g.usage.is_none() || !g.metadata.contains_key("finish_reason") {
-                return fail("usage / finish_reason missing");
+                return mismatch("usage / finish_reason missing");
             }
             let want_output = name == "failed_generation_carries_output_usage_finish_reason";
             let redacted = name == "output_redacted_under_payload_disabled";
             if (want_output && g.output.is_none()) || (redacted && g.output.is_some()) {
-                return fail(format!("output {:?}", g.output));
+                return mismatch(format!("output {:?}", g.output));
             }
             Ok(())
         }),
@@ -463,7 +460,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             if Some(n) == v.as_u64() {
                 Ok(())
             } else {
-                fail(format!("{n} generations, expected {v}"))
+                mismatch(format!("{n} generations, expected {v}"))
             }
         }
         "no_inner_observations_dropped_under_concurrent_nesting"
@@ -474,7 +471,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             let otel = otel_paths(run.forest);
             let distinct: BTreeSet<_> = lf.iter().collect();
             if lf != otel || distinct.len() != lf.len() || lf.is_empty() {
-                return fail(format!("Langfuse parents {lf:?}, OTel parents {otel:?}"));
+                return mismatch(format!("Langfuse parents {lf:?}, OTel parents {otel:?}"));
             }
             Ok(())
         }),
@@ -491,7 +488,10 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
                     if !is_instance(p)
                         || !p.children.iter().any(|c| c.kind == ObservationType::Span)
                     {
-                        return fail(format!("generation parent `{}` {:?}", p.name, p.metadata));
+                        return mismatch(format!(
+                            "generation parent `{}` {:?}",
+                            p.name, p.metadata
+                        ));
                     }
                 }
             }
@@ -552,7 +552,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
             {
                 Ok(())
             } else {
-                fail(format!("invocation ids {got:?}, expected {want}"))
+                mismatch(format!("invocation ids {got:?}, expected {want}"))
             }
         }),
         other => {

@@ -24,7 +24,7 @@ use openarmature_observability::langfuse::{
 };
 use serde_json::{json, Value};
 
-use super::err;
+use crate::failure::{Check, Failure};
 use crate::yaml::Y;
 
 /// Case keys of the Langfuse runner.
@@ -56,13 +56,17 @@ pub(crate) fn wanted(case: &Y<'_>) -> bool {
 pub(crate) type Hook = fn(&dyn openarmature_graph::StateView) -> Option<Value>;
 
 /// The harness hook named by `y`.
-pub(crate) fn hook(y: &Y<'_>) -> Result<Hook, String> {
-    Ok(match y.str().map_err(err)? {
+pub(crate) fn hook(y: &Y<'_>) -> Check<Hook> {
+    Ok(match y.str()? {
         "returns_job_input_summary" => |_| Some(json!({"summary": "job-input"})),
         "returns_job_output_summary" => |_| Some(json!({"summary": "job-output"})),
         "returns_null" => |_| None,
         "returns_state_snapshot" => |s| Some(s.to_json()),
-        other => return Err(format!("fixture_directive_unknown: trace hook `{other}`")),
+        other => {
+            return Err(Failure::unsupported(format!(
+                "fixture_directive_unknown: trace hook `{other}`"
+            )))
+        }
     })
 }
 
@@ -103,7 +107,7 @@ pub(crate) fn observer(
     detached_fan_outs: &[String],
     client: Option<&client::ClientMode>,
     defs: &[Y<'_>],
-) -> Result<LangfuseObserver, String> {
+) -> Check<LangfuseObserver> {
     let mut b = LangfuseObserverBuilder::new();
     for (node, identity) in fan_out_subgraphs(defs) {
         b = b.fan_out_subgraph(node, identity);
@@ -120,22 +124,23 @@ pub(crate) fn observer(
     // A case-level payload flag configures every observer of the case (098); a
     // Langfuse-specific block below overrides it.
     if let Some(flag) = case.get("disable_provider_payload") {
-        b = b.disable_provider_payload(flag.bool().map_err(err)?);
+        b = b.disable_provider_payload(flag.bool()?);
     }
     for key in ["langfuse_observer", "langfuse_observer_config"] {
         let Some(block) = case.get(key) else {
             continue;
         };
-        block.check_keys(OBSERVER_KEYS).map_err(err)?;
-        for (k, v) in block.entries().map_err(err)? {
+        block.check_keys(OBSERVER_KEYS)?;
+        for (k, v) in block.entries()? {
             b = match k.as_str() {
-                "disable_llm_spans" => b.disable_llm_spans(v.bool().map_err(err)?),
-                "disable_provider_payload" => b.disable_provider_payload(v.bool().map_err(err)?),
-                "disable_state_payload" => b.disable_state_payload(v.bool().map_err(err)?),
+                "disable_llm_spans" => b.disable_llm_spans(v.bool()?),
+                "disable_provider_payload" => b.disable_provider_payload(v.bool()?),
+                "disable_state_payload" => b.disable_state_payload(v.bool()?),
                 "payload_byte_cap" => {
-                    let n = usize::try_from(v.i64().map_err(err)?)
-                        .map_err(|_| err(v.invalid("payload_byte_cap must be positive")))?;
-                    b.payload_byte_cap(n).map_err(|e| e.to_string())?
+                    let n = usize::try_from(v.i64()?).map_err(|_| {
+                        Failure::from(v.invalid("payload_byte_cap must be positive"))
+                    })?;
+                    b.payload_byte_cap(n).map_err(Failure::setup)?
                 }
                 "trace_input_from_state" => b.trace_input_from_state(hook(&v)?),
                 _ => b.trace_output_from_state(hook(&v)?),
@@ -146,7 +151,7 @@ pub(crate) fn observer(
         Some(client::ClientMode::Supplied(fake)) => b = b.client(fake.clone()),
         Some(client::ClientMode::Credentials(mock)) => {
             let creds = LangfuseCredentials::new(mock.host(), "pk-lf-test", "sk-lf-test");
-            b = b.credentials(creds).map_err(|e| e.to_string())?;
+            b = b.credentials(creds).map_err(Failure::setup)?;
         }
         None => {}
     }

@@ -14,10 +14,11 @@ use std::collections::BTreeSet;
 use openarmature_observability::langfuse::{LangfuseTrace, Observation, ObservationType};
 use serde_json::Value;
 
+use crate::failure::Check;
 use crate::obs::Run;
 use crate::yaml::Y;
 
-type Verdict = Result<(), String>;
+type Verdict = Check;
 
 const DIRECTIVES: [&str; 3] = [
     "augment_metadata",
@@ -115,7 +116,7 @@ pub(super) fn check(
         _ => return None,
     };
     if v != &Value::Bool(true) {
-        return Some(Err(format!("expected `true`, got {v}")));
+        return Some(Err(format!("expected `true`, got {v}").into()));
     }
     let mut keys = BTreeSet::new();
     augmented_keys(run.case, &mut keys);
@@ -154,7 +155,8 @@ impl Kind {
                             return Err(format!(
                                 "dispatch `{}` has {key}={own:?}, its generations {below:?}",
                                 d.name
-                            ));
+                            )
+                            .into());
                         }
                         carried += usize::from(own.is_some());
                     }
@@ -181,7 +183,8 @@ impl Kind {
                             return Err(format!(
                                 "wrapper `{}` has {key}={own:?}, its leaves {below:?}",
                                 w.name
-                            ));
+                            )
+                            .into());
                         }
                     }
                 }
@@ -197,7 +200,7 @@ impl Kind {
                 }
                 for p in parents {
                     if let Some(key) = keys.iter().find(|k| p.metadata.contains_key(*k)) {
-                        return Err(format!("shared parent `{}` carries `{key}`", p.name));
+                        return Err(format!("shared parent `{}` carries `{key}`", p.name).into());
                     }
                 }
                 if *trace {
@@ -209,7 +212,7 @@ impl Kind {
             Kind::Invocation => {
                 for t in traces {
                     if let Some(key) = keys.iter().find(|k| t.metadata.contains_key(*k)) {
-                        return Err(format!("trace `{}` carries `{key}`", t.id));
+                        return Err(format!("trace `{}` carries `{key}`", t.id).into());
                     }
                 }
                 Ok(())

@@ -6,9 +6,10 @@
 use openarmature_observability::langfuse::LangfuseTrace;
 use serde_json::Value;
 
+use crate::failure::Check;
 use crate::obs::Run;
 
-type Verdict = Result<(), String>;
+type Verdict = Check;
 
 /// The invocations' own traces (not detached children).
 fn own(traces: &[LangfuseTrace]) -> Vec<&LangfuseTrace> {
@@ -27,7 +28,8 @@ fn every(traces: &[LangfuseTrace], what: &str, ok: impl Fn(&LangfuseTrace) -> bo
         Some(t) => Err(format!(
             "trace {} breaks: {what} (sessionId {:?}, userId {:?})",
             t.id, t.session_id, t.user_id
-        )),
+        )
+        .into()),
         None => Ok(()),
     }
 }
@@ -41,7 +43,7 @@ pub(crate) fn check(
 ) -> Option<Verdict> {
     let truthy = || match v {
         Value::Bool(true) => Ok(()),
-        other => Err(format!("expected `true`, got {other}")),
+        other => Err(format!("expected `true`, got {other}").into()),
     };
     let supplied = run.case_str("session_id").map(str::to_owned);
     let user_id = |t: &LangfuseTrace| {
@@ -79,7 +81,7 @@ pub(crate) fn check(
             Some(want) => every(traces, "sessionId is the shared session", |t| {
                 t.session_id.as_deref() == Some(want)
             }),
-            None => Err(format!("expected a session id, got {v}")),
+            None => Err(format!("expected a session id, got {v}").into()),
         },
         "traces_group_into_one_langfuse_session" => truthy().and_then(|()| {
             let own = own(traces);
@@ -91,7 +93,8 @@ pub(crate) fn check(
                     "{} traces, sessions {:?}",
                     own.len(),
                     own.iter().map(|t| &t.session_id).collect::<Vec<_>>()
-                ))
+                )
+                .into())
             }
         }),
         _ => return None,

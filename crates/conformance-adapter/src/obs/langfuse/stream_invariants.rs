@@ -8,13 +8,10 @@ use openarmature_graph::ObserverEvent;
 use openarmature_observability::langfuse::{LangfuseTrace, Observation, ObservationType};
 use serde_json::Value;
 
+use crate::failure::{mismatch, Check};
 use crate::obs::Run;
 
-type Verdict = Result<(), String>;
-
-fn fail<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
+type Verdict = Check;
 
 /// The content deltas the invocations' token events carried, concatenated in
 /// delivery order (empty when the call did not stream).
@@ -31,16 +28,13 @@ fn streamed_content(run: &Run<'_>) -> String {
 }
 
 /// The one Generation of a streamed call (token events were dispatched).
-fn streamed_generation<'t>(
-    traces: &'t [LangfuseTrace],
-    run: &Run<'_>,
-) -> Result<&'t Observation, String> {
+fn streamed_generation<'t>(traces: &'t [LangfuseTrace], run: &Run<'_>) -> Check<&'t Observation> {
     if !run
         .events
         .iter()
         .any(|e| matches!(&**e, ObserverEvent::LlmToken(_)))
     {
-        return fail("the call dispatched no token events (it did not stream)");
+        return mismatch("the call dispatched no token events (it did not stream)");
     }
     let generations: Vec<&Observation> = traces
         .iter()
@@ -49,7 +43,7 @@ fn streamed_generation<'t>(
         .collect();
     match generations.as_slice() {
         [one] => Ok(one),
-        other => fail(format!("{} generations, expected one", other.len())),
+        other => mismatch(format!("{} generations, expected one", other.len())),
     }
 }
 
@@ -69,7 +63,7 @@ pub(crate) fn check(
         return None;
     }
     if v != &Value::Bool(true) {
-        return Some(fail(format!("expected `true`, got {v}")));
+        return Some(mismatch(format!("expected `true`, got {v}")));
     }
     let generation = match streamed_generation(traces, run) {
         Ok(g) => g,
@@ -84,12 +78,12 @@ pub(crate) fn check(
                 .filter(|o| o.kind == ObservationType::Event)
                 .count();
             if !generation.children.is_empty() {
-                fail(format!(
+                mismatch(format!(
                     "the generation has {} child observations",
                     generation.children.len()
                 ))
             } else if events > 0 {
-                fail(format!("{events} event observations"))
+                mismatch(format!("{events} event observations"))
             } else {
                 Ok(())
             }
@@ -100,7 +94,7 @@ pub(crate) fn check(
             if !want.is_empty() && got == Some(&Value::String(want.clone())) {
                 Ok(())
             } else {
-                fail(format!("generation output {got:?}, streamed {want:?}"))
+                mismatch(format!("generation output {got:?}, streamed {want:?}"))
             }
         }
     };

@@ -12,12 +12,13 @@ use serde_json::{Map, Value};
 use super::{
     call_ids, completions, ensure, exactly, failed_calls, failures, field, raised, successful_calls,
 };
+use crate::failure::{Check, Failure};
 use crate::matchers::json_eq;
 use crate::obs::Run;
 
 /// Checks `name`, or `None` when it is not a request-side typed-event invariant.
 #[allow(clippy::too_many_lines)]
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
     Some(match name {
         // 060
         "input_messages_populated_unconditionally" => {
@@ -37,12 +38,12 @@ pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String
             completions(run).iter().try_for_each(|e| {
                 field(e, "input_messages")
                     .as_array()
-                    .ok_or_else(|| "input_messages is not a list".to_owned())?
+                    .ok_or("input_messages is not a list")?
                     .iter()
                     .try_for_each(|m| {
                         Message::from_json(m)
                             .map(|_| ())
-                            .map_err(|x| format!("{m} is not a §3 message: {x}"))
+                            .map_err(|x| Failure::mismatch(format!("{m} is not a §3 message: {x}")))
                     })
             })
         }

@@ -7,14 +7,15 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{completions, ensure, exactly, fail, failed_calls, field, of_type, raised, records};
+use super::{completions, ensure, exactly, failed_calls, field, of_type, raised, records};
+use crate::failure::{mismatch, Check};
 use crate::matchers::json_eq;
 use crate::obs::typed::usage_json;
 use crate::obs::Run;
 
 /// Checks `name`, or `None` when it is not a typed-event invariant.
 #[allow(clippy::too_many_lines)]
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
     Some(match name {
         // 050 / 051
         "exactly_one_llm_completion_event_observed" => {
@@ -31,7 +32,7 @@ pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String
                 .filter(|c| c.filter().is_some())
                 .collect();
             if filtered.is_empty() {
-                fail("no type-filtered observer")
+                mismatch("no type-filtered observer")
             } else {
                 filtered.iter().try_for_each(|c| {
                     let recs = c.records();
@@ -116,7 +117,7 @@ pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String
 }
 
 /// The completion events' response fields equal what the calls returned.
-fn fields_match_response(run: &Run<'_>) -> Result<(), String> {
+fn fields_match_response(run: &Run<'_>) -> Check {
     let events = completions(run);
     ensure(!events.is_empty(), || "no LlmCompletionEvent".into())?;
     for e in &events {
@@ -147,7 +148,7 @@ fn fields_match_response(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// Identity / scoping fields: this run's invocation, a named node, its namespace.
-fn identity_populated(run: &Run<'_>) -> Result<(), String> {
+fn identity_populated(run: &Run<'_>) -> Check {
     let events = completions(run);
     ensure(!events.is_empty(), || "no LlmCompletionEvent".into())?;
     for e in &events {
@@ -172,7 +173,7 @@ fn identity_populated(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// 056: the completion arrives between its node's started and completed events.
-fn arrives_within_node(run: &Run<'_>, which: &str) -> Result<(), String> {
+fn arrives_within_node(run: &Run<'_>, which: &str) -> Check {
     let recs = records(run);
     let mut seen = 0;
     for (i, e) in recs.iter().enumerate() {
@@ -202,7 +203,7 @@ fn arrives_within_node(run: &Run<'_>, which: &str) -> Result<(), String> {
     ensure(seen > 0, || "no LlmCompletionEvent".into())
 }
 
-fn distinct(run: &Run<'_>, key: &str) -> Result<(), String> {
+fn distinct(run: &Run<'_>, key: &str) -> Check {
     let events = completions(run);
     let values: Vec<String> = events.iter().map(|e| field(e, key).to_string()).collect();
     let set: BTreeSet<&String> = values.iter().collect();
@@ -211,7 +212,7 @@ fn distinct(run: &Run<'_>, key: &str) -> Result<(), String> {
     })
 }
 
-fn all_null(run: &Run<'_>, key: &str) -> Result<(), String> {
+fn all_null(run: &Run<'_>, key: &str) -> Check {
     let events = completions(run);
     ensure(!events.is_empty(), || "no LlmCompletionEvent".into())?;
     events

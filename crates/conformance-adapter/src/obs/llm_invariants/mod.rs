@@ -22,17 +22,8 @@ use serde_json::Value;
 use super::typed;
 use super::Run;
 
-fn fail<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
-
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
-}
+use super::invariants::truthy;
+use crate::failure::{ensure, mismatch, Check};
 
 /// The implicit recorder's spec events as fixture records, in delivery order.
 fn records(run: &Run<'_>) -> Vec<Value> {
@@ -62,16 +53,16 @@ fn field<'v>(r: &'v Value, k: &str) -> &'v Value {
     r.get(k).unwrap_or(&Value::Null)
 }
 
-fn exactly(events: &[Value], n: usize, what: &str) -> Result<(), String> {
+fn exactly(events: &[Value], n: usize, what: &str) -> Check {
     ensure(events.len() == n, || {
         format!("{} {what}, expected {n}", events.len())
     })
 }
 
-fn one_span<'r>(run: &'r Run<'_>) -> Result<&'r SpanData, String> {
+fn one_span<'r>(run: &'r Run<'_>) -> Check<&'r SpanData> {
     match run.llm_spans().as_slice() {
         [one] => Ok(one),
-        other => fail(format!("{} LLM spans, expected one", other.len())),
+        other => mismatch(format!("{} LLM spans, expected one", other.len())),
     }
 }
 
@@ -84,40 +75,33 @@ fn failed_calls(run: &Run<'_>) -> usize {
 }
 
 /// The §7 category the first failed invocation raised through a node.
-fn raised(run: &Run<'_>) -> Result<String, String> {
+fn raised(run: &Run<'_>) -> Check<String> {
     match run.failures.first() {
         Some(Some(Some(c))) => Ok(c.clone()),
-        Some(Some(None)) => fail("the invocation failed without an LLM error in its cause chain"),
-        _ => fail("the invocation did not fail"),
+        Some(Some(None)) => {
+            mismatch("the invocation failed without an LLM error in its cause chain")
+        }
+        _ => mismatch("the invocation did not fail"),
     }
 }
 
-fn call_ids(events: &[Value]) -> Result<Vec<String>, String> {
+fn call_ids(events: &[Value]) -> Check<Vec<String>> {
     events
         .iter()
         .map(|e| match field(e, "call_id") {
             Value::String(s) if !s.is_empty() => Ok(s.clone()),
-            other => fail(format!("call_id {other} is not a non-empty string")),
+            other => mismatch(format!("call_id {other} is not a non-empty string")),
         })
         .collect()
 }
 
-fn truthy(v: &Value) -> Result<(), String> {
-    match v {
-        Value::Bool(true) => Ok(()),
-        other => fail(format!(
-            "expected `true` as the invariant's value, got {other}"
-        )),
-    }
-}
-
 /// Checks `name`, or `None` when it is not an LLM invariant.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let verdict = check_named(name, run)?;
     Some(truthy(v).and(verdict))
 }
 
-fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
     span_checks::check_named(name, run)
         .or_else(|| event_checks::check_named(name, run))
         .or_else(|| call_checks::check_named(name, run))

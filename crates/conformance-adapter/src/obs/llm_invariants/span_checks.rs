@@ -7,7 +7,8 @@ use openarmature_observability::attributes as a;
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
-use super::{ensure, fail, field, one_span};
+use super::{ensure, field, one_span};
+use crate::failure::{mismatch, Check};
 use crate::matchers::json_eq;
 use crate::obs::spans::attr;
 use crate::obs::typed::usage_json;
@@ -15,7 +16,7 @@ use crate::obs::Run;
 
 /// Checks `name`, or `None` when it is not an LLM-span invariant.
 #[allow(clippy::too_many_lines)]
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
     let cache_read = a::LLM_CACHE_READ_INPUT_TOKENS;
     let cache_creation = a::LLM_CACHE_CREATION_INPUT_TOKENS;
     Some(match name {
@@ -119,7 +120,7 @@ pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String
 }
 
 /// Every span attribute from the case's caller metadata is present with its value.
-fn caller_metadata_everywhere(run: &Run<'_>) -> Result<(), String> {
+fn caller_metadata_everywhere(run: &Run<'_>) -> Check {
     let metadata = run.caller_metadata();
     ensure(!metadata.is_empty(), || {
         "the case has no caller metadata".into()
@@ -143,21 +144,21 @@ fn cache_attr(span: &SpanData, key: &str) -> Option<Value> {
 }
 
 /// The usage of the one successful call.
-fn one_usage(run: &Run<'_>) -> Result<Value, String> {
+fn one_usage(run: &Run<'_>) -> Check<Value> {
     match run.calls.as_slice() {
-        [call] => call
+        [call] => Ok(call
             .result
             .as_ref()
             .map(|r| usage_json(&r.usage))
-            .map_err(|e| format!("the call raised {e}")),
-        other => fail(format!("{} calls, expected one", other.len())),
+            .map_err(|e| format!("the call raised {e}"))?),
+        other => mismatch(format!("{} calls, expected one", other.len())),
     }
 }
 
 /// The `(id, name)` pairs of the one call's reply.
-fn tool_calls_of(run: &Run<'_>) -> Result<Vec<(String, String)>, String> {
+fn tool_calls_of(run: &Run<'_>) -> Check<Vec<(String, String)>> {
     match run.calls.as_slice() {
-        [call] => call
+        [call] => Ok(call
             .result
             .as_ref()
             .map(|r| {
@@ -167,13 +168,13 @@ fn tool_calls_of(run: &Run<'_>) -> Result<Vec<(String, String)>, String> {
                     .map(|c| (c.id.clone(), c.name.clone()))
                     .collect()
             })
-            .map_err(|e| format!("the call raised {e}")),
-        other => fail(format!("{} calls, expected one", other.len())),
+            .map_err(|e| format!("the call raised {e}"))?),
+        other => mismatch(format!("{} calls, expected one", other.len())),
     }
 }
 
 /// §5.5.10: count / names / ids equal the reply's tool calls, in order.
-fn tool_call_identity(run: &Run<'_>) -> Result<(), String> {
+fn tool_call_identity(run: &Run<'_>) -> Check {
     let s = one_span(run)?;
     let calls = tool_calls_of(run)?;
     ensure(!calls.is_empty(), || "the reply requested no tools".into())?;
@@ -198,7 +199,7 @@ fn tool_call_identity(run: &Run<'_>) -> Result<(), String> {
 /// The one LLM span is ERROR (description = its category, exception recorded) and
 /// keeps the response side: finish reason and usage, plus the output content when
 /// `with_content`.
-fn error_span(run: &Run<'_>, with_content: bool, with_usage: bool) -> Result<(), String> {
+fn error_span(run: &Run<'_>, with_content: bool, with_usage: bool) -> Check {
     let s = one_span(run)?;
     let category = attr(s, a::ERROR_CATEGORY).unwrap_or(Value::Null);
     let status_ok = matches!(&s.status, opentelemetry::trace::Status::Error { description }

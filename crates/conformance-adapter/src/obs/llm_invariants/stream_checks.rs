@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::super::spans::attr_str;
 use super::super::Run;
-use super::{completions, ensure, exactly, fail, failures, field, raised, records};
+use super::{completions, ensure, exactly, failures, field, raised, records};
+
+use crate::failure::{mismatch, Check};
 
 /// The token events, in delivery order.
 fn tokens(run: &Run<'_>) -> Vec<Value> {
@@ -72,7 +74,7 @@ fn served_deltas(run: &Run<'_>, key: &str) -> Vec<String> {
         .collect()
 }
 
-fn chunk_indices_from_zero(run: &Run<'_>) -> Result<(), String> {
+fn chunk_indices_from_zero(run: &Run<'_>) -> Check {
     let groups = streams(run);
     ensure(!groups.is_empty(), || "no token events".into())?;
     for (id, group) in groups {
@@ -86,7 +88,7 @@ fn chunk_indices_from_zero(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn tokens_link_to_terminal(run: &Run<'_>) -> Result<(), String> {
+fn tokens_link_to_terminal(run: &Run<'_>) -> Check {
     let terminal: BTreeSet<String> = completions(run)
         .iter()
         .chain(failures(run).iter())
@@ -102,7 +104,7 @@ fn tokens_link_to_terminal(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn nth_stream_matches_nth_completion(run: &Run<'_>, n: usize) -> Result<(), String> {
+fn nth_stream_matches_nth_completion(run: &Run<'_>, n: usize) -> Check {
     let groups = streams(run);
     let done = completions(run);
     let (id, _) = groups.get(n).ok_or(format!("no token stream #{n}"))?;
@@ -112,7 +114,7 @@ fn nth_stream_matches_nth_completion(run: &Run<'_>, n: usize) -> Result<(), Stri
     })
 }
 
-fn content_concatenates(run: &Run<'_>) -> Result<(), String> {
+fn content_concatenates(run: &Run<'_>) -> Check {
     let groups = streams(run);
     let done = completions(run);
     ensure(!done.is_empty(), || "no completion event".into())?;
@@ -136,7 +138,7 @@ fn content_concatenates(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn only_content_tokens(run: &Run<'_>) -> Result<(), String> {
+fn only_content_tokens(run: &Run<'_>) -> Check {
     let t = tokens(run);
     ensure(
         !t.is_empty() && t.iter().all(|t| str_of(t, "delta_kind") == "content"),
@@ -154,7 +156,7 @@ fn only_content_tokens(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn reassembled_tool_calls(run: &Run<'_>) -> Result<(), String> {
+fn reassembled_tool_calls(run: &Run<'_>) -> Check {
     let mut want: Vec<(String, String, String)> = Vec::new();
     for chunk in served_chunks(run) {
         let calls = chunk
@@ -195,7 +197,7 @@ fn reassembled_tool_calls(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn no_argument_fragment_tokens(run: &Run<'_>) -> Result<(), String> {
+fn no_argument_fragment_tokens(run: &Run<'_>) -> Check {
     let t = tokens(run);
     ensure(
         t.iter().all(|t| str_of(t, "delta_kind") != "tool_call"),
@@ -204,7 +206,7 @@ fn no_argument_fragment_tokens(run: &Run<'_>) -> Result<(), String> {
     only_content_tokens(run)
 }
 
-fn partial_then_failure(run: &Run<'_>) -> Result<(), String> {
+fn partial_then_failure(run: &Run<'_>) -> Check {
     let all = records(run);
     let last_token = all
         .iter()
@@ -220,7 +222,7 @@ fn partial_then_failure(run: &Run<'_>) -> Result<(), String> {
     tokens_link_to_terminal(run)
 }
 
-fn exception_propagates(run: &Run<'_>) -> Result<(), String> {
+fn exception_propagates(run: &Run<'_>) -> Check {
     let category = raised(run)?;
     let f = failures(run);
     exactly(&f, 1, "LlmFailedEvent")?;
@@ -235,7 +237,7 @@ fn exception_propagates(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn node_level_index_zero(run: &Run<'_>) -> Result<(), String> {
+fn node_level_index_zero(run: &Run<'_>) -> Check {
     let t = tokens(run);
     let retried = run.events.iter().any(
         |e| matches!(&**e, openarmature_graph::ObserverEvent::LlmAttempt(a) if a.attempt_index > 0),
@@ -250,7 +252,7 @@ fn node_level_index_zero(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn successful_attempt_only(run: &Run<'_>) -> Result<(), String> {
+fn successful_attempt_only(run: &Run<'_>) -> Check {
     content_concatenates(run)?;
     exactly(&failures(run), 0, "LlmFailedEvent")?;
     let want: String = served_deltas(run, "content").concat();
@@ -261,7 +263,7 @@ fn successful_attempt_only(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn reasoning_tokens_match(run: &Run<'_>, key: &str) -> Result<(), String> {
+fn reasoning_tokens_match(run: &Run<'_>, key: &str) -> Check {
     let want = served_deltas(run, key);
     let t = tokens(run);
     let got: Vec<&str> = t
@@ -274,12 +276,12 @@ fn reasoning_tokens_match(run: &Run<'_>, key: &str) -> Result<(), String> {
     })
 }
 
-fn any_reasoning_field(run: &Run<'_>) -> Result<(), String> {
+fn any_reasoning_field(run: &Run<'_>) -> Check {
     reasoning_tokens_match(run, "reasoning_content")
         .or_else(|_| reasoning_tokens_match(run, "reasoning"))
 }
 
-fn reasoning_first(run: &Run<'_>) -> Result<(), String> {
+fn reasoning_first(run: &Run<'_>) -> Check {
     let kinds: Vec<String> = tokens(run)
         .iter()
         .map(|t| str_of(t, "delta_kind").to_owned())
@@ -294,7 +296,7 @@ fn reasoning_first(run: &Run<'_>) -> Result<(), String> {
     )
 }
 
-fn thinking_block(run: &Run<'_>) -> Result<(), String> {
+fn thinking_block(run: &Run<'_>) -> Check {
     let want = deltas(&tokens(run), "reasoning");
     let response = run
         .calls
@@ -311,17 +313,17 @@ fn thinking_block(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn one_span_no_children(run: &Run<'_>) -> Result<(), String> {
+fn one_span_no_children(run: &Run<'_>) -> Check {
     let spans = run.llm_spans();
     let [span] = spans.as_slice() else {
-        return fail(format!("{} LLM spans, expected one", spans.len()));
+        return mismatch(format!("{} LLM spans, expected one", spans.len()));
     };
     ensure(run.forest.children(span).is_empty(), || {
         "the LLM span has children".into()
     })
 }
 
-fn span_output_assembled(run: &Run<'_>) -> Result<(), String> {
+fn span_output_assembled(run: &Run<'_>) -> Check {
     let spans = run.llm_spans();
     let span = spans.first().ok_or("no LLM span")?;
     let want = deltas(&tokens(run), "content");
@@ -333,7 +335,7 @@ fn span_output_assembled(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// Checks `name`, or `None` when it is not a streaming invariant.
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
     let verdict = match name {
         "n_content_chunks_emit_n_token_events" | "only_content_kind_token_events_emitted" => {
             only_content_tokens(run)

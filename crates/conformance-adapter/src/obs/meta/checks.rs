@@ -9,16 +9,13 @@ use openarmature_graph::{InvocationMetadata, ObserverEvent, Phase};
 use serde_json::{Map, Value};
 
 use super::{Record, Site};
+use crate::failure::{mismatch, Check};
 use crate::obs::Run;
 
-pub(crate) fn err<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
-
-pub(crate) fn truthy(v: &Value) -> Result<(), String> {
+pub(crate) fn truthy(v: &Value) -> Check {
     match v {
         Value::Bool(true) => Ok(()),
-        other => err(format!("only `true` is supported, got {other}")),
+        other => mismatch(format!("only `true` is supported, got {other}")),
     }
 }
 
@@ -64,9 +61,9 @@ fn augments(records: &[Record]) -> Vec<Augment<'_>> {
         .collect()
 }
 
-fn nonempty<T>(items: Vec<T>, what: &str) -> Result<Vec<T>, String> {
+fn nonempty<T>(items: Vec<T>, what: &str) -> Check<Vec<T>> {
     if items.is_empty() {
-        err(format!("no {what} was recorded"))
+        mismatch(format!("no {what} was recorded"))
     } else {
         Ok(items)
     }
@@ -87,7 +84,7 @@ fn pairs<'r>(records: &'r [Record]) -> Vec<(Augment<'r>, Capture<'r>)> {
 }
 
 /// The named invariants of these fixtures; `None` for other names.
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let records = run.meta.records();
     let caller = run.caller_metadata();
     let result = match name {
@@ -97,10 +94,10 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
                 if name == "caller_baseline_stable_across_attempts"
                     && !caps.iter().any(|c| c.1.attempt > 0)
                 {
-                    return err("no read in a retried attempt");
+                    return mismatch("no read in a retried attempt");
                 }
                 match caps.iter().find(|c| !contains(c.2, &caller)) {
-                    Some(c) => err(format!(
+                    Some(c) => mismatch(format!(
                         "read {:?} in `{}` lacks the baseline",
                         c.2, c.1.node
                     )),
@@ -118,7 +115,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
                     .find(|(a, c)| !contains(c.2, a.2))
                 {
                     Some((a, c)) => {
-                        err(format!("read {:?} misses the earlier write {:?}", c.2, a.2))
+                        mismatch(format!("read {:?} misses the earlier write {:?}", c.2, a.2))
                     }
                     None => Ok(()),
                 }
@@ -131,7 +128,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
                 .collect();
             for (a, c) in nonempty(before, "read-then-write in one node")? {
                 if let Some(k) = a.2.keys().find(|k| c.2.get(*k) != caller.get(*k)) {
-                    return err(format!("the earlier read sees the later write of `{k}`"));
+                    return mismatch(format!("the earlier read sees the later write of `{k}`"));
                 }
             }
             Ok(())
@@ -157,7 +154,7 @@ pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Result<(), S
 
 /// Every top-level read equals the value its field holds in the final state: the
 /// snapshot is what was returned, later writes did not change it.
-fn immutable_reads(records: &[Record], run: &Run<'_>) -> Result<(), String> {
+fn immutable_reads(records: &[Record], run: &Run<'_>) -> Check {
     let finals = super::lock(&run.meta.finals).clone();
     let mut checked = 0;
     for r in records {
@@ -168,7 +165,7 @@ fn immutable_reads(records: &[Record], run: &Run<'_>) -> Result<(), String> {
             for state in finals.iter().flatten() {
                 if let Some(Value::Object(got)) = state.get(field) {
                     if got != &**read {
-                        return err(format!(
+                        return mismatch(format!(
                             "`{field}` holds {got:?}, the read returned {read:?}"
                         ));
                     }
@@ -178,12 +175,12 @@ fn immutable_reads(records: &[Record], run: &Run<'_>) -> Result<(), String> {
         }
     }
     if checked == 0 {
-        return err("no top-level read to compare");
+        return mismatch("no top-level read to compare");
     }
     Ok(())
 }
 
-fn instance_isolation(records: &[Record]) -> Result<(), String> {
+fn instance_isolation(records: &[Record]) -> Check {
     let writes = augments(records);
     let caps: Vec<_> = captures(records)
         .into_iter()
@@ -191,7 +188,7 @@ fn instance_isolation(records: &[Record]) -> Result<(), String> {
         .collect();
     let indices: std::collections::BTreeSet<_> = caps.iter().map(|c| c.1.fan_out_index).collect();
     if indices.len() < 2 {
-        return err(format!(
+        return mismatch(format!(
             "reads in {} instances, expected several",
             indices.len()
         ));
@@ -203,13 +200,13 @@ fn instance_isolation(records: &[Record]) -> Result<(), String> {
             }
             let own = w.fan_out_index == site.fan_out_index;
             if own && !contains(read, entries) {
-                return err(format!(
+                return mismatch(format!(
                     "instance {:?} misses its own write {entries:?}",
                     site.fan_out_index
                 ));
             }
             if !own && contains(read, entries) {
-                return err(format!(
+                return mismatch(format!(
                     "instance {:?} sees a sibling's write {entries:?}",
                     site.fan_out_index
                 ));
@@ -221,14 +218,14 @@ fn instance_isolation(records: &[Record]) -> Result<(), String> {
 
 /// Top-level reads after instance writes hold exactly the caller's metadata plus the
 /// top-level writes made before them.
-fn outermost_after_join(records: &[Record], caller: &Map<String, Value>) -> Result<(), String> {
+fn outermost_after_join(records: &[Record], caller: &Map<String, Value>) -> Check {
     let writes = augments(records);
     let first_instance_write = writes
         .iter()
         .find(|w| w.1.fan_out_index.is_some())
         .map(|w| w.0);
     let Some(start) = first_instance_write else {
-        return err("no instance wrote metadata");
+        return mismatch("no instance wrote metadata");
     };
     let after: Vec<_> = captures(records)
         .into_iter()
@@ -242,7 +239,7 @@ fn outermost_after_join(records: &[Record], caller: &Map<String, Value>) -> Resu
             }
         }
         if **read != want {
-            return err(format!(
+            return mismatch(format!(
                 "the read after the join is {read:?}, expected {want:?}"
             ));
         }
@@ -250,10 +247,7 @@ fn outermost_after_join(records: &[Record], caller: &Map<String, Value>) -> Resu
     Ok(())
 }
 
-fn failed_attempts_discarded(
-    records: &[Record],
-    caller: &Map<String, Value>,
-) -> Result<(), String> {
+fn failed_attempts_discarded(records: &[Record], caller: &Map<String, Value>) -> Check {
     let writes = augments(records);
     let retried: Vec<_> = captures(records)
         .into_iter()
@@ -268,7 +262,7 @@ fn failed_attempts_discarded(
                 .keys()
                 .find(|k| earlier && read.get(*k) != caller.get(*k))
             {
-                return err(format!(
+                return mismatch(format!(
                     "attempt {} sees `{k}` written by failed attempt {}",
                     site.attempt, w.attempt
                 ));
@@ -281,7 +275,7 @@ fn failed_attempts_discarded(
 type LastWrite<'r> = (usize, u32, &'r Map<String, Value>);
 
 /// The last attempt's writes reach every later read in another top-level node.
-fn visible_downstream(records: &[Record]) -> Result<(), String> {
+fn visible_downstream(records: &[Record]) -> Check {
     let writes = augments(records);
     // Per (invocation, node): the last attempt's (log index, attempt, entries).
     let mut last: BTreeMap<(String, String), LastWrite<'_>> = BTreeMap::new();
@@ -296,14 +290,14 @@ fn visible_downstream(records: &[Record]) -> Result<(), String> {
         for ((inv, node), (j, _, entries)) in &last {
             if *inv == site.invocation_id && *node != site.node && *j < i {
                 if !contains(read, entries) {
-                    return err(format!("`{}` does not see {entries:?}", site.node));
+                    return mismatch(format!("`{}` does not see {entries:?}", site.node));
                 }
                 checked += 1;
             }
         }
     }
     if checked == 0 {
-        return err("no downstream read");
+        return mismatch("no downstream read");
     }
     Ok(())
 }

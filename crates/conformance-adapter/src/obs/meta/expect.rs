@@ -6,27 +6,24 @@
 use openarmature_graph::{get_invocation_metadata, InvocationMetadata, Phase};
 use serde_json::Value;
 
-use super::checks::{captures, err, truthy};
+use super::checks::{captures, truthy};
 use super::Record;
+use crate::failure::{mismatch, Check, Failure};
 use crate::obs::{Outcome, Run};
 use crate::yaml::Y;
 
 /// Checks `augment_rejects_at_call_site`, `final_state_bounds`, `per_invocation` and
 /// `invocation_id` (a caller-supplied id, verbatim on the invocation span, §5.1) when
 /// present in `expected`.
-pub(crate) fn check_expected(
-    expected: &Y<'_>,
-    run: &Run<'_>,
-    outcomes: &[Outcome],
-) -> Result<(), String> {
-    let json = |y: Y<'_>| y.json().map_err(|e| e.to_string());
+pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>, outcomes: &[Outcome]) -> Check {
+    let json = |y: Y<'_>| y.json();
     if let Some(flag) = expected.get("augment_rejects_at_call_site") {
         truthy(&json(flag)?)?;
         rejected_at_call_site(run, outcomes)
-            .map_err(|m| format!("augment_rejects_at_call_site: {m}"))?;
+            .map_err(|m| m.context("augment_rejects_at_call_site: "))?;
     }
     if let Some(id) = expected.get("invocation_id") {
-        let want = id.str().map_err(|e| e.to_string())?;
+        let want = id.str()?;
         let roots: Vec<String> = run
             .forest
             .spans
@@ -40,7 +37,7 @@ pub(crate) fn check_expected(
             })
             .collect();
         if roots.is_empty() || roots.iter().any(|r| r != want) {
-            return err(format!(
+            return mismatch(format!(
                 "invocation_id: invocation spans carry {roots:?}, expected {want}"
             ));
         }
@@ -48,9 +45,9 @@ pub(crate) fn check_expected(
     let finals = super::lock(&run.meta.finals).clone();
     if let Some(bounds) = expected.get("final_state_bounds") {
         let Some(Some(state)) = finals.first() else {
-            return err("final_state_bounds: the invocation did not complete");
+            return mismatch("final_state_bounds: the invocation did not complete");
         };
-        for (field, b) in bounds.entries().map_err(|e| e.to_string())? {
+        for (field, b) in bounds.entries()? {
             let b = json(b)?;
             let got = state.get(&field).and_then(Value::as_i64);
             let (min, max) = (
@@ -59,7 +56,7 @@ pub(crate) fn check_expected(
             );
             let ok = got.is_some_and(|g| min.is_none_or(|m| g >= m) && max.is_none_or(|m| g <= m));
             if !ok {
-                return err(format!(
+                return mismatch(format!(
                     "final_state_bounds.{field}: {got:?} is not within {b}"
                 ));
             }
@@ -67,7 +64,7 @@ pub(crate) fn check_expected(
     }
     if let Some(per) = expected.get("per_invocation") {
         let names: Vec<&String> = run.meta.sequence.iter().map(|(n, _)| n).collect();
-        let state_of = |name: &str| -> Result<&Value, String> {
+        let state_of = |name: &str| -> Check<&Value> {
             let i = names
                 .iter()
                 .position(|n| *n == name)
@@ -75,13 +72,13 @@ pub(crate) fn check_expected(
             finals
                 .get(i)
                 .and_then(Option::as_ref)
-                .ok_or(format!("`{name}` did not complete"))
+                .ok_or_else(|| Failure::mismatch(format!("`{name}` did not complete")))
         };
-        for (name, flags) in per.entries().map_err(|e| e.to_string())? {
+        for (name, flags) in per.entries()? {
             let state = state_of(&name)?;
-            for (flag, want) in flags.entries().map_err(|e| e.to_string())? {
+            for (flag, want) in flags.entries()? {
                 per_invocation_flag(state, &flag, &json(want)?, &state_of)
-                    .map_err(|m| format!("per_invocation.{name}.{flag}: {m}"))?;
+                    .map_err(|m| m.context(format!("per_invocation.{name}.{flag}: ")))?;
             }
         }
     }
@@ -93,8 +90,8 @@ fn per_invocation_flag<'s>(
     state: &Value,
     flag: &str,
     want: &Value,
-    state_of: &dyn Fn(&str) -> Result<&'s Value, String>,
-) -> Result<(), String> {
+    state_of: &dyn Fn(&str) -> Check<&'s Value>,
+) -> Check {
     let events = |v: Option<&Value>| -> Vec<String> {
         v.and_then(|b| b.get("events"))
             .and_then(Value::as_array)
@@ -109,7 +106,7 @@ fn per_invocation_flag<'s>(
         truthy(want)?;
         return match state.get(field) {
             Some(Value::Object(m)) if !m.is_empty() => Ok(()),
-            other => err(format!("`{field}` is {other:?}")),
+            other => mismatch(format!("`{field}` is {other:?}")),
         };
     }
     if let Some((field, other)) = flag.split_once("_disjoint_from_") {
@@ -117,17 +114,17 @@ fn per_invocation_flag<'s>(
         let mine = events(state.get(field));
         let theirs = events(state_of(other)?.get(field));
         if mine.is_empty() || mine.iter().any(|e| theirs.contains(e)) {
-            return err(format!("{mine:?} vs {theirs:?}"));
+            return mismatch(format!("{mine:?} vs {theirs:?}"));
         }
         return Ok(());
     }
     match state.get(flag) {
         Some(got) if got == want => Ok(()),
-        got => err(format!("state field is {got:?}, expected {want}")),
+        got => mismatch(format!("state field is {got:?}, expected {want}")),
     }
 }
 
-fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Result<(), String> {
+fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Check {
     let records = run.meta.records();
     let Some(keys) = records.iter().find_map(|r| match r {
         Record::Augment {
@@ -137,12 +134,12 @@ fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Result<(), Stri
         } if c == openarmature_graph::metadata::INVOCATION_METADATA_INVALID => Some(entries),
         _ => None,
     }) else {
-        return err("no set_invocation_metadata call was rejected");
+        return mismatch("no set_invocation_metadata call was rejected");
     };
     let failed =
         |o: &Outcome| matches!(o, Outcome::Failed { category, .. } if category == "node_exception");
     if !outcomes.first().is_some_and(failed) {
-        return err("the invocation did not fail with node_exception");
+        return mismatch("the invocation did not fail with node_exception");
     }
     let chained = run.events.iter().filter_map(|e| e.as_node()).any(|n| {
         n.phase == Phase::Completed
@@ -154,7 +151,7 @@ fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Result<(), Stri
             })
     });
     if !chained {
-        return err("no completed event carries the MetadataError in its cause chain");
+        return mismatch("no completed event carries the MetadataError in its cause chain");
     }
     for key in keys.keys() {
         let attr = format!("openarmature.user.{key}");
@@ -164,56 +161,52 @@ fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Result<(), Stri
             .iter()
             .find(|s| crate::obs::spans::attr(s, &attr).is_some())
         {
-            return err(format!("span `{}` carries `{attr}`", s.name));
+            return mismatch(format!("span `{}` carries `{attr}`", s.name));
         }
         if captures(&records)
             .iter()
             .any(|(_, _, read)| read.contains_key(key))
         {
-            return err(format!("a later read sees `{key}`"));
+            return mismatch(format!("a later read sees `{key}`"));
         }
     }
     Ok(())
 }
 
 /// 046 `direct_call: {operation: get_invocation_metadata}` outside any invocation.
-pub(crate) fn direct_call(case: &Y<'_>) -> Result<(), String> {
-    let e = |x: crate::AdapterError| x.to_string();
-    case.check_keys(&["name", "description", "direct_call", "expected"])
-        .map_err(e)?;
-    let call = case.req("direct_call").map_err(e)?;
-    call.check_keys(&["operation"]).map_err(e)?;
-    let op = call.req("operation").and_then(|o| o.str()).map_err(e)?;
+pub(crate) fn direct_call(case: &Y<'_>) -> Check {
+    case.check_keys(&["name", "description", "direct_call", "expected"])?;
+    let call = case.req("direct_call")?;
+    call.check_keys(&["operation"])?;
+    let op = call.req("operation").and_then(|o| o.str())?;
     if op != "get_invocation_metadata" {
-        return err(format!(
+        return Err(Failure::unsupported(format!(
             "fixture_directive_unknown: direct_call operation `{op}`"
-        ));
+        )));
     }
     // The return type is the immutable snapshot; there is no error path to raise.
     let read: InvocationMetadata = get_invocation_metadata();
-    let expected = case.req("expected").map_err(e)?;
-    expected
-        .check_keys(&["direct_call_result", "invariants"])
-        .map_err(e)?;
+    let expected = case.req("expected")?;
+    expected.check_keys(&["direct_call_result", "invariants"])?;
     if let Some(r) = expected.get("direct_call_result") {
-        r.check_keys(&["value", "type", "exception"]).map_err(e)?;
-        let want = r.req("value").and_then(|v| v.json()).map_err(e)?;
+        r.check_keys(&["value", "type", "exception"])?;
+        let want = r.req("value").and_then(|v| v.json())?;
         if Value::from(read.clone()) != want {
-            return err(format!(
+            return mismatch(format!(
                 "direct_call_result.value: {read:?}, expected {want}"
             ));
         }
-        let ty = r.req("type").and_then(|t| t.str()).map_err(e)?;
+        let ty = r.req("type").and_then(|t| t.str())?;
         if ty != "immutable_mapping" {
-            return err(format!("direct_call_result.type: `{ty}` is not supported"));
+            return mismatch(format!("direct_call_result.type: `{ty}` is not supported"));
         }
-        if !r.req("exception").map_err(e)?.is_null() {
-            return err("direct_call_result.exception: only null is supported");
+        if !r.req("exception")?.is_null() {
+            return mismatch("direct_call_result.exception: only null is supported");
         }
     }
     if let Some(inv) = expected.get("invariants") {
-        for (name, v) in inv.entries().map_err(e)? {
-            truthy(&v.json().map_err(e)?)?;
+        for (name, v) in inv.entries()? {
+            truthy(&v.json()?)?;
             match name.as_str() {
                 "outside_invocation_returns_empty_mapping" if read.is_empty() => {}
                 // Reaching this point means the call returned: it has no error path.
@@ -221,7 +214,9 @@ pub(crate) fn direct_call(case: &Y<'_>) -> Result<(), String> {
                 // `InvocationMetadata` only dereferences to `&Map`: no mutation API.
                 "outside_invocation_return_is_immutable"
                     if read.ptr_eq(&get_invocation_metadata()) => {}
-                other => return err(format!("invariant {other} does not hold or has no check")),
+                other => {
+                    return mismatch(format!("invariant {other} does not hold or has no check"))
+                }
             }
         }
     }

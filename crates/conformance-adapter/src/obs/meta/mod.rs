@@ -150,6 +150,7 @@ impl MetaHarness {
         })
     }
 
+    /// The observer `name` (the error is a node error's message: a node body asks).
     fn observer(&self, name: &str) -> Result<&Arc<Queryable>, String> {
         self.observers
             .iter()

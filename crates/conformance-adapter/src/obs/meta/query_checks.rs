@@ -10,26 +10,18 @@ use serde_json::Value;
 use super::checks::emitted_before;
 use super::queryable::Kind;
 use super::Record;
+use crate::failure::{mismatch, Check};
 use crate::obs::Run;
 
-fn err<T>(m: impl Into<String>) -> Result<T, String> {
-    Err(m.into())
-}
-
-fn truthy(v: &Value) -> Result<(), String> {
+fn truthy(v: &Value) -> Check {
     match v {
         Value::Bool(true) => Ok(()),
-        other => err(format!("only `true` is supported, got {other}")),
+        other => mismatch(format!("only `true` is supported, got {other}")),
     }
 }
 
 /// The §9 invariants; `None` for other names.
-pub(crate) fn check(
-    name: &str,
-    v: &Value,
-    run: &Run<'_>,
-    records: &[Record],
-) -> Option<Result<(), String>> {
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>, records: &[Record]) -> Option<Check> {
     let reads: Vec<(&super::Site, &Value)> = records
         .iter()
         .filter_map(|r| match r {
@@ -41,20 +33,20 @@ pub(crate) fn check(
         .iter()
         .map(|(s, _)| s.invocation_id.as_str())
         .collect();
-    let check = || -> Result<(), String> {
+    let check = || -> Check {
         truthy(v)?;
         if reads.is_empty() {
-            return err("no queryable-observer read was recorded");
+            return mismatch("no queryable-observer read was recorded");
         }
         match name {
             "observer_attach_emit_consume_cycle_works" => {
                 match run.meta.observers.iter().find(|o| o.total() == 0) {
-                    Some(o) => err(format!("observer `{}` received no event", o.name)),
+                    Some(o) => mismatch(format!("observer `{}` received no event", o.name)),
                     None => Ok(()),
                 }
             }
             "read_returns_non_negative_integer" => match reads.iter().find(|(_, v)| !v.is_u64()) {
-                Some((_, v)) => err(format!("read returned {v}")),
+                Some((_, v)) => mismatch(format!("read returned {v}")),
                 None => Ok(()),
             },
             // A count never exceeds the node events emitted before the reading body ran.
@@ -63,7 +55,9 @@ pub(crate) fn check(
                     let bound = emitted_before(run, &site.invocation_id, &site.node)
                         .ok_or_else(|| format!("no started event of `{}`", site.node))?;
                     if value.as_u64().is_none_or(|n| n > bound as u64) {
-                        return err(format!("read {value} exceeds the {bound} events emitted"));
+                        return mismatch(format!(
+                            "read {value} exceeds the {bound} events emitted"
+                        ));
                     }
                 }
                 Ok(())
@@ -78,7 +72,7 @@ pub(crate) fn check(
                         .map(|m| m.values().filter_map(Value::as_u64).sum())
                         .unwrap_or_default();
                     if total != Some(sum) || sum == 0 {
-                        return err(format!(
+                        return mismatch(format!(
                             "snapshot {snap}: total is not the sum of the breakdown"
                         ));
                     }
@@ -90,14 +84,14 @@ pub(crate) fn check(
                 if finals.iter().all(Option::is_some) {
                     Ok(())
                 } else {
-                    err("an invocation did not complete")
+                    mismatch("an invocation did not complete")
                 }
             }
             "no_auto_drop_on_completion_signal" => {
                 let acc = accumulator(run)?;
                 for (site, bucket) in &reads {
                     if bucket.is_null() {
-                        return err(format!(
+                        return mismatch(format!(
                             "the bucket of `{}` was gone at its last node",
                             site.invocation_id
                         ));
@@ -105,7 +99,7 @@ pub(crate) fn check(
                     // Events delivered after the explicit drop (the reading node's
                     // `completed`) re-created the bucket, and completion removed nothing.
                     if !acc.has_bucket(&site.invocation_id) {
-                        return err(format!(
+                        return mismatch(format!(
                             "the bucket of `{}` was dropped at completion",
                             site.invocation_id
                         ));
@@ -127,7 +121,7 @@ pub(crate) fn check(
                 if checked == invocations && absent.iter().all(|(_, a)| *a) {
                     Ok(())
                 } else {
-                    err(format!("after-drop checks: {absent:?}"))
+                    mismatch(format!("after-drop checks: {absent:?}"))
                 }
             }
             "per_invocation_id_bucket_isolation" => {
@@ -143,7 +137,7 @@ pub(crate) fn check(
                             .iter()
                             .any(|e| !e.as_str().is_some_and(|s| s.starts_with(&prefix)))
                     {
-                        return err(format!("bucket of `{}`: {events:?}", site.invocation_id));
+                        return mismatch(format!("bucket of `{}`: {events:?}", site.invocation_id));
                     }
                 }
                 Ok(())
@@ -160,10 +154,10 @@ pub(crate) fn check(
                 if dropped == invocations {
                     Ok(())
                 } else {
-                    err(format!("dropped {dropped:?}, read {invocations:?}"))
+                    mismatch(format!("dropped {dropped:?}, read {invocations:?}"))
                 }
             }
-            _ => err("unreachable"),
+            _ => mismatch("unreachable"),
         }
     };
     const NAMES: &[&str] = &[
@@ -181,18 +175,19 @@ pub(crate) fn check(
     NAMES.contains(&name).then(check)
 }
 
-fn accumulator<'r>(run: &'r Run<'_>) -> Result<&'r super::queryable::Queryable, String> {
-    run.meta
+fn accumulator<'r>(run: &'r Run<'_>) -> Check<&'r super::queryable::Queryable> {
+    Ok(run
+        .meta
         .observers
         .iter()
         .find(|o| o.kind == Kind::PerInvocationAccumulator)
         .map(|o| &**o)
-        .ok_or_else(|| "no per_invocation_accumulator observer".to_owned())
+        .ok_or_else(|| "no per_invocation_accumulator observer".to_owned())?)
 }
 
 /// The top-level nodes ran along the case's static edges from `entry`, and every
 /// declared field not written by a read directive kept its default.
-fn untouched(run: &Run<'_>, records: &[Record]) -> Result<(), String> {
+fn untouched(run: &Run<'_>, records: &[Record]) -> Check {
     let case = run.case;
     let mut path = Vec::new();
     let mut at = case
@@ -226,7 +221,7 @@ fn untouched(run: &Run<'_>, records: &[Record]) -> Result<(), String> {
         .map(|n| n.node_name.to_string())
         .collect();
     if ran != path {
-        return err(format!("ran {ran:?}, the edges route {path:?}"));
+        return mismatch(format!("ran {ran:?}, the edges route {path:?}"));
     }
     let read_fields: Vec<String> = case
         .get("nodes")
@@ -240,7 +235,7 @@ fn untouched(run: &Run<'_>, records: &[Record]) -> Result<(), String> {
         })
         .collect();
     if read_fields.is_empty() || !records.iter().any(|r| matches!(r, Record::Query { .. })) {
-        return err("no read directive ran");
+        return mismatch("no read directive ran");
     }
     let finals = super::lock(&run.meta.finals).clone();
     let fields = case.get("state").and_then(|s| s.get("fields"));
@@ -254,7 +249,7 @@ fn untouched(run: &Run<'_>, records: &[Record]) -> Result<(), String> {
             .unwrap_or(Value::Null);
         for state in finals.iter().flatten() {
             if state.get(&field) != Some(&default) {
-                return err(format!(
+                return mismatch(format!(
                     "field `{field}` changed to {:?}",
                     state.get(&field)
                 ));

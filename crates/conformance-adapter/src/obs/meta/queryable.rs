@@ -78,7 +78,8 @@ impl Queryable {
     /// Calls the read method `method` for `invocation_id` (§9.1: query-only).
     ///
     /// # Errors
-    /// A method this kind does not expose.
+    /// A method this kind does not expose (a node error's message: a node body
+    /// reads).
     pub(crate) fn read(&self, method: &str, invocation_id: &str) -> Result<Value, String> {
         let state = lock(&self.state);
         match (self.kind, method) {

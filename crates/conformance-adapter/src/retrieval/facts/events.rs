@@ -2,7 +2,9 @@
 
 use super::*;
 
-pub(in crate::retrieval) fn event_input_type(run: &Run<'_>) -> Result<(), String> {
+use crate::failure::{ensure, Check};
+
+pub(in crate::retrieval) fn event_input_type(run: &Run<'_>) -> Check {
     let t = input_type(run).ok_or("the call sets no input_type")?;
     let params = event(run)?
         .get("request_params")
@@ -13,7 +15,7 @@ pub(in crate::retrieval) fn event_input_type(run: &Run<'_>) -> Result<(), String
     })
 }
 
-pub(in crate::retrieval) fn event_request_params_empty(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn event_request_params_empty(run: &Run<'_>) -> Check {
     let params = event(run)?
         .get("request_params")
         .cloned()
@@ -24,7 +26,7 @@ pub(in crate::retrieval) fn event_request_params_empty(run: &Run<'_>) -> Result<
     )
 }
 
-fn event_mirrors(run: &Run<'_>, key: &str, null: Option<bool>) -> Result<(), String> {
+fn event_mirrors(run: &Run<'_>, key: &str, null: Option<bool>) -> Check {
     let (e, r) = (
         event(run)?.get(key).cloned().unwrap_or(Value::Null),
         field(run, key)?,
@@ -39,14 +41,14 @@ fn event_mirrors(run: &Run<'_>, key: &str, null: Option<bool>) -> Result<(), Str
     }
 }
 
-pub(in crate::retrieval) fn event_usage_null_mirrors(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn event_usage_null_mirrors(run: &Run<'_>) -> Check {
     event_mirrors(run, "usage", Some(true))
 }
 
-pub(in crate::retrieval) fn event_usage_mirrors_present(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn event_usage_mirrors_present(run: &Run<'_>) -> Check {
     event_mirrors(run, "usage", Some(false))
 }
 
-pub(in crate::retrieval) fn event_response_id_null_mirrors(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn event_response_id_null_mirrors(run: &Run<'_>) -> Check {
     event_mirrors(run, "response_id", Some(true))
 }

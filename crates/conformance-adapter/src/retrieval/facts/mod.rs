@@ -10,42 +10,36 @@ use super::oracle::{self, sound};
 use super::providers::Kind;
 
 /// A fact: holds, or a reason.
-pub(super) type Fact = fn(&Run<'_>) -> Result<(), String>;
+pub(super) type Fact = fn(&Run<'_>) -> Check;
 
-fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(why())
-    }
+fn record<'r>(run: &'r Run<'_>) -> Check<&'r Value> {
+    Ok(run
+        .record()
+        .ok_or_else(|| "the call returned no response".to_owned())?)
 }
 
-fn record<'r>(run: &'r Run<'_>) -> Result<&'r Value, String> {
-    run.record()
-        .ok_or_else(|| "the call returned no response".to_owned())
-}
-
-fn field<'r>(run: &'r Run<'_>, key: &str) -> Result<&'r Value, String> {
+fn field<'r>(run: &'r Run<'_>, key: &str) -> Check<&'r Value> {
     Ok(record(run)?.get(key).unwrap_or(&Value::Null))
 }
 
-fn vectors(run: &Run<'_>) -> Result<Vec<Vec<f64>>, String> {
-    serde_json::from_value(field(run, "vectors")?.clone()).map_err(|e| format!("vectors: {e}"))
+fn vectors(run: &Run<'_>) -> Check<Vec<Vec<f64>>> {
+    Ok(serde_json::from_value(field(run, "vectors")?.clone())
+        .map_err(|e| format!("vectors: {e}"))?)
 }
 
-fn results<'r>(run: &'r Run<'_>) -> Result<&'r Vec<Value>, String> {
-    field(run, "results")?
+fn results<'r>(run: &'r Run<'_>) -> Check<&'r Vec<Value>> {
+    Ok(field(run, "results")?
         .as_array()
-        .ok_or_else(|| "the record has no results".to_owned())
+        .ok_or_else(|| "the record has no results".to_owned())?)
 }
 
-fn indices(run: &Run<'_>) -> Result<Vec<u64>, String> {
+fn indices(run: &Run<'_>) -> Check<Vec<u64>> {
     results(run)?
         .iter()
         .map(|r| {
             r.get("index")
                 .and_then(Value::as_u64)
-                .ok_or_else(|| format!("result {r} has no index"))
+                .ok_or_else(|| Failure::mismatch(format!("result {r} has no index")))
         })
         .collect()
 }
@@ -64,31 +58,35 @@ fn input_type<'r>(run: &'r Run<'_>) -> Option<&'r str> {
     }
 }
 
-fn top_k(run: &Run<'_>) -> Result<u32, String> {
+fn top_k(run: &Run<'_>) -> Check<u32> {
     match run.call {
-        Call::Rerank(c) => c.top_k.ok_or_else(|| "the call passes no top_k".to_owned()),
+        Call::Rerank(c) => Ok(c
+            .top_k
+            .ok_or_else(|| "the call passes no top_k".to_owned())?),
         Call::Embed(_) => Err("not a rerank call".into()),
     }
 }
 
-fn wire_list<'r>(body: &'r Value, run: &Run<'_>) -> Result<&'r Vec<Value>, String> {
+fn wire_list<'r>(body: &'r Value, run: &Run<'_>) -> Check<&'r Vec<Value>> {
     let key = oracle::list_key(run.bound.mapping, run.call.kind());
-    body.get(key)
+    Ok(body
+        .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| format!("the request body carries no `{key}` list: {body}"))
+        .ok_or_else(|| format!("the request body carries no `{key}` list: {body}"))?)
 }
 
-fn every_body(run: &Run<'_>, f: impl Fn(&Value) -> Result<(), String>) -> Result<(), String> {
+fn every_body(run: &Run<'_>, f: impl Fn(&Value) -> Check) -> Check {
     let bodies = run.bodies();
     ensure(!bodies.is_empty(), || "no request reached the wire".into())?;
     bodies.into_iter().try_for_each(f)
 }
 
-fn embedding_types(body: &Value) -> Result<Vec<&str>, String> {
-    body.get("embedding_types")
+fn embedding_types(body: &Value) -> Check<Vec<&str>> {
+    Ok(body
+        .get("embedding_types")
         .and_then(Value::as_array)
         .and_then(|l| l.iter().map(Value::as_str).collect())
-        .ok_or_else(|| format!("the body carries no embedding_types string list: {body}"))
+        .ok_or_else(|| format!("the body carries no embedding_types string list: {body}"))?)
 }
 
 fn extras_types<'r>(run: &'r Run<'_>) -> Option<&'r Value> {
@@ -96,7 +94,7 @@ fn extras_types<'r>(run: &'r Run<'_>) -> Option<&'r Value> {
 }
 
 /// The first event of the call's success type.
-fn event<'r>(run: &'r Run<'_>) -> Result<&'r Value, String> {
+fn event<'r>(run: &'r Run<'_>) -> Check<&'r Value> {
     let want = match run.call.kind() {
         Kind::Embed => "EmbeddingEvent",
         Kind::Rerank => "RerankEvent",
@@ -111,15 +109,16 @@ fn event<'r>(run: &'r Run<'_>) -> Result<&'r Value, String> {
         other => Err(format!(
             "expected one {want}, the invocation dispatched {}",
             other.len()
-        )),
+        )
+        .into()),
     }
 }
 
-fn served_entries(run: &Run<'_>) -> Result<Vec<(u64, f64, Option<Value>)>, String> {
+fn served_entries(run: &Run<'_>) -> Check<Vec<(u64, f64, Option<Value>)>> {
     oracle::served_results(run)
 }
 
-fn echo_shapes(run: &Run<'_>) -> Result<Vec<&'static str>, String> {
+fn echo_shapes(run: &Run<'_>) -> Check<Vec<&'static str>> {
     Ok(served_entries(run)?
         .iter()
         .map(|(_, _, e)| match e {
@@ -143,3 +142,5 @@ pub(super) use self::call::*;
 pub(super) use self::events::*;
 pub(super) use self::response::*;
 pub(super) use self::wire::*;
+
+use crate::failure::{ensure, Check, Failure};

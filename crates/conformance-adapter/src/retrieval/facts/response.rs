@@ -2,12 +2,14 @@
 
 use super::*;
 
-pub(in crate::retrieval) fn one_vector_per_input(run: &Run<'_>) -> Result<(), String> {
+use crate::failure::{ensure, Check};
+
+pub(in crate::retrieval) fn one_vector_per_input(run: &Run<'_>) -> Check {
     let (got, want) = (vectors(run)?.len(), oracle::call_list(run).len());
     ensure(got == want, || format!("{got} vectors for {want} inputs"))
 }
 
-pub(in crate::retrieval) fn same_dims(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn same_dims(run: &Run<'_>) -> Check {
     let v = vectors(run)?;
     let first = v.first().map(Vec::len).ok_or("no vectors")?;
     ensure(v.iter().all(|x| x.len() == first), || {
@@ -15,7 +17,7 @@ pub(in crate::retrieval) fn same_dims(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn dims_field(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn dims_field(run: &Run<'_>) -> Check {
     let d = field(run, "dimensions")?
         .as_u64()
         .ok_or("no dimensions field")? as usize;
@@ -24,7 +26,7 @@ pub(in crate::retrieval) fn dims_field(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn vectors_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn vectors_from_wire(run: &Run<'_>) -> Check {
     let (got, want) = (vectors(run)?, oracle::vectors(run)?);
     ensure(got == want, || {
         format!("vectors {got:?}, the wire's input order gives {want:?}")
@@ -32,7 +34,7 @@ pub(in crate::retrieval) fn vectors_from_wire(run: &Run<'_>) -> Result<(), Strin
 }
 
 /// The vector at `i` is the wire's vector for input `i`.
-pub(in crate::retrieval) fn vector_at(run: &Run<'_>, i: usize) -> Result<(), String> {
+pub(in crate::retrieval) fn vector_at(run: &Run<'_>, i: usize) -> Check {
     let (got, want) = (vectors(run)?, oracle::vectors(run)?);
     ensure(got.get(i).is_some() && got.get(i) == want.get(i), || {
         format!(
@@ -43,76 +45,74 @@ pub(in crate::retrieval) fn vector_at(run: &Run<'_>, i: usize) -> Result<(), Str
     })
 }
 
-pub(in crate::retrieval) fn model_is_bound(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn model_is_bound(run: &Run<'_>) -> Check {
     let m = field(run, "model")?;
     ensure(m == run.bound.model.as_str(), || {
         format!("model {m}, bound `{}`", run.bound.model)
     })
 }
 
-pub(in crate::retrieval) fn response_id_null(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn response_id_null(run: &Run<'_>) -> Check {
     let id = field(run, "response_id")?;
     ensure(id.is_null(), || format!("response_id {id}, expected null"))
 }
 
-pub(in crate::retrieval) fn response_id_from_first(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn response_id_from_first(run: &Run<'_>) -> Check {
     let (got, want) = (field(run, "response_id")?, oracle::response_id(run));
     ensure(!want.is_null() && *got == want, || {
         format!("response_id {got}, the first answer's id is {want}")
     })
 }
 
-pub(in crate::retrieval) fn usage_null(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn usage_null(run: &Run<'_>) -> Check {
     let u = field(run, "usage")?;
     ensure(u.is_null(), || format!("usage {u}, expected null"))
 }
 
-pub(in crate::retrieval) fn usage_present(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn usage_present(run: &Run<'_>) -> Check {
     ensure(!field(run, "usage")?.is_null(), || "usage is null".into())
 }
 
-pub(in crate::retrieval) fn usage_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn usage_from_wire(run: &Run<'_>) -> Check {
     let (got, want) = (field(run, "usage")?, oracle::usage(run));
     ensure(*got == want, || {
         format!("usage {got}, the wire's figures give {want}")
     })
 }
 
-fn usage_figure(run: &Run<'_>, key: &str) -> Result<Value, String> {
+fn usage_figure(run: &Run<'_>, key: &str) -> Check<Value> {
     Ok(field(run, "usage")?
         .get(key)
         .cloned()
         .unwrap_or(Value::Null))
 }
 
-pub(in crate::retrieval) fn search_units_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn search_units_from_wire(run: &Run<'_>) -> Check {
     let got = usage_figure(run, "search_units")?;
     ensure(!got.is_null(), || "search_units is null".into())?;
     usage_from_wire(run)
 }
 
-pub(in crate::retrieval) fn search_units_null_unreported(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn search_units_null_unreported(run: &Run<'_>) -> Check {
     let got = usage_figure(run, "search_units")?;
     ensure(got.is_null(), || format!("search_units {got}"))?;
     usage_from_wire(run)
 }
 
-pub(in crate::retrieval) fn rerank_input_tokens_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn rerank_input_tokens_from_wire(run: &Run<'_>) -> Check {
     let got = usage_figure(run, "input_tokens")?;
     ensure(!got.is_null(), || "input_tokens is null".into())?;
     usage_from_wire(run)
 }
 
-pub(in crate::retrieval) fn rerank_input_tokens_null_unreported(
-    run: &Run<'_>,
-) -> Result<(), String> {
+pub(in crate::retrieval) fn rerank_input_tokens_null_unreported(run: &Run<'_>) -> Check {
     let got = usage_figure(run, "input_tokens")?;
     ensure(got.is_null(), || format!("input_tokens {got}"))?;
     usage_from_wire(run)
 }
 
 /// `raw` is the served body (one request) or the list of the served bodies.
-pub(in crate::retrieval) fn raw_verbatim(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn raw_verbatim(run: &Run<'_>) -> Check {
     let bodies = oracle::ok_bodies(run);
     let want = match bodies.as_slice() {
         [one] => (*one).clone(),
@@ -122,13 +122,13 @@ pub(in crate::retrieval) fn raw_verbatim(run: &Run<'_>) -> Result<(), String> {
     ensure(*got == want, || format!("raw {got}, served {want}"))
 }
 
-pub(in crate::retrieval) fn raw_is_object(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn raw_is_object(run: &Run<'_>) -> Check {
     ensure(field(run, "raw")?.is_object(), || {
         "raw is not an object".into()
     })
 }
 
-pub(in crate::retrieval) fn raw_list_of_objects(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn raw_list_of_objects(run: &Run<'_>) -> Check {
     let raw = field(run, "raw")?;
     let ok = raw
         .as_array()
@@ -138,7 +138,7 @@ pub(in crate::retrieval) fn raw_list_of_objects(run: &Run<'_>) -> Result<(), Str
     })
 }
 
-pub(in crate::retrieval) fn raw_has_extra_precisions(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn raw_has_extra_precisions(run: &Run<'_>) -> Check {
     let embeddings = field(run, "raw")?
         .get("embeddings")
         .and_then(Value::as_object)
@@ -148,7 +148,7 @@ pub(in crate::retrieval) fn raw_has_extra_precisions(run: &Run<'_>) -> Result<()
     })
 }
 
-pub(in crate::retrieval) fn nothing_stored(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn nothing_stored(run: &Run<'_>) -> Check {
     let stores = match run.call {
         Call::Embed(c) => c.stores_response_in.as_deref(),
         Call::Rerank(c) => c.stores_response_in.as_deref(),
@@ -162,7 +162,7 @@ pub(in crate::retrieval) fn nothing_stored(run: &Run<'_>) -> Result<(), String> 
     ensure(v.is_null(), || format!("`{stores}` holds {v}"))
 }
 
-pub(in crate::retrieval) fn sorted(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn sorted(run: &Run<'_>) -> Check {
     let scores: Vec<f64> = results(run)?
         .iter()
         .filter_map(|r| r.get("relevance_score")?.as_f64())
@@ -172,14 +172,14 @@ pub(in crate::retrieval) fn sorted(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn indices_valid(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn indices_valid(run: &Run<'_>) -> Check {
     let n = oracle::call_list(run).len() as u64;
     ensure(indices(run)?.iter().all(|i| *i < n), || {
         format!("an index is outside 0..{n}")
     })
 }
 
-pub(in crate::retrieval) fn indices_distinct(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn indices_distinct(run: &Run<'_>) -> Check {
     let mut i = indices(run)?;
     let n = i.len();
     i.sort_unstable();
@@ -187,14 +187,14 @@ pub(in crate::retrieval) fn indices_distinct(run: &Run<'_>) -> Result<(), String
     ensure(i.len() == n, || "an index repeats".into())
 }
 
-pub(in crate::retrieval) fn results_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn results_from_wire(run: &Run<'_>) -> Check {
     let (got, want) = (results(run)?, oracle::results(run)?);
     ensure(*got == want, || {
         format!("results {got:?}, the wire gives {want:?}")
     })
 }
 
-pub(in crate::retrieval) fn some_index_beyond_first_chunk(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn some_index_beyond_first_chunk(run: &Run<'_>) -> Check {
     let first = run
         .bodies()
         .first()
@@ -206,7 +206,7 @@ pub(in crate::retrieval) fn some_index_beyond_first_chunk(run: &Run<'_>) -> Resu
     })
 }
 
-pub(in crate::retrieval) fn echoes_from_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn echoes_from_wire(run: &Run<'_>) -> Check {
     let docs = |list: &[Value]| -> Vec<(Value, Value)> {
         list.iter()
             .map(|r| {
@@ -223,14 +223,14 @@ pub(in crate::retrieval) fn echoes_from_wire(run: &Run<'_>) -> Result<(), String
     })
 }
 
-pub(in crate::retrieval) fn some_string_echo(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn some_string_echo(run: &Run<'_>) -> Check {
     ensure(echo_shapes(run)?.contains(&"string"), || {
         "no served echo is a string".into()
     })?;
     echoes_from_wire(run)
 }
 
-pub(in crate::retrieval) fn omitted_echoes_null(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn omitted_echoes_null(run: &Run<'_>) -> Check {
     let omitted: Vec<u64> = served_entries(run)?
         .into_iter()
         .filter(|(_, _, e)| e.as_ref().is_none_or(Value::is_null))
@@ -249,14 +249,14 @@ pub(in crate::retrieval) fn omitted_echoes_null(run: &Run<'_>) -> Result<(), Str
     Ok(())
 }
 
-pub(in crate::retrieval) fn all_documents_null(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn all_documents_null(run: &Run<'_>) -> Check {
     let all = results(run)?
         .iter()
         .all(|r| r.get("document").is_none_or(Value::is_null));
     ensure(all, || "a result carries a document".into())
 }
 
-pub(in crate::retrieval) fn empty_echo_kept(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn empty_echo_kept(run: &Run<'_>) -> Check {
     let served: Vec<u64> = served_entries(run)?
         .into_iter()
         .filter(|(_, _, e)| e.as_ref() == Some(&Value::from("")))
@@ -276,33 +276,33 @@ pub(in crate::retrieval) fn empty_echo_kept(run: &Run<'_>) -> Result<(), String>
     ensure(kept, || "an empty echo was not surfaced as \"\"".into())
 }
 
-fn count(run: &Run<'_>) -> Result<usize, String> {
+fn count(run: &Run<'_>) -> Check<usize> {
     Ok(results(run)?.len())
 }
 
-pub(in crate::retrieval) fn count_le_documents(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_le_documents(run: &Run<'_>) -> Check {
     let (n, d) = (count(run)?, oracle::call_list(run).len());
     ensure(n <= d, || format!("{n} results for {d} documents"))
 }
 
-pub(in crate::retrieval) fn count_le_top_k(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_le_top_k(run: &Run<'_>) -> Check {
     let (n, k) = (count(run)?, top_k(run)? as usize);
     ensure(n <= k, || format!("{n} results for top_k {k}"))
 }
 
-pub(in crate::retrieval) fn count_below_top_k(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_below_top_k(run: &Run<'_>) -> Check {
     let (n, k) = (count(run)?, top_k(run)? as usize);
     ensure(n < k && n == served_entries(run)?.len(), || {
         format!("{n} results for top_k {k}")
     })
 }
 
-pub(in crate::retrieval) fn count_eq_top_k(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_eq_top_k(run: &Run<'_>) -> Check {
     let (n, k) = (count(run)?, top_k(run)? as usize);
     ensure(n == k, || format!("{n} results for top_k {k}"))
 }
 
-pub(in crate::retrieval) fn count_matches_served(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_matches_served(run: &Run<'_>) -> Check {
     let (n, s) = (count(run)?, served_entries(run)?.len());
     ensure(n == s, || format!("{n} results, the answer carries {s}"))
 }

@@ -2,7 +2,9 @@
 
 use super::*;
 
-pub(in crate::retrieval) fn bearer(run: &Run<'_>) -> Result<(), String> {
+use crate::failure::{ensure, Check};
+
+pub(in crate::retrieval) fn bearer(run: &Run<'_>) -> Check {
     let key = run
         .bound
         .api_key
@@ -25,7 +27,7 @@ pub(in crate::retrieval) fn bearer(run: &Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-pub(in crate::retrieval) fn routes_to_base_url(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn routes_to_base_url(run: &Run<'_>) -> Check {
     let want = format!(
         "{}{}",
         run.bound.base_url.trim_end_matches('/'),
@@ -43,7 +45,7 @@ pub(in crate::retrieval) fn routes_to_base_url(run: &Run<'_>) -> Result<(), Stri
     Ok(())
 }
 
-pub(in crate::retrieval) fn wire_model_bound(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_model_bound(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         ensure(
             b.get("model").and_then(Value::as_str) == Some(run.bound.model.as_str()),
@@ -57,12 +59,12 @@ pub(in crate::retrieval) fn wire_model_bound(run: &Run<'_>) -> Result<(), String
     })
 }
 
-pub(in crate::retrieval) fn wire_inputs_array(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_inputs_array(run: &Run<'_>) -> Check {
     every_body(run, |b| wire_list(b, run).map(|_| ()))
 }
 
 /// The wire list, concatenated over the requests, equals the caller's list.
-pub(in crate::retrieval) fn wire_inputs_verbatim(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_inputs_verbatim(run: &Run<'_>) -> Check {
     let mut sent = Vec::new();
     for b in run.bodies() {
         sent.extend(wire_list(b, run)?.iter().cloned());
@@ -77,7 +79,7 @@ pub(in crate::retrieval) fn wire_inputs_verbatim(run: &Run<'_>) -> Result<(), St
     })
 }
 
-pub(in crate::retrieval) fn wire_documents_strings(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_documents_strings(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         ensure(wire_list(b, run)?.iter().all(Value::is_string), || {
             format!("non-string documents: {b}")
@@ -85,7 +87,7 @@ pub(in crate::retrieval) fn wire_documents_strings(run: &Run<'_>) -> Result<(), 
     })
 }
 
-pub(in crate::retrieval) fn wire_input_prefixed(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_input_prefixed(run: &Run<'_>) -> Check {
     let prefix = match input_type(run) {
         Some("query") => run.bound.query_prefix.as_deref(),
         Some("document") => run.bound.document_prefix.as_deref(),
@@ -103,7 +105,7 @@ pub(in crate::retrieval) fn wire_input_prefixed(run: &Run<'_>) -> Result<(), Str
     })
 }
 
-pub(in crate::retrieval) fn wire_top_n(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_top_n(run: &Run<'_>) -> Check {
     let k = top_k(run)?;
     every_body(run, |b| {
         ensure(
@@ -113,7 +115,7 @@ pub(in crate::retrieval) fn wire_top_n(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-fn wire_declared_dimensions(run: &Run<'_>, key: &str) -> Result<(), String> {
+fn wire_declared_dimensions(run: &Run<'_>, key: &str) -> Check {
     let d = match run.call {
         Call::Embed(c) => c.config.dimensions.ok_or("the call sets no dimensions")?,
         Call::Rerank(_) => return Err("not an embedding call".into()),
@@ -126,15 +128,15 @@ fn wire_declared_dimensions(run: &Run<'_>, key: &str) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn wire_dimensions_declared(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_dimensions_declared(run: &Run<'_>) -> Check {
     wire_declared_dimensions(run, "dimensions")
 }
 
-pub(in crate::retrieval) fn wire_output_dimension_declared(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_output_dimension_declared(run: &Run<'_>) -> Check {
     wire_declared_dimensions(run, "output_dimension")
 }
 
-pub(in crate::retrieval) fn same_query(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn same_query(run: &Run<'_>) -> Check {
     let Call::Rerank(c) = run.call else {
         return Err("not a rerank call".into());
     };
@@ -146,7 +148,7 @@ pub(in crate::retrieval) fn same_query(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn wire_has_float(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_has_float(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         ensure(embedding_types(b)?.first() == Some(&"float"), || {
             format!("\"float\" is not first: {b}")
@@ -154,7 +156,7 @@ pub(in crate::retrieval) fn wire_has_float(run: &Run<'_>) -> Result<(), String> 
     })
 }
 
-pub(in crate::retrieval) fn float_once(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn float_once(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         let n = embedding_types(b)?
             .iter()
@@ -164,7 +166,7 @@ pub(in crate::retrieval) fn float_once(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn wire_has_extras_precisions(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn wire_has_extras_precisions(run: &Run<'_>) -> Check {
     let caller: Vec<&str> = extras_types(run)
         .and_then(Value::as_array)
         .and_then(|l| l.iter().map(Value::as_str).collect())
@@ -178,7 +180,7 @@ pub(in crate::retrieval) fn wire_has_extras_precisions(run: &Run<'_>) -> Result<
 }
 
 /// `"float"` first, then the caller's precisions in order, first occurrence kept.
-pub(in crate::retrieval) fn embedding_types_merged(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn embedding_types_merged(run: &Run<'_>) -> Check {
     let caller: Vec<&str> = extras_types(run)
         .and_then(Value::as_array)
         .and_then(|l| l.iter().map(Value::as_str).collect())
@@ -196,7 +198,7 @@ pub(in crate::retrieval) fn embedding_types_merged(run: &Run<'_>) -> Result<(), 
     })
 }
 
-pub(in crate::retrieval) fn no_extras_precision_on_wire(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn no_extras_precision_on_wire(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         let wire = embedding_types(b)?;
         ensure(wire == ["float"], || {
@@ -206,7 +208,7 @@ pub(in crate::retrieval) fn no_extras_precision_on_wire(run: &Run<'_>) -> Result
 }
 
 /// TEI `/embed`'s minimal body: `{inputs[, prompt_name][, dimensions]}`.
-pub(in crate::retrieval) fn tei_embed_body_minimal(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn tei_embed_body_minimal(run: &Run<'_>) -> Check {
     every_body(run, |b| {
         let extra = b.as_object().and_then(|o| {
             o.keys()
@@ -218,7 +220,7 @@ pub(in crate::retrieval) fn tei_embed_body_minimal(run: &Run<'_>) -> Result<(), 
 
 /// An extras `truncate` equal to the managed value leaves the wire at that value,
 /// or (TEI `/embed`, relying on the default) absent.
-pub(in crate::retrieval) fn truncate_noop(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn truncate_noop(run: &Run<'_>) -> Check {
     let extra = extras(run)
         .get("truncate")
         .ok_or("the call's extras carry no truncate")?;
@@ -231,7 +233,7 @@ pub(in crate::retrieval) fn truncate_noop(run: &Run<'_>) -> Result<(), String> {
 }
 
 /// The chunks are the consecutive count-based slices at the provider's cap.
-pub(in crate::retrieval) fn count_chunked(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn count_chunked(run: &Run<'_>) -> Check {
     let cap = run.bound.cap.ok_or("the mapping has no per-call cap")?;
     let want: Vec<usize> = oracle::call_list(run)
         .chunks(cap.max(1))
@@ -247,7 +249,7 @@ pub(in crate::retrieval) fn count_chunked(run: &Run<'_>) -> Result<(), String> {
     })
 }
 
-pub(in crate::retrieval) fn over_cap_chunked(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn over_cap_chunked(run: &Run<'_>) -> Check {
     let cap = run.bound.cap.ok_or("the mapping has no per-call cap")?;
     ensure(oracle::call_list(run).len() > cap, || {
         "the call is not over the cap".into()
@@ -263,7 +265,7 @@ pub(in crate::retrieval) fn over_cap_chunked(run: &Run<'_>) -> Result<(), String
     })
 }
 
-pub(in crate::retrieval) fn identical_params(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn identical_params(run: &Run<'_>) -> Check {
     let key = oracle::list_key(run.bound.mapping, run.call.kind());
     let mut rest = run.bodies().into_iter().map(|b| {
         let mut b = b.clone();
@@ -280,13 +282,13 @@ pub(in crate::retrieval) fn identical_params(run: &Run<'_>) -> Result<(), String
     })
 }
 
-pub(in crate::retrieval) fn chunked(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn chunked(run: &Run<'_>) -> Check {
     ensure(run.requests.len() > 1, || {
         format!("the call went out in {} request(s)", run.requests.len())
     })
 }
 
-pub(in crate::retrieval) fn one_request_all_inputs(run: &Run<'_>) -> Result<(), String> {
+pub(in crate::retrieval) fn one_request_all_inputs(run: &Run<'_>) -> Check {
     let n = oracle::call_list(run).len();
     ensure(n >= 2, || "the call has fewer than two inputs".into())?;
     wire_inputs_verbatim(run)

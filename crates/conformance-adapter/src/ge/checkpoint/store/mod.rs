@@ -23,6 +23,7 @@ use openarmature_graph::checkpoint::{
 use openarmature_graph::BoxError;
 use serde_json::Value;
 
+use crate::failure::{Check, Failure};
 use crate::ge::harness::lock;
 
 /// The id a `seeded_record` is stored under (and resumed from).
@@ -99,7 +100,7 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    pub(crate) fn new(crash: Option<Crash>, flush_every: Option<usize>) -> Result<Self, String> {
+    pub(crate) fn new(crash: Option<Crash>, flush_every: Option<usize>) -> Check<Self> {
         let inner = crate::backends::checkpointer()
             .transpose()?
             .unwrap_or_else(|| Arc::new(InMemoryCheckpointer::new()));
@@ -131,7 +132,7 @@ impl Store {
         &self,
         invocation_id: &str,
         fields: &serde_json::Map<String, Value>,
-    ) -> Result<(), String> {
+    ) -> Check {
         let mut record = self
             .latest(invocation_id)
             .await
@@ -148,7 +149,7 @@ impl Store {
         self.inner
             .save(invocation_id, record)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(Failure::mismatch)
     }
 
     /// Stores `record` and, at the boundary, never returns.
@@ -192,12 +193,12 @@ impl Store {
     }
 
     /// Stores a record without going through the engine (`seeded_record`).
-    pub(crate) async fn seed(&self, record: CheckpointRecord) -> Result<(), String> {
+    pub(crate) async fn seed(&self, record: CheckpointRecord) -> Check {
         let id = record.invocation_id.clone();
         self.inner
             .save(&id, record)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(Failure::mismatch)
     }
 
     /// Resolves once the crash boundary's save has been stored (never without one).

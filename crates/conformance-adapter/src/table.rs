@@ -1,0 +1,160 @@
+//! Spec: conformance-adapter §5 (named invariants), §8.2 (unknown names fail loudly) —
+//! name → check dispatch as data.
+//!
+//! A runner keeps the invariant (or directive) names it understands in a `const`
+//! [`Table`]: each name a fixture may write, with the check it runs. [`lookup`] is
+//! the one way a runner finds a name's check; a name in no table is the runner's
+//! `Unsupported` failure. [`registry`] lists every table with the fixture key its
+//! names appear under, so a test can hold the tables and the fixtures to each other
+//! (every name a fixture uses has a check, every check is used).
+
+use crate::failure::{Check, Failure};
+
+/// Each name a fixture may write, with the check (or the check's description) it
+/// maps to. Aliases are separate entries mapping to the same check.
+pub(crate) type Table<F> = [(&'static str, F)];
+
+/// The check `name` maps to in `table`, if any.
+pub(crate) fn lookup<F: Copy>(table: &Table<F>, name: &str) -> Option<F> {
+    table.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// The check the invariant `name` maps to in `table`, or the `Unsupported`
+/// failure naming it (§8.2: an unknown name fails loudly).
+///
+/// # Errors
+/// `name` is not in `table`.
+pub(crate) fn invariant<F: Copy>(table: &Table<F>, name: &str) -> Check<F> {
+    lookup(table, name).ok_or_else(|| {
+        Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
+    })
+}
+
+/// The names of `table`, in table order.
+pub(crate) fn names<F>(table: &'static Table<F>) -> Vec<&'static str> {
+    table.iter().map(|(n, _)| *n).collect()
+}
+
+/// One table of named checks and where fixtures write its names.
+#[derive(Debug, Clone, Copy)]
+pub struct NamedChecks {
+    /// The table (a module path, for messages).
+    pub table: &'static str,
+    /// The capability directory whose fixtures use these names.
+    pub capability: &'static str,
+    /// The mapping keys under which fixtures list the names (at any depth; the
+    /// names are that mapping's keys).
+    pub keys: &'static [&'static str],
+    /// The names the table knows.
+    pub names: fn() -> Vec<&'static str>,
+    /// Whether the tables of this capability and key know every name its runner
+    /// accepts. `false` while some of the names are still dispatched elsewhere (then
+    /// only "every entry is used" can be judged).
+    pub complete: bool,
+}
+
+/// Every name → check table of the adapter. Tables sharing a capability and key
+/// are consulted together (a name is known when any of them has it).
+pub fn registry() -> &'static [NamedChecks] {
+    REGISTRY
+}
+
+const REGISTRY: &[NamedChecks] = &[
+    NamedChecks {
+        table: "llm::invariants",
+        capability: "llm-provider",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::llm::INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "llm::stream_checks",
+        capability: "llm-provider",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::llm::STREAM_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "harness::invariants",
+        capability: "harness",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::harness::INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "chat::invariants",
+        capability: "harness-chat",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::chat::INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "suspension::invariants",
+        capability: "suspension",
+        keys: &["invariants", "observer_event_invariants"],
+        complete: true,
+        names: crate::suspension::INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "sessions::invariants",
+        capability: "sessions",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::sessions::INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "retrieval::invariants",
+        capability: "retrieval-provider",
+        keys: &["invariants"],
+        complete: true,
+        names: crate::retrieval::INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::usage_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::USAGE_INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::tool_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::TOOL_INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::metric_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::METRIC_INVARIANT_NAMES,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_finds_a_name_and_only_that_name() {
+        const T: &Table<u8> = &[("a", 1), ("b", 2), ("alias_of_b", 2)];
+        assert_eq!(lookup(T, "b"), Some(2));
+        assert_eq!(lookup(T, "alias_of_b"), Some(2));
+        assert_eq!(lookup(T, "c"), None);
+        assert_eq!(names(T), ["a", "b", "alias_of_b"]);
+    }
+
+    #[test]
+    fn no_table_lists_a_name_twice() {
+        for t in registry() {
+            let names = (t.names)();
+            for (i, n) in names.iter().enumerate() {
+                assert!(!names[i + 1..].contains(n), "{}: `{n}` twice", t.table);
+            }
+        }
+    }
+}
