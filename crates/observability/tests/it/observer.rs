@@ -9,7 +9,7 @@ use openarmature_core::vocab::llm::{
     LlmUsage, RetryReason,
 };
 use openarmature_graph::{
-    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
+    CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
 };
 use openarmature_observability::attributes as a;
 use openarmature_observability::{InvokeError, OtelObserver, OtelObserverBuilder};
@@ -17,36 +17,9 @@ use opentelemetry::logs::Severity;
 use opentelemetry::trace::Status;
 use opentelemetry::Value;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::json;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Set by the node.
-        pub done: bool,
-    }
-}
-
-fn provider() -> (InMemorySpanExporter, SdkTracerProvider) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    (exporter, provider)
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<Value> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
-}
-
-fn named<'s>(spans: &'s [SpanData], name: &str) -> Vec<&'s SpanData> {
-    spans.iter().filter(|s| s.name == name).collect()
-}
+use crate::support::{attr, named, report_completed, span_capture, text, Doc, DocUpdate};
 
 /// A node that reports a two-attempt LLM call (a transient failure, then a reply).
 fn llm_graph() -> CompiledGraph<Doc> {
@@ -101,7 +74,7 @@ fn llm_graph() -> CompiledGraph<Doc> {
 
 #[tokio::test]
 async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let done = otel
         .invoke(&llm_graph(), Doc::default(), InvokeOptions::default())
@@ -157,7 +130,7 @@ async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
 
 #[tokio::test]
 async fn disable_llm_spans_keeps_every_other_span() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider)
         .disable_llm_spans(true)
         .disable_genai_semconv(true)
@@ -183,7 +156,7 @@ fn simple_graph() -> CompiledGraph<Doc> {
 
 #[tokio::test]
 async fn a_graph_attached_observer_closes_invocations_in_close_all() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let graph = simple_graph();
     graph.attach_observer(Registration::new("otel", otel.clone()));
@@ -207,7 +180,7 @@ async fn a_graph_attached_observer_closes_invocations_in_close_all() {
 
 #[tokio::test]
 async fn log_records_carry_their_node_span_and_correlation_id() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let logs = InMemoryLogExporter::default();
     let logger_provider = SdkLoggerProvider::builder()
         .with_simple_exporter(logs.clone())
@@ -256,7 +229,7 @@ async fn log_records_carry_their_node_span_and_correlation_id() {
 
 #[tokio::test]
 async fn reserved_metadata_is_rejected_before_anything_runs() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel: OtelObserver = OtelObserverBuilder::from_tracer(
         opentelemetry::trace::TracerProvider::tracer(&provider, "custom"),
     )
@@ -279,7 +252,7 @@ async fn reserved_metadata_is_rejected_before_anything_runs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_invoke_still_closes_the_invocation_span() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let graph = GraphBuilder::new(Doc::default())
         .add_node("stuck", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
@@ -314,7 +287,7 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
                         .cloned()
                         .unwrap(),
                 );
-                let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
+                let reply = LlmResponseSummary::new(
                     None,
                     None,
                     LlmUsage::default(),
@@ -323,15 +296,8 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
                     Some(vec![
                         json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
                     ]),
-                )));
-                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    ctx.call_site(),
-                    request,
-                    0,
-                    None,
-                    reply,
-                    Some(1.0),
-                )));
+                );
+                report_completed(&ctx, request, reply, 1.0);
                 Ok(DocUpdate::default().done(true))
             }
         })
@@ -341,13 +307,9 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
         .unwrap()
 }
 
-fn string_attr(span: &SpanData, key: &str) -> Option<String> {
-    attr(span, key).map(|v| v.as_str().into_owned())
-}
-
 #[tokio::test]
 async fn payload_is_off_by_default_and_capped_when_on() {
-    let (exporter, default_tracing) = provider();
+    let (exporter, default_tracing) = span_capture();
     let otel = OtelObserver::builder(&default_tracing).build();
     otel.invoke(
         &payload_graph("hi".into()),
@@ -372,7 +334,7 @@ async fn payload_is_off_by_default_and_capped_when_on() {
         Some(Value::I64(1))
     );
 
-    let (exporter, tracing) = provider();
+    let (exporter, tracing) = span_capture();
     let otel = OtelObserver::builder(&tracing)
         .disable_provider_payload(false)
         .payload_byte_cap(256)
@@ -388,29 +350,26 @@ async fn payload_is_off_by_default_and_capped_when_on() {
     .unwrap();
     let spans = exporter.get_finished_spans().unwrap();
     let llm = named(&spans, a::LLM_SPAN)[0];
-    let messages = string_attr(llm, a::LLM_INPUT_MESSAGES).unwrap();
+    let messages = text(llm, a::LLM_INPUT_MESSAGES).unwrap();
     let full = format!(r#"[{{"content":"{long}","role":"user"}}]"#);
     let marker = format!("…[truncated, {} bytes total]", full.len());
     assert!(messages.len() <= 256);
     let prefix = messages.strip_suffix(&marker).expect("the marker ends it");
     assert!(full.starts_with(prefix));
+    assert_eq!(text(llm, a::LLM_OUTPUT_CONTENT).as_deref(), Some("hello"));
     assert_eq!(
-        string_attr(llm, a::LLM_OUTPUT_CONTENT).as_deref(),
-        Some("hello")
-    );
-    assert_eq!(
-        string_attr(llm, a::LLM_OUTPUT_TOOL_CALLS).as_deref(),
+        text(llm, a::LLM_OUTPUT_TOOL_CALLS).as_deref(),
         Some(r#"[{"arguments":{"q":"x"},"id":"c1","name":"search"}]"#)
     );
     assert_eq!(
-        string_attr(llm, a::LLM_REQUEST_EXTRAS).as_deref(),
+        text(llm, a::LLM_REQUEST_EXTRAS).as_deref(),
         Some(r#"{"repetition_penalty":1.05}"#)
     );
 }
 
 #[test]
 fn a_payload_cap_below_256_bytes_is_rejected() {
-    let (_exporter, provider) = provider();
+    let (_exporter, provider) = span_capture();
     let err = OtelObserver::builder(&provider)
         .payload_byte_cap(255)
         .unwrap_err();
@@ -419,7 +378,7 @@ fn a_payload_cap_below_256_bytes_is_rejected() {
 
 #[tokio::test]
 async fn a_registration_renders_the_invocation_from_lifecycle_events() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let graph = GraphBuilder::new(Doc::default())
         .add_node("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {

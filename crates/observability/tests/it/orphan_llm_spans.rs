@@ -15,18 +15,18 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+
 use openarmature_graph::{
     state, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError, State,
     END,
 };
-use openarmature_llm::{
-    AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, Message, Provider,
-    Response, Usage, WireRequest,
-};
+use openarmature_llm::{CompletionRequest, Message, Provider, Usage};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::{Branch, FanOutNode, ParallelBranchesNode, SubgraphBranch};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
+
+use crate::support::{ok_response, span_capture, text, TestProvider};
 
 state! {
     /// The invoked graph's state.
@@ -59,34 +59,14 @@ state! {
     }
 }
 
-/// Answers every call with the same completion.
-struct Always;
-
-impl Provider for Always {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+/// Answers every call with the same completion, after yielding once.
+fn always() -> TestProvider {
+    TestProvider::answering(|| {
         Box::pin(async {
             tokio::task::yield_now().await;
-            Ok(Response::new(
-                AssistantMessage {
-                    content: Some(Content::Text("ok".into())),
-                    tool_calls: Vec::new(),
-                },
-                FinishReason::Stop,
-                Usage::default(),
-                serde_json::json!({}),
-                None,
-            ))
+            Ok(ok_response(Usage::default()))
         })
-    }
+    })
 }
 
 /// A guardrail-style middleware: one LLM call on the node's behalf, before `next`
@@ -102,7 +82,7 @@ impl Guard {
             tokio::task::yield_now().await;
         }
         let request = CompletionRequest::new(vec![Message::user("check")]).in_node(ctx);
-        Always.complete(&request).await?;
+        always().complete(&request).await?;
         Ok(())
     }
 }
@@ -140,10 +120,7 @@ fn leaf(guard: Guard) -> CompiledGraph<Leaf> {
 }
 
 async fn spans(graph: &CompiledGraph<Outer>) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let initial = Outer { xs: vec![7] };
     otel.invoke(graph, initial, InvokeOptions::default())
@@ -158,13 +135,6 @@ fn parent<'s>(spans: &'s [SpanData], s: &SpanData) -> &'s SpanData {
         .iter()
         .find(|p| p.span_context.span_id() == s.parent_span_id)
         .unwrap_or_else(|| panic!("`{}` has no exported parent", s.name))
-}
-
-fn text(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.as_str().into_owned())
 }
 
 fn llm_spans(spans: &[SpanData]) -> Vec<&SpanData> {

@@ -15,8 +15,10 @@ use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use opentelemetry::trace::Status;
 use opentelemetry::Value as OtelValue;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
+
+use crate::support::{attr, span_capture};
 
 state! {
     /// What the node kept of its tool calls.
@@ -82,10 +84,7 @@ fn graph(events: &Events) -> CompiledGraph<Doc> {
 async fn run(payload: bool) -> (Doc, Vec<SpanData>, Vec<Arc<ObserverEvent>>) {
     let events: Events = Arc::default();
     let graph = graph(&events);
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider)
         .disable_provider_payload(!payload)
         .build();
@@ -96,13 +95,6 @@ async fn run(payload: bool) -> (Doc, Vec<SpanData>, Vec<Arc<ObserverEvent>>) {
     graph.drain(None).await;
     let events = events.lock().unwrap().clone();
     (done.state, exporter.get_finished_spans().unwrap(), events)
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<OtelValue> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
 }
 
 fn tool_span<'s>(spans: &'s [SpanData], name: &str) -> &'s SpanData {
