@@ -286,24 +286,7 @@ async fn classify_derives_the_category_skipping_carriers() {
     assert_eq!(err.original_message(), "bad json");
 
     // Nested subgraphs: two carriers, same derivation.
-    let inner = GraphBuilder::new(Child::default())
-        .add_node(
-            "call",
-            child_flaky(&counter(), u32::MAX, |_| {
-                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
-                    .into()
-            }),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
-    let middle = GraphBuilder::new(Child::default())
-        .add_node("inner_sub", SubgraphNode::<Child, Child>::new(inner))
-        .add_edge("inner_sub", END)
-        .entry("inner_sub")
-        .compile()
-        .unwrap();
+    let middle = nested_call(child_flaky(&counter(), u32::MAX, down));
     let graph = GraphBuilder::new(S::default())
         .add_node("sub", SubgraphNode::<S, Child>::new(middle))
         .add_edge("sub", END)

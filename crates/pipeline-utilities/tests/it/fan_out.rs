@@ -108,6 +108,30 @@ fn compile_error(fan: FanOutNode<Batch, Item>) -> CompileError {
         .expect("the graph must not compile")
 }
 
+/// Run counters for items 0..3 and a worker writing `y = x * 10` whose item 1 fails
+/// its first run (`provider_unavailable`).
+pub(crate) fn item_one_fails_once() -> (Arc<Vec<AtomicU32>>, CompiledGraph<Item>) {
+    let calls: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
+    let c = Arc::clone(&calls);
+    let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
+        let run = c[s.x as usize].fetch_add(1, Ordering::SeqCst);
+        async move {
+            if s.x == 1 && run == 0 {
+                return Err(fail("provider_unavailable", "flaky"));
+            }
+            Ok(ItemUpdate::default().y(s.x * 10))
+        }
+    });
+    (calls, graph)
+}
+
+/// An instance retry with a constant 10 ms backoff.
+pub(crate) fn instance_retry() -> Arc<dyn Middleware<Item>> {
+    Arc::new(RetryMiddleware::new(
+        RetryConfig::default().backoff(Constant(Duration::from_millis(10))),
+    ))
+}
+
 pub(crate) fn batch(xs: Vec<i64>) -> Batch {
     Batch {
         xs,
@@ -845,20 +869,8 @@ fn a_static_degraded_update_without_the_collect_field_is_rejected() {
 
 #[tokio::test(start_paused = true)]
 async fn instance_retry_reruns_only_the_failing_instance() {
-    let calls: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
-    let c = Arc::clone(&calls);
-    let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
-        let run = c[s.x as usize].fetch_add(1, Ordering::SeqCst);
-        async move {
-            if s.x == 1 && run == 0 {
-                return Err(fail("provider_unavailable", "flaky"));
-            }
-            Ok(ItemUpdate::default().y(s.x * 10))
-        }
-    });
-    let retry: Arc<dyn Middleware<Item>> = Arc::new(RetryMiddleware::new(
-        RetryConfig::default().backoff(Constant(Duration::from_millis(10))),
-    ));
+    let (calls, graph) = item_one_fails_once();
+    let retry = instance_retry();
     let (graph, events) =
         parent(FanOutNode::over_items(graph, "xs", "x", "y", "ys").instance_middleware(retry));
     let out = graph.invoke(batch(vec![0, 1, 2])).await.unwrap();

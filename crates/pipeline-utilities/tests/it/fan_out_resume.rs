@@ -18,7 +18,7 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::{ErrorPolicy, FanOutNode};
 
-use crate::common::{Group, Outer};
+use crate::common::{resume, Group, Outer};
 use serde_json::json;
 
 openarmature_graph::state! {
@@ -99,6 +99,16 @@ fn batch(
         .unwrap()
 }
 
+/// A script whose input `x` fails while `failing` is set (it is, at first).
+fn failing_on(x: i64) -> Arc<Script> {
+    let script = Arc::new(Script {
+        fail_on: vec![x],
+        ..Script::default()
+    });
+    script.failing.store(true, Ordering::SeqCst);
+    script
+}
+
 fn input(xs: &[i64]) -> Batch {
     Batch {
         xs: xs.to_vec(),
@@ -116,11 +126,7 @@ fn states(record: &CheckpointRecord) -> Vec<InstanceState> {
 
 #[tokio::test]
 async fn completed_instances_are_skipped_and_roll_forward_once() {
-    let script = Arc::new(Script {
-        fail_on: vec![30],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(30);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::FailFast, &store);
     let err = graph
@@ -135,13 +141,7 @@ async fn completed_instances_are_skipped_and_roll_forward_once() {
 
     script.failing.store(false, Ordering::SeqCst);
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(*script.ran.lock().unwrap(), [30, 40]);
     assert_eq!(resumed.state.ys, [10, 20, 30, 40]);
     assert_eq!(resumed.state.notes, ["n10", "n20", "n30", "n40"]);
@@ -152,11 +152,7 @@ async fn completed_instances_are_skipped_and_roll_forward_once() {
 
 #[tokio::test]
 async fn collected_errors_roll_forward_without_a_rerun() {
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::Collect, &store);
     let first = graph
@@ -181,13 +177,7 @@ async fn collected_errors_roll_forward_without_a_rerun() {
     store.save("seeded", record).await.unwrap();
 
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation("seeded"),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, "seeded").await.unwrap();
     assert_eq!(*script.ran.lock().unwrap(), [30]);
     assert_eq!(resumed.state.ys, [10, 30]);
     assert_eq!(resumed.state.notes, ["n10", "n30"]);
@@ -197,11 +187,7 @@ async fn collected_errors_roll_forward_without_a_rerun() {
 
 #[tokio::test]
 async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::FailFast, &store);
     let err = graph
@@ -213,13 +199,7 @@ async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
     record.parent_states.clear();
     store.save("drifted", record).await.unwrap();
     script.ran.lock().unwrap().clear();
-    let err = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation("drifted"),
-        )
-        .await
-        .unwrap_err();
+    let err = resume(&graph, "drifted").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointRecordInvalid);
     assert!(script.ran.lock().unwrap().is_empty());
 }
@@ -278,13 +258,7 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
         )
         .await
         .unwrap();
-    let out = graph
-        .invoke_with(
-            Outer::default(),
-            InvokeOptions::default().resume_invocation("lineaged"),
-        )
-        .await
-        .unwrap();
+    let out = resume(&graph, "lineaged").await.unwrap();
     assert_eq!(out.state.all, [vec![1, 2, 3], vec![4, 5, 6]]);
     let mut ran = script.ran.lock().unwrap().clone();
     ran.sort_unstable();
@@ -299,13 +273,7 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
         )
         .await
         .unwrap();
-    let out = graph
-        .invoke_with(
-            Outer::default(),
-            InvokeOptions::default().resume_invocation("legacy"),
-        )
-        .await
-        .unwrap();
+    let out = resume(&graph, "legacy").await.unwrap();
     assert_eq!(out.state.all, [vec![1, 2, 3], vec![4, 5, 6]]);
     assert_eq!(script.ran.lock().unwrap().len(), 6);
 }
@@ -315,11 +283,7 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
 #[tokio::test]
 async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
     use openarmature_graph::SubgraphNode;
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let prep_runs = Arc::new(Mutex::new(0));
     let runs = Arc::clone(&prep_runs);
     let prep = GraphBuilder::new(Batch::default())
@@ -349,13 +313,7 @@ async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
         .unwrap_err();
     script.failing.store(false, Ordering::SeqCst);
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(*prep_runs.lock().unwrap(), 1);
     assert_eq!(*script.ran.lock().unwrap(), [20, 30]);
     assert_eq!(resumed.state.ys, [10, 20, 30]);
