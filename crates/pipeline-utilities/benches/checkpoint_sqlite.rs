@@ -13,14 +13,13 @@
 
 #![allow(clippy::expect_used, missing_docs)]
 
-use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
 use openarmature_graph::CompiledGraph;
 use openarmature_pipeline::SqliteCheckpointer;
-use openarmature_testkit::workload::{counting_chain, timed_fan_outs, Counter};
+use openarmature_testkit::workload::{counting_chain, invoke_once, timed_fan_outs, Counter};
 
 fn graph(nodes: usize, store: Option<SqliteCheckpointer>) -> CompiledGraph<Counter> {
     let mut b = counting_chain(nodes);
@@ -43,17 +42,11 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(nodes as u64));
         let plain = graph(nodes, None);
         group.bench_with_input(BenchmarkId::new("none", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(plain.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &plain))
         });
         let durable = graph(nodes, Some(store.clone()));
         group.bench_with_input(BenchmarkId::new("sqlite", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(durable.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &durable))
         });
     }
     group.finish();

@@ -12,7 +12,6 @@
 
 #![allow(clippy::expect_used, missing_docs)]
 
-use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -20,7 +19,7 @@ use openarmature_graph::checkpoint::Checkpointer;
 use openarmature_graph::CompiledGraph;
 use openarmature_pipeline::SqliteCheckpointer;
 use openarmature_postgres::{PgBackend, PgConfig};
-use openarmature_testkit::workload::{counting_chain, timed_fan_outs, Counter};
+use openarmature_testkit::workload::{counting_chain, invoke_once, timed_fan_outs, Counter};
 
 fn graph(nodes: usize, store: Option<Arc<dyn Checkpointer>>) -> CompiledGraph<Counter> {
     let mut b = counting_chain(nodes);
@@ -51,17 +50,11 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(nodes as u64));
         let plain = graph(nodes, None);
         group.bench_with_input(BenchmarkId::new("none", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(plain.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &plain))
         });
         let durable = graph(nodes, Some(Arc::new(backend.checkpointer())));
         group.bench_with_input(BenchmarkId::new("postgres", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(durable.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &durable))
         });
         let sqlite = graph(
             nodes,
@@ -70,10 +63,7 @@ fn bench(c: &mut Criterion) {
             )),
         );
         group.bench_with_input(BenchmarkId::new("sqlite", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(sqlite.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &sqlite))
         });
     }
     group.finish();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{state, GraphBuilder, NodeCtx, Target, END};
+use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
 
 use openarmature_graph::checkpoint::{
     CheckpointRecord, Checkpointer, FanOutProgress, InstanceProgress, InstanceState, NodePosition,
@@ -40,6 +40,16 @@ pub fn counting_chain(nodes: usize) -> GraphBuilder<Counter> {
             .add_edge(format!("n{i}"), next);
     }
     b.entry("n0")
+}
+
+/// One invocation of a [`counting_chain`] graph on `rt`, from a black-boxed default
+/// state (a bench's timed body).
+///
+/// # Panics
+/// When the invocation fails.
+pub fn invoke_once(rt: &tokio::runtime::Runtime, graph: &CompiledGraph<Counter>) -> Counter {
+    rt.block_on(graph.invoke(std::hint::black_box(Counter::default())))
+        .unwrap_or_else(|e| panic!("run failed: {e}"))
 }
 
 /// Replays the saves of one fan-out of `width` instances finishing one after the other,

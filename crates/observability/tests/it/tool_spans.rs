@@ -4,11 +4,10 @@
 //! typed event per execution; the scope returns the tool's outcome unchanged; the
 //! start/complete form reports from a later point with the identity of its entry.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use openarmature_graph::{
-    observer_fn, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
-    ObserverEvent, Registration, END,
+    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError, ObserverEvent, END,
 };
 use openarmature_llm::{ToolExecution, ToolScopeExt};
 use openarmature_observability::attributes as a;
@@ -19,6 +18,7 @@ use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
 
 use crate::support::{attr, span_capture};
+use openarmature_testkit::observe::{recording, Events};
 
 state! {
     /// What the node kept of its tool calls.
@@ -37,10 +37,7 @@ struct TimeoutError;
 
 impl openarmature_graph::Categorized for TimeoutError {}
 
-type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
-
 fn graph(events: &Events) -> CompiledGraph<Doc> {
-    let sink = Arc::clone(events);
     GraphBuilder::new(Doc::default())
         .add_node("agent", |_s: Arc<Doc>, ctx: NodeCtx| async move {
             let weather = ToolExecution::new("get_weather")
@@ -67,16 +64,7 @@ fn graph(events: &Events) -> CompiledGraph<Doc> {
         })
         .add_edge("agent", END)
         .entry("agent")
-        .observer(Registration::new(
-            "events",
-            observer_fn(move |e: Arc<ObserverEvent>| {
-                let sink = Arc::clone(&sink);
-                async move {
-                    sink.lock().unwrap().push(e);
-                    Ok(())
-                }
-            }),
-        ))
+        .observer(recording("events", events))
         .compile()
         .unwrap()
 }

@@ -2,14 +2,14 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::{ready, Ready};
-use openarmature_graph::{
-    observer_fn, state, CategorizedError, CompiledGraph, Completed, FailureIsolationEvent,
-    GraphBuilder, GraphError, InvokeOptions, Middleware, NodeCtx, NodeError, NodeEvent,
-    ObserverEvent, Phase, Registration, State, SubgraphNode, END,
-};
+use openarmature_graph::{state, CategorizedError, FailureIsolationEvent};
+use openarmature_graph::{CompiledGraph, Completed, GraphBuilder, GraphError, InvokeOptions};
+use openarmature_graph::{Middleware, NodeCtx, NodeError, NodeEvent, ObserverEvent, Phase};
+use openarmature_graph::{Registration, State, SubgraphNode, END};
+use openarmature_testkit::observe::recording;
 
 state! {
     /// The test pipeline's state.
@@ -93,24 +93,12 @@ pub async fn resume<T: State + Default>(
         .await
 }
 
-/// Everything an observer saw, in delivery order.
-pub type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
+pub use openarmature_testkit::observe::Events;
 
 /// A recording observer and its log.
 pub fn recorder() -> (Registration, Events) {
     let events: Events = Arc::default();
-    let sink = Arc::clone(&events);
-    let registration = Registration::new(
-        "recorder",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let sink = Arc::clone(&sink);
-            async move {
-                sink.lock().unwrap().push(e);
-                Ok::<(), openarmature_graph::BoxError>(())
-            }
-        }),
-    );
-    (registration, events)
+    (recording("recorder", &events), events)
 }
 
 /// The node events seen so far.
