@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::single_node;
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
@@ -208,14 +209,9 @@ async fn unknown_or_unregistered_resume_is_checkpoint_not_found() {
     let err = resume(&graph, "nope").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointNotFound);
     assert_eq!(err.category_name(), "checkpoint_not_found");
-    let plain = GraphBuilder::new(Run::default())
-        .add_node("a", |_s: Arc<Run>, _c: NodeCtx| async {
-            Ok(RunUpdate::default())
-        })
-        .add_edge("a", END)
-        .entry("a")
-        .compile()
-        .unwrap();
+    let plain = single_node::<Run>("a", |_s: Arc<Run>, _c: NodeCtx| async {
+        Ok(RunUpdate::default())
+    });
     let err = resume(&plain, "x").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointNotFound);
 }

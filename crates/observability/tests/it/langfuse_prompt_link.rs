@@ -6,32 +6,28 @@
 use std::sync::Arc;
 
 use openarmature_core::vocab::llm::LlmUsage;
-use openarmature_graph::{GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_graph::{InvokeOptions, NodeCtx};
 use openarmature_observability::langfuse::{LangfuseObserver, ObservationType};
 use openarmature_observability::OtelObserver;
 use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity};
 use serde_json::json;
 
+use crate::support::single_node;
 use crate::support::{reply, report_completed, request, span_capture, Doc, DocUpdate};
 
 /// One graph whose node reports one completed LLM attempt with `prompt` active.
 fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let prompt = prompt.clone();
-            async move {
-                scope_prompt(prompt, None, async {
-                    let request = request("call-1").with_prompt_context(prompt_context::current());
-                    report_completed(&ctx, request, reply(LlmUsage::default(), "stop"), 1.0);
-                })
-                .await;
-                Ok(DocUpdate::default())
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let prompt = prompt.clone();
+        async move {
+            scope_prompt(prompt, None, async {
+                let request = request("call-1").with_prompt_context(prompt_context::current());
+                report_completed(&ctx, request, reply(LlmUsage::default(), "stop"), 1.0);
+            })
+            .await;
+            Ok(DocUpdate::default())
+        }
+    })
 }
 
 fn identity() -> PromptIdentity {

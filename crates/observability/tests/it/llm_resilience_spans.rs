@@ -22,6 +22,7 @@ use openarmature_pipeline::RetryMiddleware;
 use openarmature_testkit::ManualClock;
 use opentelemetry_sdk::trace::SpanData;
 
+use crate::support::single_node;
 use crate::support::{int, ok_response, span_capture, text, usage, Doc, DocUpdate, TestProvider};
 
 fn ok() -> Result<Response, LlmError> {
@@ -149,19 +150,14 @@ async fn breaker_transitions_are_span_events_on_the_calling_node_span() {
         endpoint,
     ));
     // The node degrades on a failed call (its span stays OK).
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let llm = Arc::clone(&llm);
-            async move {
-                let request = CompletionRequest::new(vec![Message::user("a")]).in_node(&ctx);
-                let done = llm.complete(&request).await.is_ok();
-                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(done))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let llm = Arc::clone(&llm);
+        async move {
+            let request = CompletionRequest::new(vec![Message::user("a")]).in_node(&ctx);
+            let done = llm.complete(&request).await.is_ok();
+            Ok::<DocUpdate, NodeError>(DocUpdate::default().done(done))
+        }
+    });
 
     let (exporter, tracer) = span_capture();
     let otel = OtelObserver::builder(&tracer).build();

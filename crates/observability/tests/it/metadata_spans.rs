@@ -15,6 +15,7 @@ use opentelemetry::Value;
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
 
+use crate::support::single_node;
 use crate::support::{attr, int, span_capture};
 
 /// The attribute carrying a fan-out instance's index.
@@ -65,12 +66,7 @@ async fn spans<S: openarmature_graph::State>(
 
 /// The spans of one run of a graph whose only node is `fan`, over items 1 and 2.
 async fn fan_spans(fan: FanOutNode<Doc, Item>) -> Vec<SpanData> {
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("fan", fan);
     let initial = Doc {
         xs: vec![1, 2],
         ..Doc::default()
@@ -123,15 +119,10 @@ async fn a_serial_write_updates_the_open_invocation_and_node_spans() {
 
 #[tokio::test]
 async fn instance_writes_stay_on_their_instance_path() {
-    let worker = GraphBuilder::new(Item::default())
-        .add_node("work", |s: Arc<Item>, _c: NodeCtx| async move {
-            set_invocation_metadata([("productId", json!(s.x))])?;
-            Ok(ItemUpdate::default().y(s.x))
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
+    let worker = single_node::<Item>("work", |s: Arc<Item>, _c: NodeCtx| async move {
+        set_invocation_metadata([("productId", json!(s.x))])?;
+        Ok(ItemUpdate::default().y(s.x))
+    });
     let spans = fan_spans(FanOutNode::over_items(worker, "xs", "x", "y", "ys")).await;
     let fan: Vec<&SpanData> = spans.iter().filter(|s| s.name == "fan").collect();
     // The fan-out node span plus one span per instance.
@@ -172,14 +163,9 @@ impl Middleware<Item> for TagItem {
 
 #[tokio::test]
 async fn instance_middleware_writes_skip_the_shared_fan_out_node_span() {
-    let worker = GraphBuilder::new(Item::default())
-        .add_node("work", |s: Arc<Item>, _c: NodeCtx| async move {
-            Ok(ItemUpdate::default().y(s.x))
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
+    let worker = single_node::<Item>("work", |s: Arc<Item>, _c: NodeCtx| async move {
+        Ok(ItemUpdate::default().y(s.x))
+    });
     let fan =
         FanOutNode::over_items(worker, "xs", "x", "y", "ys").instance_middleware(Arc::new(TagItem));
     let spans = fan_spans(fan).await;

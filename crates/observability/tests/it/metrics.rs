@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{GraphBuilder, NodeCtx, NodeError, END};
+use openarmature_graph::{NodeCtx, NodeError};
 use openarmature_llm::{
     CompletionRequest, LlmError, LlmRetryConfig, Message, Provider, Response, Usage,
 };
@@ -16,6 +16,7 @@ use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
+use crate::support::single_node;
 use crate::support::{ok_response, usage, TestProvider};
 
 fn response(usage: Usage) -> Result<Response, LlmError> {
@@ -49,26 +50,21 @@ async fn run(setup: Setup, script: Vec<Result<Response, LlmError>>) -> Vec<Point
         budget,
         attempts,
     } = setup;
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let llm = Arc::clone(&llm);
-            async move {
-                let retry = RetryConfig::default()
-                    .backoff(Constant(Duration::ZERO))
-                    .max_attempts(attempts);
-                let request = CompletionRequest::new(vec![Message::user("hi")])
-                    .in_node(&ctx)
-                    .retry(LlmRetryConfig::from(retry));
-                let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
-                let result = scope_prompt(id, budget, llm.complete(&request)).await;
-                result?;
-                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let llm = Arc::clone(&llm);
+        async move {
+            let retry = RetryConfig::default()
+                .backoff(Constant(Duration::ZERO))
+                .max_attempts(attempts);
+            let request = CompletionRequest::new(vec![Message::user("hi")])
+                .in_node(&ctx)
+                .retry(LlmRetryConfig::from(retry));
+            let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
+            let result = scope_prompt(id, budget, llm.complete(&request)).await;
+            result?;
+            Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
+        }
+    });
     drive(graph, enable, llm_spans).await
 }
 

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure, RetryReason,
 };
-use openarmature_graph::{GraphBuilder, NodeCtx, ObserverEvent, END};
+use openarmature_graph::{NodeCtx, ObserverEvent};
 use openarmature_observability::attributes as a;
 use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{drive, of, Doc, DocUpdate, Point};
+use crate::support::single_node;
 use crate::support::{reply, request, usage};
 
 /// Dispatches what the call loop dispatches for a reasked call: attempt 0 fails
@@ -65,20 +66,15 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
 }
 
 async fn run_events(fail_final: bool) -> Vec<Point> {
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
-            let budget = Some(TokenBudget::new(Some(10), None));
-            scope_prompt(id, budget, async {
-                structured_output_events(&ctx, fail_final)
-            })
-            .await;
-            Ok(DocUpdate::default())
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
+        let budget = Some(TokenBudget::new(Some(10), None));
+        scope_prompt(id, budget, async {
+            structured_output_events(&ctx, fail_final)
         })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+        .await;
+        Ok(DocUpdate::default())
+    });
     drive(graph, true, true).await
 }
 

@@ -8,9 +8,7 @@ use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmFailure, LlmRequestSummary, LlmResponseSummary,
     LlmUsage, RetryReason,
 };
-use openarmature_graph::{
-    CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
-};
+use openarmature_graph::{CompiledGraph, InvokeOptions, NodeCtx, ObserverEvent, Registration};
 use openarmature_observability::attributes as a;
 use openarmature_observability::{InvokeError, OtelObserver, OtelObserverBuilder};
 use opentelemetry::logs::Severity;
@@ -19,57 +17,51 @@ use opentelemetry::Value;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
 use serde_json::json;
 
+use crate::support::single_node;
 use crate::support::{attr, named, report_completed, span_capture, text, Doc, DocUpdate};
 
 /// A node that reports a two-attempt LLM call (a transient failure, then a reply).
 fn llm_graph() -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let site = ctx.call_site();
-            let request = LlmRequestSummary::new(
-                "openai",
-                "gpt-test",
-                "call-1",
-                vec![json!({"role": "user", "content": "hi"})],
-                json!({"temperature": 0.5}).as_object().cloned().unwrap(),
-                serde_json::Map::new(),
-            );
-            let failed = LlmAttemptOutcome::Failed {
-                failure: LlmFailure::new("provider_unavailable", None, "503"),
-                response: None,
-            };
-            let usage = LlmUsage {
-                prompt_tokens: Some(5),
-                completion_tokens: Some(1),
-                total_tokens: Some(6),
-                ..LlmUsage::default()
-            };
-            let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
-                Some("gpt-test-2024".into()),
-                Some("cc-1".into()),
-                usage,
-                Some("stop".into()),
-                Some("hello".into()),
-                None,
+    single_node::<Doc>("ask", |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let site = ctx.call_site();
+        let request = LlmRequestSummary::new(
+            "openai",
+            "gpt-test",
+            "call-1",
+            vec![json!({"role": "user", "content": "hi"})],
+            json!({"temperature": 0.5}).as_object().cloned().unwrap(),
+            serde_json::Map::new(),
+        );
+        let failed = LlmAttemptOutcome::Failed {
+            failure: LlmFailure::new("provider_unavailable", None, "503"),
+            response: None,
+        };
+        let usage = LlmUsage {
+            prompt_tokens: Some(5),
+            completion_tokens: Some(1),
+            total_tokens: Some(6),
+            ..LlmUsage::default()
+        };
+        let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
+            Some("gpt-test-2024".into()),
+            Some("cc-1".into()),
+            usage,
+            Some("stop".into()),
+            Some("hello".into()),
+            None,
+        )));
+        for (i, reason, outcome) in [(0, None, failed), (1, Some(RetryReason::Transient), reply)] {
+            ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                site.clone(),
+                request.clone(),
+                i,
+                reason,
+                outcome,
+                Some(3.0),
             )));
-            for (i, reason, outcome) in
-                [(0, None, failed), (1, Some(RetryReason::Transient), reply)]
-            {
-                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    site.clone(),
-                    request.clone(),
-                    i,
-                    reason,
-                    outcome,
-                    Some(3.0),
-                )));
-            }
-            Ok(DocUpdate::default().done(true))
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+        }
+        Ok(DocUpdate::default().done(true))
+    })
 }
 
 #[tokio::test]
@@ -144,14 +136,9 @@ async fn disable_llm_spans_keeps_every_other_span() {
 }
 
 fn simple_graph() -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("only", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            Ok(DocUpdate::default().done(true))
-        })
-        .add_edge("only", END)
-        .entry("only")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("only", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        Ok(DocUpdate::default().done(true))
+    })
 }
 
 #[tokio::test]
@@ -189,18 +176,13 @@ async fn log_records_carry_their_node_span_and_correlation_id() {
         .logger_provider(&logger_provider)
         .build();
     let logging = otel.clone();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("talk", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let otel = logging.clone();
-            async move {
-                otel.log(&ctx, Severity::Info, "hello from talk");
-                Ok(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("talk", END)
-        .entry("talk")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("talk", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let otel = logging.clone();
+        async move {
+            otel.log(&ctx, Severity::Info, "hello from talk");
+            Ok(DocUpdate::default().done(true))
+        }
+    });
     let options = InvokeOptions {
         correlation_id: Some("corr-7".into()),
         metadata: json!({"tenantId": "acme"}).as_object().cloned().unwrap(),
@@ -254,15 +236,10 @@ async fn reserved_metadata_is_rejected_before_anything_runs() {
 async fn a_dropped_invoke_still_closes_the_invocation_span() {
     let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("stuck", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            std::future::pending::<()>().await;
-            Ok(DocUpdate::default())
-        })
-        .add_edge("stuck", END)
-        .entry("stuck")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("stuck", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        std::future::pending::<()>().await;
+        Ok(DocUpdate::default())
+    });
     let run = otel.invoke(&graph, Doc::default(), InvokeOptions::default());
     let timed_out = tokio::time::timeout(std::time::Duration::from_secs(1), run).await;
     assert!(timed_out.is_err());
@@ -272,39 +249,34 @@ async fn a_dropped_invoke_still_closes_the_invocation_span() {
 
 /// A node reporting one attempt whose request is `content` and whose reply is "hello".
 fn payload_graph(content: String) -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let content = content.clone();
-            async move {
-                let request = LlmRequestSummary::new(
-                    "openai",
-                    "gpt-test",
-                    "call-1",
-                    vec![json!({"role": "user", "content": content})],
-                    serde_json::Map::new(),
-                    json!({"repetition_penalty": 1.05})
-                        .as_object()
-                        .cloned()
-                        .unwrap(),
-                );
-                let reply = LlmResponseSummary::new(
-                    None,
-                    None,
-                    LlmUsage::default(),
-                    Some("tool_calls".into()),
-                    Some("hello".into()),
-                    Some(vec![
-                        json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
-                    ]),
-                );
-                report_completed(&ctx, request, reply, 1.0);
-                Ok(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let content = content.clone();
+        async move {
+            let request = LlmRequestSummary::new(
+                "openai",
+                "gpt-test",
+                "call-1",
+                vec![json!({"role": "user", "content": content})],
+                serde_json::Map::new(),
+                json!({"repetition_penalty": 1.05})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            );
+            let reply = LlmResponseSummary::new(
+                None,
+                None,
+                LlmUsage::default(),
+                Some("tool_calls".into()),
+                Some("hello".into()),
+                Some(vec![
+                    json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
+                ]),
+            );
+            report_completed(&ctx, request, reply, 1.0);
+            Ok(DocUpdate::default().done(true))
+        }
+    })
 }
 
 #[tokio::test]
@@ -380,14 +352,9 @@ fn a_payload_cap_below_256_bytes_is_rejected() {
 async fn a_registration_renders_the_invocation_from_lifecycle_events() {
     let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            Err::<DocUpdate, _>("kaput".into())
-        })
-        .add_edge("boom", END)
-        .entry("boom")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        Err::<DocUpdate, _>("kaput".into())
+    });
     graph.attach_observer(otel.registration());
     let times: Arc<std::sync::Mutex<Vec<std::time::SystemTime>>> = Arc::default();
     let sink = Arc::clone(&times);

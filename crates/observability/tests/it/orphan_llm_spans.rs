@@ -26,6 +26,7 @@ use openarmature_observability::OtelObserver;
 use openarmature_pipeline::{Branch, FanOutNode, ParallelBranchesNode, SubgraphBranch};
 use opentelemetry_sdk::trace::SpanData;
 
+use crate::support::single_node;
 use crate::support::{ok_response, span_capture, text, TestProvider};
 
 state! {
@@ -152,12 +153,7 @@ fn two_branches(pre: bool, yields: usize) -> CompiledGraph<Outer> {
             "b",
             Branch::subgraph(SubgraphBranch::new(leaf(Guard { pre, yields }))),
         );
-    GraphBuilder::new(Outer::default())
-        .add_node("dispatcher", node)
-        .add_edge("dispatcher", END)
-        .entry("dispatcher")
-        .compile()
-        .unwrap()
+    single_node::<Outer>("dispatcher", node)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,35 +207,20 @@ async fn a_post_phase_call_parents_under_the_still_open_node_span() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_nesting_orphan_parents_under_the_innermost_instance() {
     for yields in [0, 1, 8] {
-        let work = GraphBuilder::new(Work::default())
-            .add_node(
-                "fan",
-                FanOutNode::over_items(leaf(Guard { pre: true, yields }), "xs", "x", "y", "ys"),
-            )
-            .add_edge("fan", END)
-            .entry("fan")
-            .compile()
-            .unwrap();
-        let idle = GraphBuilder::new(Leaf::default())
-            .add_node("idle", |_s: Arc<Leaf>, _c: NodeCtx| async {
-                Ok::<_, NodeError>(LeafUpdate::default())
-            })
-            .add_edge("idle", END)
-            .entry("idle")
-            .compile()
-            .unwrap();
+        let work = single_node::<Work>(
+            "fan",
+            FanOutNode::over_items(leaf(Guard { pre: true, yields }), "xs", "x", "y", "ys"),
+        );
+        let idle = single_node::<Leaf>("idle", |_s: Arc<Leaf>, _c: NodeCtx| async {
+            Ok::<_, NodeError>(LeafUpdate::default())
+        });
         let node = ParallelBranchesNode::new()
             .branch(
                 "work",
                 Branch::subgraph(SubgraphBranch::new(work).inputs([("xs", "xs")])),
             )
             .branch("idle", Branch::subgraph(SubgraphBranch::new(idle)));
-        let graph = GraphBuilder::new(Outer::default())
-            .add_node("dispatcher", node)
-            .add_edge("dispatcher", END)
-            .entry("dispatcher")
-            .compile()
-            .unwrap();
+        let graph = single_node::<Outer>("dispatcher", node);
         let spans = spans(&graph).await;
         let calls = llm_spans(&spans);
         assert_eq!(calls.len(), 1, "yields {yields}");

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use openarmature_core::vocab::llm::LlmUsage;
-use openarmature_graph::{GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_graph::{InvokeOptions, NodeCtx};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_prompt::prompt_context::{
@@ -14,6 +14,7 @@ use openarmature_prompt::prompt_context::{
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::SpanData;
 
+use crate::support::single_node;
 use crate::support::{attr, reply, report_completed, request, span_capture, usage, Doc, DocUpdate};
 
 /// Reports one completed attempt with `usage` from inside the node.
@@ -24,27 +25,22 @@ fn report(ctx: &NodeCtx, usage: LlmUsage) {
 
 async fn llm_spans(budget: Option<TokenBudget>, bound: bool) -> Vec<SpanData> {
     let (exporter, provider) = span_capture();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            if bound {
-                let id = PromptIdentity::new("classify", "v7", "production", "t-hash", "r-hash");
-                let group = PromptGroupIdentity::new("pipeline");
-                scope_prompt_group(
-                    group,
-                    scope_prompt(id, budget, async {
-                        report(&ctx, usage(Some(20), Some(5), Some(25)));
-                    }),
-                )
-                .await;
-            } else {
-                report(&ctx, usage(Some(20), Some(5), Some(25)));
-            }
-            Ok(DocUpdate::default())
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        if bound {
+            let id = PromptIdentity::new("classify", "v7", "production", "t-hash", "r-hash");
+            let group = PromptGroupIdentity::new("pipeline");
+            scope_prompt_group(
+                group,
+                scope_prompt(id, budget, async {
+                    report(&ctx, usage(Some(20), Some(5), Some(25)));
+                }),
+            )
+            .await;
+        } else {
+            report(&ctx, usage(Some(20), Some(5), Some(25)));
+        }
+        Ok(DocUpdate::default())
+    });
     let otel = OtelObserver::builder(&provider).build();
     otel.invoke(&graph, Doc::default(), InvokeOptions::default())
         .await

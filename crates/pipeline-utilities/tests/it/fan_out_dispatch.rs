@@ -25,6 +25,7 @@ use openarmature_pipeline::{
 use serde_json::{json, Value};
 use tokio::time::sleep;
 
+use crate::common::single_node;
 use crate::common::{isolation_events, recorder, Group, Outer};
 use crate::fan_out::{
     batch, fail, instance_retry, item_one_fails_once, worker, Batch, Item, ItemUpdate,
@@ -104,12 +105,7 @@ impl Mode {
 }
 
 fn parent(fan: FanOutNode<Batch, Item>) -> CompiledGraph<Batch> {
-    GraphBuilder::new(Batch::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap()
+    single_node::<Batch>("fan", fan)
 }
 
 #[tokio::test(start_paused = true)]
@@ -381,21 +377,11 @@ async fn a_nested_fan_out_keys_its_instances_by_the_enclosing_instance() {
     let (inner, sent) = Mode::RoundTrip.apply(FanOutNode::<Group, Item>::over_items(
         leaf, "xs", "x", "y", "ys",
     ));
-    let group = GraphBuilder::new(Group::default())
-        .add_node("inner", inner)
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(Outer::default())
-        .add_node(
-            "outer",
-            FanOutNode::<Outer, Group>::over_items(group, "groups", "xs", "ys", "all"),
-        )
-        .add_edge("outer", END)
-        .entry("outer")
-        .compile()
-        .unwrap();
+    let group = single_node::<Group>("inner", inner);
+    let graph = single_node::<Outer>(
+        "outer",
+        FanOutNode::<Outer, Group>::over_items(group, "groups", "xs", "ys", "all"),
+    );
     let input = Outer {
         groups: vec![vec![1, 2], vec![3]],
         ..Outer::default()

@@ -18,6 +18,7 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::{ErrorPolicy, FanOutNode};
 
+use crate::common::single_node;
 use crate::common::{resume, Group, Outer};
 use serde_json::json;
 
@@ -59,25 +60,20 @@ struct Script {
 
 fn leaf(script: &Arc<Script>) -> CompiledGraph<Item> {
     let script = Arc::clone(script);
-    GraphBuilder::new(Item::default())
-        .add_node("score", move |s: Arc<Item>, _c: NodeCtx| {
-            let script = Arc::clone(&script);
-            async move {
-                script.ran.lock().unwrap().push(s.x);
-                if script.failing.load(Ordering::SeqCst) && script.fail_on.contains(&s.x) {
-                    return Err(CategorizedError::new(
-                        openarmature_graph::Category::from_name("boom"),
-                        "scripted",
-                    )
-                    .into());
-                }
-                Ok(ItemUpdate::default().y(s.x).note(format!("n{}", s.x)))
+    single_node::<Item>("score", move |s: Arc<Item>, _c: NodeCtx| {
+        let script = Arc::clone(&script);
+        async move {
+            script.ran.lock().unwrap().push(s.x);
+            if script.failing.load(Ordering::SeqCst) && script.fail_on.contains(&s.x) {
+                return Err(CategorizedError::new(
+                    openarmature_graph::Category::from_name("boom"),
+                    "scripted",
+                )
+                .into());
             }
-        })
-        .add_edge("score", END)
-        .entry("score")
-        .compile()
-        .unwrap()
+            Ok(ItemUpdate::default().y(s.x).note(format!("n{}", s.x)))
+        }
+    })
 }
 
 fn batch(
@@ -207,12 +203,7 @@ async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
 fn nested(script: &Arc<Script>, store: &InMemoryCheckpointer) -> CompiledGraph<Outer> {
     let inner = FanOutNode::<Group, Item>::over_items(leaf(script), "xs", "x", "y", "ys")
         .concurrency(NonZeroUsize::new(1));
-    let group = GraphBuilder::new(Group::default())
-        .add_node("inner", inner)
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let group = single_node::<Group>("inner", inner);
     GraphBuilder::new(Outer::default())
         .add_node(
             "outer",
@@ -286,15 +277,10 @@ async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
     let script = failing_on(20);
     let prep_runs = Arc::new(Mutex::new(0));
     let runs = Arc::clone(&prep_runs);
-    let prep = GraphBuilder::new(Batch::default())
-        .add_node("fill", move |_s: Arc<Batch>, _c: NodeCtx| {
-            *runs.lock().unwrap() += 1;
-            async { Ok(BatchUpdate::default().xs(vec![10, 20, 30])) }
-        })
-        .add_edge("fill", END)
-        .entry("fill")
-        .compile()
-        .unwrap();
+    let prep = single_node::<Batch>("fill", move |_s: Arc<Batch>, _c: NodeCtx| {
+        *runs.lock().unwrap() += 1;
+        async { Ok(BatchUpdate::default().xs(vec![10, 20, 30])) }
+    });
     let store = InMemoryCheckpointer::new();
     let fan = FanOutNode::<Batch, Item>::over_items(leaf(&script), "xs", "x", "y", "ys")
         .concurrency(NonZeroUsize::new(1));

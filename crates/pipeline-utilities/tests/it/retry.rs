@@ -498,12 +498,7 @@ fn parent_with_subgraph(
     error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
-    let child = GraphBuilder::new(Child::default())
-        .add_node("call", child_flaky(calls, failures, error))
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>("call", child_flaky(calls, failures, error));
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(S::default())
         .add_node("prep", logging("prep"))

@@ -13,6 +13,7 @@ use openarmature_graph::{
 use openarmature_pipeline::{FanOutNode, SqliteSessionError, SqliteSessionStore};
 use serde_json::json;
 
+use crate::common::single_node;
 use crate::common::TempDb;
 
 state! {
@@ -154,20 +155,15 @@ async fn fan_out_instances_see_only_their_item_never_the_session() {
         .unwrap();
     let seen: Arc<Mutex<Vec<PerItem>>> = Arc::default();
     let seen2 = Arc::clone(&seen);
-    let per_item = GraphBuilder::new(PerItem::default())
-        .add_node("process", move |s: Arc<PerItem>, ctx: NodeCtx| {
-            seen2.lock().unwrap().push((*s).clone());
-            async move {
-                // An instance cannot write the outer session (§9.2).
-                let refused = ctx.save_session(&*s).await.unwrap_err();
-                assert_eq!(refused.category(), "session_save_failed");
-                Ok::<_, NodeError>(PerItemUpdate::default().processed("ok".to_string()))
-            }
-        })
-        .add_edge("process", END)
-        .entry("process")
-        .compile()
-        .unwrap();
+    let per_item = single_node::<PerItem>("process", move |s: Arc<PerItem>, ctx: NodeCtx| {
+        seen2.lock().unwrap().push((*s).clone());
+        async move {
+            // An instance cannot write the outer session (§9.2).
+            let refused = ctx.save_session(&*s).await.unwrap_err();
+            assert_eq!(refused.category(), "session_save_failed");
+            Ok::<_, NodeError>(PerItemUpdate::default().processed("ok".to_string()))
+        }
+    });
     let graph = GraphBuilder::new(Turns::default())
         .add_node(
             "fan_out_node",

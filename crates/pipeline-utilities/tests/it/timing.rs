@@ -82,14 +82,9 @@ async fn per_node_timing_records_the_captured_name_and_monotonic_duration() {
 #[tokio::test(start_paused = true)]
 async fn for_graph_names_every_node_it_wraps_but_not_subgraph_internals() {
     let records: Records = Arc::default();
-    let child = GraphBuilder::new(Child::default())
-        .add_node("inner", |_s: Arc<Child>, _c: NodeCtx| async {
-            Ok::<ChildUpdate, NodeError>(ChildUpdate::default())
-        })
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>("inner", |_s: Arc<Child>, _c: NodeCtx| async {
+        Ok::<ChildUpdate, NodeError>(ChildUpdate::default())
+    });
     let graph = GraphBuilder::new(S::default())
         .add_node("a", slow("a", 10))
         .add_node("b", slow("b", 30))

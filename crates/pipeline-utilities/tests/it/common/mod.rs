@@ -236,6 +236,19 @@ pub fn nested_call(call: impl openarmature_graph::Node<Child>) -> CompiledGraph<
         .unwrap()
 }
 
+/// A graph whose only node is `node`, under `name`.
+pub fn single_node<T: State + Default>(
+    name: &str,
+    node: impl openarmature_graph::Node<T>,
+) -> CompiledGraph<T> {
+    GraphBuilder::new(T::default())
+        .add_node(name, node)
+        .add_edge(name, END)
+        .entry(name)
+        .compile()
+        .unwrap()
+}
+
 /// A one-node graph: `node` under `name`, wrapped in `middleware`.
 pub fn wrapped(
     name: &'static str,
