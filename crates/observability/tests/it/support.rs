@@ -10,12 +10,14 @@ use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
-use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, ObserverEvent, State, END};
+use openarmature_graph::{state, NodeCtx, ObserverEvent};
 use openarmature_llm::{
     AssistantMessage, Content, FinishReason, LlmError, Provider, Response, Usage, WireRequest,
 };
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+
+pub use openarmature_testkit::graphs::single_node;
 
 state! {
     /// The test state.
@@ -24,19 +26,6 @@ state! {
         /// Set by the node.
         pub done: bool,
     }
-}
-
-/// A graph whose only node is `node`, under `name`.
-pub fn single_node<T: State + Default>(
-    name: &str,
-    node: impl openarmature_graph::Node<T>,
-) -> CompiledGraph<T> {
-    GraphBuilder::new(T::default())
-        .add_node(name, node)
-        .add_edge(name, END)
-        .entry(name)
-        .compile()
-        .unwrap()
 }
 
 /// A private tracer provider exporting every finished span to the returned exporter.

@@ -11,6 +11,8 @@ use openarmature_graph::{Middleware, NodeCtx, NodeError, NodeEvent, ObserverEven
 use openarmature_graph::{Registration, State, SubgraphNode, END};
 use openarmature_testkit::observe::recording;
 
+pub use openarmature_testkit::graphs::single_node;
+
 state! {
     /// The test pipeline's state.
     #[derive(Default, PartialEq)]
@@ -232,19 +234,6 @@ pub fn nested_call(call: impl openarmature_graph::Node<Child>) -> CompiledGraph<
         .add_node("inner_sub", SubgraphNode::<Child, Child>::new(inner))
         .add_edge("inner_sub", END)
         .entry("inner_sub")
-        .compile()
-        .unwrap()
-}
-
-/// A graph whose only node is `node`, under `name`.
-pub fn single_node<T: State + Default>(
-    name: &str,
-    node: impl openarmature_graph::Node<T>,
-) -> CompiledGraph<T> {
-    GraphBuilder::new(T::default())
-        .add_node(name, node)
-        .add_edge(name, END)
-        .entry(name)
         .compile()
         .unwrap()
 }
