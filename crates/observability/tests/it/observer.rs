@@ -15,6 +15,7 @@ use opentelemetry::logs::Severity;
 use opentelemetry::trace::Status;
 use opentelemetry::Value;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use serde_json::json;
 
 use crate::support::single_node;
@@ -279,18 +280,27 @@ fn payload_graph(content: String) -> CompiledGraph<Doc> {
     })
 }
 
-#[tokio::test]
-async fn payload_is_off_by_default_and_capped_when_on() {
-    let (exporter, default_tracing) = span_capture();
-    let otel = OtelObserver::builder(&default_tracing).build();
+/// Runs [`payload_graph`] over `content` under `otel`; the spans `exporter` got.
+async fn payload_spans(
+    otel: &OtelObserver,
+    exporter: &InMemorySpanExporter,
+    content: String,
+) -> Vec<SpanData> {
     otel.invoke(
-        &payload_graph("hi".into()),
+        &payload_graph(content),
         Doc::default(),
         InvokeOptions::default(),
     )
     .await
     .unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    exporter.get_finished_spans().unwrap()
+}
+
+#[tokio::test]
+async fn payload_is_off_by_default_and_capped_when_on() {
+    let (exporter, default_tracing) = span_capture();
+    let otel = OtelObserver::builder(&default_tracing).build();
+    let spans = payload_spans(&otel, &exporter, "hi".into()).await;
     let llm = named(&spans, a::LLM_SPAN)[0];
     for key in [
         a::LLM_INPUT_MESSAGES,
@@ -313,14 +323,7 @@ async fn payload_is_off_by_default_and_capped_when_on() {
         .unwrap()
         .build();
     let long = "日本".repeat(100);
-    otel.invoke(
-        &payload_graph(long.clone()),
-        Doc::default(),
-        InvokeOptions::default(),
-    )
-    .await
-    .unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = payload_spans(&otel, &exporter, long.clone()).await;
     let llm = named(&spans, a::LLM_SPAN)[0];
     let messages = text(llm, a::LLM_INPUT_MESSAGES).unwrap();
     let full = format!(r#"[{{"content":"{long}","role":"user"}}]"#);
