@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use openarmature_graph::{observer_fn, state, GraphBuilder, NodeCtx, Registration, Target, END};
+use openarmature_graph::{
+    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, Registration, Target, END,
+};
 
 state! {
     /// A counter.
@@ -19,6 +21,21 @@ state! {
         /// Steps taken.
         pub n: u64,
     }
+}
+
+/// Invokes `graph` `runs` times from the default state, draining its observers after
+/// each invocation when `drain` is set.
+async fn run(graph: &CompiledGraph<Counter>, runs: u32, drain: bool) -> Result<(), String> {
+    for _ in 0..runs {
+        graph
+            .invoke(Counter::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        if drain {
+            graph.drain(None).await;
+        }
+    }
+    Ok(())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,19 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        for _ in 0..3 {
-            graph
-                .invoke(Counter::default())
-                .await
-                .map_err(|e| e.to_string())?;
-        }
+        run(&graph, 3, false).await?;
         let start = Instant::now();
-        for _ in 0..runs {
-            graph
-                .invoke(Counter::default())
-                .await
-                .map_err(|e| e.to_string())?;
-        }
+        run(&graph, runs, false).await?;
         let per_step = start.elapsed().as_secs_f64() / f64::from(runs * nodes) * 1e6;
         println!("{per_step:.3} µs per node step, no observer ({nodes} nodes, {runs} runs)");
         if !observed {
@@ -72,13 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             observer_fn(|_e| async { Ok(()) }),
         ));
         let start = Instant::now();
-        for _ in 0..runs {
-            graph
-                .invoke(Counter::default())
-                .await
-                .map_err(|e| e.to_string())?;
-            graph.drain(None).await;
-        }
+        run(&graph, runs, true).await?;
         let per_step = start.elapsed().as_secs_f64() / f64::from(runs * nodes) * 1e6;
         println!("{per_step:.3} µs per node step, one no-op observer, drained");
         Ok::<_, String>(())

@@ -16,43 +16,18 @@
 #![allow(clippy::expect_used, missing_docs)]
 
 use std::hint::black_box;
-use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use openarmature_graph::{
-    observer_fn, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, Registration, Target,
-    END,
-};
+use openarmature_graph::{observer_fn, CompiledGraph, InvokeOptions, Registration};
 use openarmature_observability::OtelObserver;
+use openarmature_testkit::workload::{counting_chain, Counter};
 use opentelemetry_sdk::testing::trace::NoopSpanExporter;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-
-state! {
-    /// A counter.
-    #[derive(Default)]
-    pub struct Counter => CounterUpdate {
-        /// Steps taken.
-        pub n: u64,
-    }
-}
 
 const NODES: usize = 100;
 
 fn linear(nodes: usize) -> CompiledGraph<Counter> {
-    let mut b = GraphBuilder::new(Counter::default());
-    for i in 0..nodes {
-        let next = if i + 1 < nodes {
-            Target::from(format!("n{}", i + 1))
-        } else {
-            END
-        };
-        b = b
-            .add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
-                Ok(CounterUpdate::default().n(s.n + 1))
-            })
-            .add_edge(format!("n{i}"), next);
-    }
-    b.entry("n0").compile().expect("valid graph")
+    counting_chain(nodes).compile().expect("valid graph")
 }
 
 fn tracing(c: &mut Criterion) {

@@ -13,42 +13,20 @@
 
 #![allow(clippy::expect_used, missing_docs)]
 
-use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer};
-use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
+use openarmature_graph::CompiledGraph;
 use openarmature_pipeline::SqliteCheckpointer;
-use openarmature_testkit::workload::timed_fan_outs;
-
-state! {
-    /// A counter.
-    #[derive(Default)]
-    pub struct Counter => CounterUpdate {
-        /// Steps taken.
-        pub n: u64,
-    }
-}
+use openarmature_testkit::workload::{counting_chain, invoke_once, timed_fan_outs, Counter};
 
 fn graph(nodes: usize, store: Option<SqliteCheckpointer>) -> CompiledGraph<Counter> {
-    let mut b = GraphBuilder::new(Counter::default());
-    for i in 0..nodes {
-        let next = if i + 1 < nodes {
-            Target::from(format!("n{}", i + 1))
-        } else {
-            END
-        };
-        b = b
-            .add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
-                Ok(CounterUpdate::default().n(s.n + 1))
-            })
-            .add_edge(format!("n{i}"), next);
-    }
+    let mut b = counting_chain(nodes);
     if let Some(store) = store {
         b = b.checkpointer(Arc::new(store));
     }
-    b.entry("n0").compile().expect("valid graph")
+    b.compile().expect("valid graph")
 }
 
 fn bench(c: &mut Criterion) {
@@ -64,17 +42,11 @@ fn bench(c: &mut Criterion) {
         group.throughput(Throughput::Elements(nodes as u64));
         let plain = graph(nodes, None);
         group.bench_with_input(BenchmarkId::new("none", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(plain.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &plain))
         });
         let durable = graph(nodes, Some(store.clone()));
         group.bench_with_input(BenchmarkId::new("sqlite", nodes), &nodes, |b, _| {
-            b.iter(|| {
-                rt.block_on(durable.invoke(black_box(Counter::default())))
-                    .expect("run")
-            })
+            b.iter(|| invoke_once(&rt, &durable))
         });
     }
     group.finish();

@@ -17,14 +17,19 @@
 //!   behave the same;
 //!   [`services`]: the switches of the real-server tests (`OPENARMATURE_TEST_*_URL`,
 //!   `OPENARMATURE_REQUIRE_SERVICES`).
+//! - [`graphs`]: graph shapes tests build again and again ([`graphs::single_node`]).
+//! - [`observe`]: an observer recording every event it is delivered.
 //! - [`workload`]: checkpoint save sequences the backends' benches replay (the saves
-//!   of a fan-out, one per finished instance).
+//!   of a fan-out, one per finished instance), and the linear graph of trivial nodes
+//!   the per-step benches run.
 //!
 //! A test-support crate fails a test the way tests do: by panicking.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod clock;
+pub mod graphs;
 pub mod http;
+pub mod observe;
 pub mod services;
 pub mod suite;
 pub mod workload;

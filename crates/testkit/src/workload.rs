@@ -1,13 +1,56 @@
 //! Spec: pipeline-utilities §10.11 — checkpoint workloads shared by the backends'
 //! benches: the saves a run makes during a fan-out, replayed straight against a
-//! Checkpointer (no graph around them), so a bench measures the store alone.
+//! Checkpointer (no graph around them), so a bench measures the store alone; and the
+//! linear graph of trivial nodes the per-step benches run.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
 
 use openarmature_graph::checkpoint::{
     CheckpointRecord, Checkpointer, FanOutProgress, InstanceProgress, InstanceState, NodePosition,
 };
 use serde_json::json;
+
+state! {
+    /// The state of [`counting_chain`]: a counter.
+    #[derive(Default)]
+    pub struct Counter => CounterUpdate {
+        /// Steps taken.
+        pub n: u64,
+    }
+}
+
+/// A linear graph `n0 → n1 → … → END` of `nodes` trivial nodes, each adding one to
+/// `n`, with entry `n0`; not compiled yet, so a bench can add a checkpointer or
+/// observers first.
+pub fn counting_chain(nodes: usize) -> GraphBuilder<Counter> {
+    let mut b = GraphBuilder::new(Counter::default());
+    for i in 0..nodes {
+        let next = if i + 1 < nodes {
+            Target::from(format!("n{}", i + 1))
+        } else {
+            END
+        };
+        b = b
+            .add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
+                Ok(CounterUpdate::default().n(s.n + 1))
+            })
+            .add_edge(format!("n{i}"), next);
+    }
+    b.entry("n0")
+}
+
+/// One invocation of a [`counting_chain`] graph on `rt`, from a black-boxed default
+/// state (a bench's timed body).
+///
+/// # Panics
+/// When the invocation fails.
+pub fn invoke_once(rt: &tokio::runtime::Runtime, graph: &CompiledGraph<Counter>) -> Counter {
+    rt.block_on(graph.invoke(std::hint::black_box(Counter::default())))
+        .unwrap_or_else(|e| panic!("run failed: {e}"))
+}
 
 /// Replays the saves of one fan-out of `width` instances finishing one after the other,
 /// as the engine makes them: the run's record (one completed position before the

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::single_node;
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
@@ -115,11 +116,7 @@ fn linear(script: &Script, cp: Arc<dyn Checkpointer>) -> CompiledGraph<Run> {
 async fn every_completed_node_saves_a_full_snapshot() {
     let rec = Recording::default();
     let graph = linear(&Script::default(), Arc::new(rec.clone()));
-    let done = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().correlation_id("corr"),
-        )
+    let done = run_with(&graph, InvokeOptions::default().correlation_id("corr"))
         .await
         .unwrap();
     let saved = rec.saved.lock().unwrap().clone();
@@ -144,11 +141,7 @@ async fn resume_skips_completed_nodes_with_fresh_id_and_same_correlation() {
     let script = Script::default();
     script.fail.store(true, Ordering::SeqCst);
     let graph = linear(&script, Arc::new(rec.clone()));
-    let err = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().correlation_id("corr"),
-        )
+    let err = run_with(&graph, InvokeOptions::default().correlation_id("corr"))
         .await
         .unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::NodeException);
@@ -160,15 +153,14 @@ async fn resume_skips_completed_nodes_with_fresh_id_and_same_correlation() {
     assert_eq!(record.state["log"], json!(["a"]));
 
     script.fail.store(false, Ordering::SeqCst);
-    let done = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default()
-                .resume_invocation(&first)
-                .invocation_id("ignored-on-resume"),
-        )
-        .await
-        .unwrap();
+    let done = run_with(
+        &graph,
+        InvokeOptions::default()
+            .resume_invocation(&first)
+            .invocation_id("ignored-on-resume"),
+    )
+    .await
+    .unwrap();
     assert_eq!(script.ran(), ["b", "c"]);
     assert_eq!(done.state.log, ["a", "b", "c"]);
     assert_ne!(done.invocation_id, first);
@@ -206,13 +198,7 @@ async fn resume_of_a_run_that_never_completed_a_node_restarts_at_the_entry() {
     let err = graph.invoke(Run::default()).await.unwrap_err();
     let record = rec.store.load(err.invocation_id()).await.unwrap().unwrap();
     assert!(record.completed_positions.is_empty());
-    let done = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let done = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(done.state.log, ["b"]);
     assert_eq!(script.ran(), ["b", "b"]);
 }
@@ -220,30 +206,13 @@ async fn resume_of_a_run_that_never_completed_a_node_restarts_at_the_entry() {
 #[tokio::test]
 async fn unknown_or_unregistered_resume_is_checkpoint_not_found() {
     let graph = linear(&Script::default(), Arc::new(InMemoryCheckpointer::new()));
-    let err = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("nope"),
-        )
-        .await
-        .unwrap_err();
+    let err = resume(&graph, "nope").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointNotFound);
     assert_eq!(err.category_name(), "checkpoint_not_found");
-    let plain = GraphBuilder::new(Run::default())
-        .add_node("a", |_s: Arc<Run>, _c: NodeCtx| async {
-            Ok(RunUpdate::default())
-        })
-        .add_edge("a", END)
-        .entry("a")
-        .compile()
-        .unwrap();
-    let err = plain
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("x"),
-        )
-        .await
-        .unwrap_err();
+    let plain = single_node::<Run>("a", |_s: Arc<Run>, _c: NodeCtx| async {
+        Ok(RunUpdate::default())
+    });
+    let err = resume(&plain, "x").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointNotFound);
 }
 
@@ -300,16 +269,26 @@ async fn resume_re_enters_a_subgraph_after_its_last_completed_inner_node() {
     assert_eq!(record.state["steps"], json!(["s1"]));
 
     fail.store(false, Ordering::SeqCst);
-    let done = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let done = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(inner_runs.load(Ordering::SeqCst), 1, "s1 is not re-run");
     assert_eq!(done.state.log, ["pre"], "pre is not re-run");
     assert_eq!(done.state.inner, "s1");
+}
+
+/// Runs `graph` from the default initial state with `options`.
+async fn run_with(
+    graph: &CompiledGraph<Run>,
+    options: InvokeOptions,
+) -> Result<openarmature_graph::Completed<Run>, openarmature_graph::GraphError<Run>> {
+    graph.invoke_with(Run::default(), options).await
+}
+
+/// Resumes invocation `id` of `graph` from the default initial state.
+async fn resume(
+    graph: &CompiledGraph<Run>,
+    id: &str,
+) -> Result<openarmature_graph::Completed<Run>, openarmature_graph::GraphError<Run>> {
+    run_with(graph, InvokeOptions::default().resume_invocation(id)).await
 }
 
 fn seeded(version: &str) -> CheckpointRecord {
@@ -352,61 +331,28 @@ async fn migrations_bridge_versions_on_load_and_fail_with_typed_categories() {
         })
         .compile()
         .unwrap();
-    let done = graph
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("old"),
-        )
-        .await
-        .unwrap();
+    let done = resume(&graph, "old").await.unwrap();
     assert_eq!(done.state.inner, "v2+v3+b");
     let latest = store.load(&done.invocation_id).await.unwrap().unwrap();
     assert_eq!(latest.schema_version, "3");
 
-    let missing = migrating(store.clone(), "9").compile().unwrap();
-    let err = missing
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("old"),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.category(),
-        RuntimeCategory::CheckpointStateMigrationMissing
-    );
-
-    let raising = migrating(store.clone(), "2")
-        .state_migration("1", "2", |_| Err("bad migration".into()))
-        .compile()
-        .unwrap();
-    let err = raising
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("old"),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err.category(),
-        RuntimeCategory::CheckpointStateMigrationFailed
-    );
-
-    let bad_field = migrating(store.clone(), "2")
-        .state_migration("1", "2", |mut v| {
-            v["undeclared"] = json!(1);
-            Ok(v)
-        })
-        .compile()
-        .unwrap();
-    let err = bad_field
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation("old"),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.category(), RuntimeCategory::CheckpointRecordInvalid);
+    let missing = migrating(store.clone(), "9");
+    let raising =
+        migrating(store.clone(), "2").state_migration("1", "2", |_| Err("bad migration".into()));
+    let bad_field = migrating(store.clone(), "2").state_migration("1", "2", |mut v| {
+        v["undeclared"] = json!(1);
+        Ok(v)
+    });
+    for (builder, want) in [
+        (missing, RuntimeCategory::CheckpointStateMigrationMissing),
+        (raising, RuntimeCategory::CheckpointStateMigrationFailed),
+        (bad_field, RuntimeCategory::CheckpointRecordInvalid),
+    ] {
+        let err = resume(&builder.compile().unwrap(), "old")
+            .await
+            .unwrap_err();
+        assert_eq!(err.category(), want);
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod observe;
 mod session_support;
+mod support;
 
 mod checkpoint;
 mod compile_errors;

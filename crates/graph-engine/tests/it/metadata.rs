@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::support::single_node;
 use openarmature_graph::{
     category_of, get_invocation_metadata, observer_fn, set_invocation_metadata, state, Boundary,
     CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, Middleware, Next,
@@ -79,15 +80,10 @@ async fn writes_are_visible_to_later_nodes_and_reads_are_snapshots() {
 
 #[tokio::test]
 async fn serial_subgraph_writes_flow_on_in_the_parent_context() {
-    let child = GraphBuilder::new(Doc::default())
-        .add_node("inner", |_s: Arc<Doc>, _c: NodeCtx| async move {
-            set_invocation_metadata([("from_child", json!(true))])?;
-            Ok(read(&get_invocation_metadata()))
-        })
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let child = single_node::<Doc>("inner", |_s: Arc<Doc>, _c: NodeCtx| async move {
+        set_invocation_metadata([("from_child", json!(true))])?;
+        Ok(read(&get_invocation_metadata()))
+    });
     let graph = GraphBuilder::new(Doc::default())
         .add_node(
             "sub",
@@ -136,15 +132,10 @@ fn dispatcher(child: CompiledGraph<Doc>) -> impl Fn(Arc<Doc>, NodeCtx) -> Body +
 
 #[tokio::test]
 async fn dispatched_instances_are_isolated_and_nothing_flows_back() {
-    let child = GraphBuilder::new(Doc::default())
-        .add_node("work", |_s: Arc<Doc>, _c: NodeCtx| async move {
-            tokio::task::yield_now().await;
-            Ok(read(&get_invocation_metadata()))
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
+    let child = single_node::<Doc>("work", |_s: Arc<Doc>, _c: NodeCtx| async move {
+        tokio::task::yield_now().await;
+        Ok(read(&get_invocation_metadata()))
+    });
     let graph = GraphBuilder::new(Doc::default())
         .add_node("fan", dispatcher(child))
         .add_node("after", |_s: Arc<Doc>, _c: NodeCtx| async move {
@@ -226,23 +217,18 @@ async fn a_failed_attempts_writes_are_rolled_back() {
 
 #[tokio::test]
 async fn invalid_entries_are_rejected_at_the_call_site_all_or_nothing() {
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("bad", |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let err = ctx
-                .set_invocation_metadata([("fine", json!(1)), ("step", json!("checkout"))])
-                .unwrap_err();
-            assert!(matches!(err, MetadataError::ReservedName { ref key } if key == "step"));
-            let err = set_invocation_metadata([("k", json!({"nested": 1}))]).unwrap_err();
-            assert!(matches!(err, MetadataError::InvalidValue { .. }));
-            // Nothing of the rejected calls was merged.
-            assert_eq!(ctx.invocation_metadata().get("fine"), None);
-            set_invocation_metadata([("gen_ai.system", json!("openai"))])?;
-            Ok(DocUpdate::default())
-        })
-        .add_edge("bad", END)
-        .entry("bad")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("bad", |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let err = ctx
+            .set_invocation_metadata([("fine", json!(1)), ("step", json!("checkout"))])
+            .unwrap_err();
+        assert!(matches!(err, MetadataError::ReservedName { ref key } if key == "step"));
+        let err = set_invocation_metadata([("k", json!({"nested": 1}))]).unwrap_err();
+        assert!(matches!(err, MetadataError::InvalidValue { .. }));
+        // Nothing of the rejected calls was merged.
+        assert_eq!(ctx.invocation_metadata().get("fine"), None);
+        set_invocation_metadata([("gen_ai.system", json!("openai"))])?;
+        Ok(DocUpdate::default())
+    });
     let err = graph
         .invoke_with(Doc::default(), baseline())
         .await
@@ -321,16 +307,11 @@ async fn outside_an_invocation_reads_are_empty_and_writes_are_dropped() {
     assert!(get_invocation_metadata().is_empty());
     assert!(set_invocation_metadata([("openarmature.x", json!(1))]).is_err());
     // A task spawned from a node body is outside the node's context.
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("spawns", |_s: Arc<Doc>, _c: NodeCtx| async move {
-            let spawned = tokio::spawn(async { get_invocation_metadata().is_empty() });
-            assert!(spawned.await.unwrap());
-            Ok(read(&get_invocation_metadata()))
-        })
-        .add_edge("spawns", END)
-        .entry("spawns")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("spawns", |_s: Arc<Doc>, _c: NodeCtx| async move {
+        let spawned = tokio::spawn(async { get_invocation_metadata().is_empty() });
+        assert!(spawned.await.unwrap());
+        Ok(read(&get_invocation_metadata()))
+    });
     assert_eq!(
         reads(&run(&graph, baseline()).await),
         vec![json!({"tenantId": "T1"})]

@@ -19,10 +19,7 @@ async fn a_registered_migration_runs_before_the_merge_and_saves_at_the_new_versi
         })
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let graph = counted_noop(Arc::clone(&calls))
-        .sessions(config)
-        .compile()
-        .unwrap();
+    let graph = counted(&calls, config);
     let done = graph.invoke_with(Chat::default(), sid("s7")).await.unwrap();
     assert_eq!(done.state.value, 11);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -41,14 +38,8 @@ async fn a_missing_migration_fails_before_the_graph_runs_and_leaves_the_record()
     let store = InMemorySessionStore::new();
     seed(&store, "s8", "v1", json!({"value": 7}));
     let calls = Arc::new(AtomicUsize::new(0));
-    let graph = counted_noop(Arc::clone(&calls))
-        .sessions(SessionConfig::new(Arc::new(store.clone())))
-        .compile()
-        .unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("s8"))
-        .await
-        .unwrap_err();
+    let graph = counted(&calls, SessionConfig::new(Arc::new(store.clone())));
+    let err = session_err(&graph, "s8").await;
     assert_eq!(
         err.category(),
         RuntimeCategory::SessionStateMigrationMissing
@@ -139,14 +130,8 @@ async fn a_raising_migration_is_migration_failed_and_stops_the_chain() {
         })
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
-    let graph = counted_noop(Arc::clone(&calls))
-        .sessions(config)
-        .compile()
-        .unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("s13"))
-        .await
-        .unwrap_err();
+    let graph = counted(&calls, config);
+    let err = session_err(&graph, "s13").await;
     assert_eq!(err.category(), RuntimeCategory::SessionStateMigrationFailed);
     let links = cause_chain(err.cause());
     assert!(
@@ -175,14 +160,8 @@ async fn a_failed_load_stops_the_invocation_before_any_node() {
         ..Counting::default()
     };
     let calls = Arc::new(AtomicUsize::new(0));
-    let graph = counted_noop(Arc::clone(&calls))
-        .sessions(SessionConfig::new(Arc::new(store.clone())))
-        .compile()
-        .unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("l"))
-        .await
-        .unwrap_err();
+    let graph = counted(&calls, SessionConfig::new(Arc::new(store.clone())));
+    let err = session_err(&graph, "l").await;
     assert_eq!(err.category_name(), "session_load_failed");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     assert_eq!(store.saves.load(Ordering::SeqCst), 0);
@@ -201,9 +180,6 @@ async fn a_record_that_does_not_fit_the_state_is_a_load_failure() {
         .sessions(SessionConfig::new(Arc::new(store)))
         .compile()
         .unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("bad"))
-        .await
-        .unwrap_err();
+    let err = session_err(&graph, "bad").await;
     assert_eq!(err.category(), RuntimeCategory::SessionLoadFailed);
 }

@@ -134,10 +134,7 @@ async fn a_failed_auto_save_reports_after_completion_with_the_final_state() {
         .sessions(SessionConfig::new(Arc::new(store)))
         .compile()
         .unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("f"))
-        .await
-        .unwrap_err();
+    let err = session_err(&graph, "f").await;
     assert_eq!(err.category(), RuntimeCategory::SessionSaveFailed);
     assert_eq!(
         err.recoverable_state().value,

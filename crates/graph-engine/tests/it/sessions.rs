@@ -148,10 +148,7 @@ fn crash_after_save(store: &InMemorySessionStore, auto_save: bool) -> GraphBuild
 async fn a_mid_invoke_save_survives_a_later_crash() {
     let store = InMemorySessionStore::new();
     let graph = crash_after_save(&store, true).compile().unwrap();
-    let err = graph
-        .invoke_with(Chat::default(), sid("s6"))
-        .await
-        .unwrap_err();
+    let err = session_err(&graph, "s6").await;
     assert_eq!(err.category(), RuntimeCategory::NodeException);
     assert_eq!(err.node(), "C");
     let rec = stored(&store, "s6").await.unwrap();
@@ -231,10 +228,7 @@ async fn a_subgraph_sees_only_its_projection_and_never_saves_the_session() {
         .sessions(SessionConfig::new(Arc::new(store.clone())).project(["summary", "scratch"]))
         .compile()
         .unwrap();
-    let done = outer
-        .invoke_with(Chat::default(), sid("s10"))
-        .await
-        .unwrap();
+    let done = in_session(&outer, "s10").await;
     assert_eq!(
         seen.lock().unwrap().as_slice(),
         [Inner {
@@ -275,10 +269,7 @@ async fn the_session_id_reaches_nodes_and_full_state_sessions_default_to_the_gra
         .sessions(SessionConfig::new(Arc::new(store.clone())))
         .compile()
         .unwrap();
-    let done = graph
-        .invoke_with(Chat::default(), sid("s12"))
-        .await
-        .unwrap();
+    let done = in_session(&graph, "s12").await;
     assert_eq!(done.state.summary, "s12");
     let rec = stored(&store, "s12").await.unwrap();
     assert_eq!(rec.schema_version, "g7");

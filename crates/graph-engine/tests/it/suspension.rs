@@ -9,10 +9,12 @@ use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
 };
-use openarmature_graph::suspension::{suspend, suspend_with, OnResume, SignalDescriptor};
+use openarmature_graph::suspension::{
+    suspend, suspend_with, OnResume, SignalDescriptor, Suspended,
+};
 use openarmature_graph::{
-    state, BoxError, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeFuture,
-    RuntimeCategory, SubgraphNode, END,
+    state, BoxError, CompiledGraph, Completed, GraphBuilder, InvokeOptions, Middleware, Next,
+    NodeCtx, NodeFuture, RuntimeCategory, SubgraphNode, END,
 };
 use serde_json::json;
 
@@ -69,6 +71,26 @@ fn gated(on_resume: OnResume, runs: Arc<AtomicUsize>) -> GraphBuilder<Job> {
         .entry("gate")
 }
 
+/// Runs `graph` from the default state; it must suspend.
+async fn paused(graph: &CompiledGraph<Job>) -> Suspended<Job> {
+    graph
+        .run(Job::default(), InvokeOptions::default())
+        .await
+        .unwrap()
+        .suspended()
+        .unwrap()
+}
+
+/// Resumes `id` with `{"approved": true}`; the run must complete.
+async fn approved(graph: &CompiledGraph<Job>, id: &str) -> Completed<Job> {
+    graph
+        .resume(id, json!({"approved": true}))
+        .await
+        .unwrap()
+        .completed()
+        .unwrap()
+}
+
 #[tokio::test]
 async fn middleware_cannot_swallow_a_suspension_and_its_post_next_code_never_runs() {
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -88,12 +110,7 @@ async fn middleware_cannot_swallow_a_suspension_and_its_post_next_code_never_run
     assert_eq!(*log.lock().unwrap(), ["pre"]);
     assert!(!paused.state.done, "`finish` did not run");
 
-    let done = graph
-        .resume(&paused.invocation_id, json!({"approved": true}))
-        .await
-        .unwrap()
-        .completed()
-        .unwrap();
+    let done = approved(&graph, &paused.invocation_id).await;
     assert!(done.state.done && done.state.approved);
     assert_eq!(
         runs.load(Ordering::SeqCst),
@@ -109,18 +126,8 @@ async fn rerun_node_runs_the_suspending_body_again_on_the_merged_state() {
     let graph = gated(OnResume::RerunNode, Arc::clone(&runs))
         .compile()
         .unwrap();
-    let paused = graph
-        .run(Job::default(), InvokeOptions::default())
-        .await
-        .unwrap()
-        .suspended()
-        .unwrap();
-    let done = graph
-        .resume(&paused.invocation_id, json!({"approved": true}))
-        .await
-        .unwrap()
-        .completed()
-        .unwrap();
+    let paused = paused(&graph).await;
+    let done = approved(&graph, &paused.invocation_id).await;
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert_eq!(done.state.gate_runs, 1, "the rerun saw approved = true");
     assert!(done.state.done);
@@ -131,12 +138,7 @@ async fn a_record_resumes_once_and_a_bad_payload_leaves_it_resumable() {
     let graph = gated(OnResume::ContinueAfter, Arc::default())
         .compile()
         .unwrap();
-    let paused = graph
-        .run(Job::default(), InvokeOptions::default())
-        .await
-        .unwrap()
-        .suspended()
-        .unwrap();
+    let paused = paused(&graph).await;
     let bad = graph
         .resume(&paused.invocation_id, json!({"approved": "yes"}))
         .await
@@ -211,12 +213,7 @@ async fn suspend_from_middleware_or_outside_an_invocation_is_unsupported_context
         .node_middleware("finish", Suspends)
         .compile()
         .unwrap();
-    let paused = graph
-        .run(Job::default(), InvokeOptions::default())
-        .await
-        .unwrap()
-        .suspended()
-        .unwrap();
+    let paused = paused(&graph).await;
     let err = graph
         .resume(&paused.invocation_id, json!({"approved": true}))
         .await
@@ -263,12 +260,7 @@ async fn a_subgraph_node_suspends_and_resumes_inside_the_subgraph() {
         .entry("sub")
         .compile()
         .unwrap();
-    let paused = outer
-        .run(Job::default(), InvokeOptions::default())
-        .await
-        .unwrap()
-        .suspended()
-        .unwrap();
+    let paused = paused(&outer).await;
     assert_eq!(paused.namespace, ["sub", "ask"]);
     assert_eq!(paused.node_name, "ask");
     let done = outer
@@ -364,12 +356,7 @@ async fn with_a_checkpointer_a_dropped_resume_can_continue_from_the_checkpoint()
         .checkpointer(store.clone())
         .compile()
         .unwrap();
-    let paused = graph
-        .run(Job::default(), InvokeOptions::default())
-        .await
-        .unwrap()
-        .suspended()
-        .unwrap();
+    let paused = paused(&graph).await;
     // Resume, and drop the resumed run while `slow` is mid-node.
     let resumed = graph.resume(&paused.invocation_id, json!({"approved": true}));
     tokio::select! {

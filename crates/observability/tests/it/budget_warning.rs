@@ -4,73 +4,42 @@
 
 use std::sync::Arc;
 
-use openarmature_core::vocab::llm::{
-    LlmCompletionEvent, LlmRequestSummary, LlmResponseSummary, LlmUsage,
-};
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
+use openarmature_core::vocab::llm::LlmCompletionEvent;
+use openarmature_graph::{InvokeOptions, NodeCtx, ObserverEvent};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity, TokenBudget};
 use opentelemetry::logs::Severity;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::single_node;
+use crate::support::{reply, request, span_capture, usage, Doc, DocUpdate};
 
 /// Runs one call with `prompt_tokens` against an input budget of 10; returns the
 /// emitted log records (severity, body, prompt-name attribute, span matches node).
 async fn run(prompt_tokens: u64) -> Vec<(Option<Severity>, String, bool, bool)> {
-    let spans = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
-        .build();
+    let (spans, provider) = span_capture();
     let logs = InMemoryLogExporter::default();
     let logger_provider = SdkLoggerProvider::builder()
         .with_simple_exporter(logs.clone())
         .build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
-            let budget = TokenBudget::new(Some(10), None);
-            scope_prompt(id, Some(budget), async {
-                let request = LlmRequestSummary::new(
-                    "openai",
-                    "gpt-test",
-                    "call-1",
-                    Vec::new(),
-                    serde_json::Map::new(),
-                    serde_json::Map::new(),
-                )
-                .with_prompt_context(prompt_context::current());
-                let usage = LlmUsage {
-                    prompt_tokens: Some(prompt_tokens),
-                    completion_tokens: Some(1),
-                    total_tokens: Some(prompt_tokens + 1),
-                    ..LlmUsage::default()
-                };
-                let response =
-                    LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
-                ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
-                    ctx.call_site(),
-                    request,
-                    response,
-                    Some(1.0),
-                )));
-            })
-            .await;
-            Ok(DocUpdate::default().done(true))
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
+        let budget = TokenBudget::new(Some(10), None);
+        scope_prompt(id, Some(budget), async {
+            let request = request("call-1").with_prompt_context(prompt_context::current());
+            let usage = usage(Some(prompt_tokens), Some(1), Some(prompt_tokens + 1));
+            let response = reply(usage, "stop");
+            ctx.dispatch_event(ObserverEvent::LlmCompletion(LlmCompletionEvent::new(
+                ctx.call_site(),
+                request,
+                response,
+                Some(1.0),
+            )));
         })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+        .await;
+        Ok(DocUpdate::default().done(true))
+    });
     let otel = OtelObserver::builder(&provider)
         .logger_provider(&logger_provider)
         .build();

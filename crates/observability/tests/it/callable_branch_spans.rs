@@ -16,8 +16,9 @@ use openarmature_pipeline::retry::Constant;
 use openarmature_pipeline::{
     Branch, CallBranch, ParallelBranchesNode, RetryConfig, RetryMiddleware,
 };
-use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
+
+use crate::support::{int, span_capture};
 
 state! {
     /// The test state.
@@ -28,16 +29,6 @@ state! {
         /// Written by `fts`.
         pub f: i64,
     }
-}
-
-fn int(span: &SpanData, key: &str) -> Option<i64> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .and_then(|kv| match kv.value {
-            Value::I64(i) => Some(i),
-            _ => None,
-        })
 }
 
 #[tokio::test]
@@ -69,10 +60,7 @@ async fn callable_dispatch_spans_carry_the_node_attempt_under_node_retry() {
         .compile()
         .unwrap();
 
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let done = otel
         .invoke(&graph, Doc::default(), InvokeOptions::default())

@@ -4,9 +4,11 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use openarmature_graph::{state, CompiledGraph, GraphBuilder, InvokeOptions, Registration, END};
+use openarmature_graph::{state, CompiledGraph, InvokeOptions, Registration};
 use openarmature_pipeline::{ErrorPolicy, FanOutNode};
 use serde_json::Value;
+
+use crate::support::single_node;
 
 state! {
     /// The run.
@@ -41,12 +43,7 @@ pub fn fan_graph(per_item: CompiledGraph<Item>, concurrency: usize) -> CompiledG
         .concurrency(NonZeroUsize::new(concurrency))
         .error_policy(ErrorPolicy::Collect)
         .errors_field("errors");
-    GraphBuilder::new(Batch::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap()
+    single_node::<Batch>("fan", fan)
 }
 
 /// Runs `graph` over `items` with `observer` attached, and drains its observers.

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, END};
+use crate::support::single_node;
+use openarmature_graph::{state, InvokeOptions, NodeCtx};
 use openarmature_observability::langfuse::{
     IngestionClient, LangfuseClient, LangfuseCredentials, LangfuseError, LangfuseObserver,
 };
@@ -41,14 +42,9 @@ async fn ingestion_api(status: u16) -> (MockServer, mpsc::UnboundedReceiver<Requ
 }
 
 fn graph() -> openarmature_graph::CompiledGraph<Count> {
-    GraphBuilder::new(Count::default())
-        .add_node("inc", |s: Arc<Count>, _: NodeCtx| async move {
-            Ok(CountUpdate::default().n(s.n + 1))
-        })
-        .add_edge("inc", END)
-        .entry("inc")
-        .compile()
-        .unwrap()
+    single_node::<Count>("inc", |s: Arc<Count>, _: NodeCtx| async move {
+        Ok(CountUpdate::default().n(s.n + 1))
+    })
 }
 
 #[tokio::test]

@@ -5,66 +5,29 @@
 
 use std::sync::Arc;
 
-use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
-};
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
+use openarmature_core::vocab::llm::LlmUsage;
+use openarmature_graph::{InvokeOptions, NodeCtx};
 use openarmature_observability::langfuse::{LangfuseObserver, ObservationType};
 use openarmature_observability::OtelObserver;
 use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::json;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::single_node;
+use crate::support::{reply, report_completed, request, span_capture, Doc, DocUpdate};
 
 /// One graph whose node reports one completed LLM attempt with `prompt` active.
 fn graph(prompt: PromptIdentity) -> openarmature_graph::CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let prompt = prompt.clone();
-            async move {
-                scope_prompt(prompt, None, async {
-                    let request = LlmRequestSummary::new(
-                        "openai",
-                        "gpt-test",
-                        "call-1",
-                        Vec::new(),
-                        serde_json::Map::new(),
-                        serde_json::Map::new(),
-                    )
-                    .with_prompt_context(prompt_context::current());
-                    let response = LlmResponseSummary::new(
-                        None,
-                        None,
-                        LlmUsage::default(),
-                        Some("stop".into()),
-                        None,
-                        None,
-                    );
-                    ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                        ctx.call_site(),
-                        request,
-                        0,
-                        None,
-                        LlmAttemptOutcome::Completed(Arc::new(response)),
-                        Some(1.0),
-                    )));
-                })
-                .await;
-                Ok(DocUpdate::default())
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let prompt = prompt.clone();
+        async move {
+            scope_prompt(prompt, None, async {
+                let request = request("call-1").with_prompt_context(prompt_context::current());
+                report_completed(&ctx, request, reply(LlmUsage::default(), "stop"), 1.0);
+            })
+            .await;
+            Ok(DocUpdate::default())
+        }
+    })
 }
 
 fn identity() -> PromptIdentity {
@@ -105,10 +68,7 @@ async fn a_reference_links_the_generation_and_metadata_is_set_either_way() {
 
 #[tokio::test]
 async fn the_reference_never_reaches_a_callers_otel_spans() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let prompt = identity().with_langfuse_prompt(&json!("lf-prompt-1"));
     otel.invoke(&graph(prompt), Doc::default(), InvokeOptions::default())

@@ -7,114 +7,30 @@
 //! - extension 0004: circuit-breaker transitions are span events
 //!   (`openarmature.circuit_breaker.state_change`) on the calling node's span.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{
-    state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, Registration, END,
-};
+use openarmature_graph::{GraphBuilder, InvokeOptions, NodeCtx, NodeError, Registration, END};
 use openarmature_llm::resilience::{
     BreakerPolicy, CircuitBreaker, Endpoint, ResilientProvider, UsageAggregator,
 };
-use openarmature_llm::{
-    AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, LlmRetryConfig, Message,
-    Provider, Response, Usage, WireRequest,
-};
+use openarmature_llm::{CompletionRequest, LlmError, LlmRetryConfig, Message, Provider, Response};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::RetryMiddleware;
 use openarmature_testkit::ManualClock;
-use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Set by the node.
-        pub done: bool,
-    }
-}
-
-fn provider() -> (InMemorySpanExporter, SdkTracerProvider) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    (exporter, provider)
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<Value> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
-}
-
-fn text(span: &SpanData, key: &str) -> Option<String> {
-    attr(span, key).map(|v| v.as_str().into_owned())
-}
-
-fn int(span: &SpanData, key: &str) -> Option<i64> {
-    match attr(span, key) {
-        Some(Value::I64(i)) => Some(i),
-        _ => None,
-    }
-}
+use crate::support::single_node;
+use crate::support::{int, ok_response, span_capture, text, usage, Doc, DocUpdate, TestProvider};
 
 fn ok() -> Result<Response, LlmError> {
-    Ok(Response::new(
-        AssistantMessage {
-            content: Some(Content::Text("ok".into())),
-            tool_calls: Vec::new(),
-        },
-        FinishReason::Stop,
-        Usage {
-            prompt_tokens: Some(3),
-            completion_tokens: Some(1),
-            total_tokens: Some(4),
-            ..Usage::default()
-        },
-        serde_json::json!({}),
-        None,
-    ))
+    Ok(ok_response(usage(Some(3), Some(1), Some(4))))
 }
 
 fn down() -> Result<Response, LlmError> {
     Err(LlmError::unavailable("down"))
-}
-
-/// Answers from a script, one entry per wire attempt.
-struct Scripted(Mutex<VecDeque<Result<Response, LlmError>>>);
-
-impl Scripted {
-    fn new(script: Vec<Result<Response, LlmError>>) -> Self {
-        Scripted(Mutex::new(script.into()))
-    }
-}
-
-impl Provider for Scripted {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        let next = self
-            .0
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("script exhausted");
-        Box::pin(async move { next })
-    }
 }
 
 fn zero() -> RetryConfig {
@@ -126,7 +42,13 @@ async fn the_logical_call_id_is_stable_across_both_retry_lanes() {
     // Node attempt 0: call #0 gets a 503 and is retried at call level (reply); call
     // #1 gets a 503 (no call-level retry), failing the node. Node attempt 1: both
     // calls are re-issued and answered. Five LLM spans, two logical calls.
-    let llm = Arc::new(Scripted::new(vec![down(), ok(), down(), ok(), ok()]));
+    let llm = Arc::new(TestProvider::scripted(vec![
+        down(),
+        ok(),
+        down(),
+        ok(),
+        ok(),
+    ]));
     let graph = GraphBuilder::new(Doc::default())
         .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
             let llm = Arc::clone(&llm);
@@ -149,7 +71,7 @@ async fn the_logical_call_id_is_stable_across_both_retry_lanes() {
         .compile()
         .unwrap();
 
-    let (exporter, tracer) = provider();
+    let (exporter, tracer) = span_capture();
     let otel = OtelObserver::builder(&tracer).build();
     let usage = UsageAggregator::new();
     let done = otel
@@ -224,25 +146,20 @@ async fn breaker_transitions_are_span_events_on_the_calling_node_span() {
     .clock(Arc::new(clock.clone()));
     let endpoint = Arc::new(Endpoint::new(key).breaker(breaker));
     let llm = Arc::new(ResilientProvider::new(
-        Scripted::new(vec![down(), ok()]),
+        TestProvider::scripted(vec![down(), ok()]),
         endpoint,
     ));
     // The node degrades on a failed call (its span stays OK).
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let llm = Arc::clone(&llm);
-            async move {
-                let request = CompletionRequest::new(vec![Message::user("a")]).in_node(&ctx);
-                let done = llm.complete(&request).await.is_ok();
-                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(done))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let llm = Arc::clone(&llm);
+        async move {
+            let request = CompletionRequest::new(vec![Message::user("a")]).in_node(&ctx);
+            let done = llm.complete(&request).await.is_ok();
+            Ok::<DocUpdate, NodeError>(DocUpdate::default().done(done))
+        }
+    });
 
-    let (exporter, tracer) = provider();
+    let (exporter, tracer) = span_capture();
     let otel = OtelObserver::builder(&tracer).build();
     let state_changes = |span: &SpanData| -> Vec<[Option<String>; 4]> {
         span.events

@@ -5,69 +5,28 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
-};
-use openarmature_graph::{
-    observer_fn, state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
-};
+use openarmature_core::vocab::llm::LlmUsage;
+use openarmature_graph::{observer_fn, InvokeOptions, NodeCtx, ObserverEvent, Registration};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::single_node;
+use crate::support::{reply, report_completed, request, span_capture, Doc, DocUpdate};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_observer_does_not_move_the_llm_span_end() {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let dispatched: Arc<Mutex<Option<SystemTime>>> = Arc::default();
     let mark = Arc::clone(&dispatched);
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let mark = Arc::clone(&mark);
-            async move {
-                let request = LlmRequestSummary::new(
-                    "openai",
-                    "gpt-test",
-                    "call-1",
-                    Vec::new(),
-                    serde_json::Map::new(),
-                    serde_json::Map::new(),
-                );
-                let response = LlmResponseSummary::new(
-                    None,
-                    None,
-                    LlmUsage::default(),
-                    Some("stop".into()),
-                    None,
-                    None,
-                );
-                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    ctx.call_site(),
-                    request,
-                    0,
-                    None,
-                    LlmAttemptOutcome::Completed(Arc::new(response)),
-                    Some(5.0),
-                )));
-                *mark.lock().unwrap() = Some(SystemTime::now());
-                Ok(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let mark = Arc::clone(&mark);
+        async move {
+            let response = reply(LlmUsage::default(), "stop");
+            report_completed(&ctx, request("call-1"), response, 5.0);
+            *mark.lock().unwrap() = Some(SystemTime::now());
+            Ok(DocUpdate::default().done(true))
+        }
+    });
     // Graph-attached observers are delivered first: this one holds the queue.
     graph.attach_observer(Registration::new(
         "slow",

@@ -6,6 +6,7 @@
 mod fan_support;
 mod metrics_support;
 mod otlp_support;
+mod support;
 
 mod budget_warning;
 mod callable_branch_spans;

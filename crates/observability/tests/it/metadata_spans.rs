@@ -12,8 +12,14 @@ use openarmature_graph::{
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::FanOutNode;
 use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
+
+use crate::support::single_node;
+use crate::support::{attr, int, span_capture};
+
+/// The attribute carrying a fan-out instance's index.
+const FAN_OUT_INDEX: &str = "openarmature.node.fan_out_index";
 
 state! {
     /// The parent state.
@@ -50,15 +56,22 @@ async fn spans<S: openarmature_graph::State>(
     graph: &CompiledGraph<S>,
     initial: S,
 ) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let options =
         InvokeOptions::default().metadata(json!({"tenantId": "T1"}).as_object().cloned().unwrap());
     otel.invoke(graph, initial, options).await.unwrap();
     exporter.get_finished_spans().unwrap()
+}
+
+/// The spans of one run of a graph whose only node is `fan`, over items 1 and 2.
+async fn fan_spans(fan: FanOutNode<Doc, Item>) -> Vec<SpanData> {
+    let graph = single_node::<Doc>("fan", fan);
+    let initial = Doc {
+        xs: vec![1, 2],
+        ..Doc::default()
+    };
+    spans(&graph, initial).await
 }
 
 fn one<'s>(spans: &'s [SpanData], name: &str) -> &'s SpanData {
@@ -106,36 +119,16 @@ async fn a_serial_write_updates_the_open_invocation_and_node_spans() {
 
 #[tokio::test]
 async fn instance_writes_stay_on_their_instance_path() {
-    let worker = GraphBuilder::new(Item::default())
-        .add_node("work", |s: Arc<Item>, _c: NodeCtx| async move {
-            set_invocation_metadata([("productId", json!(s.x))])?;
-            Ok(ItemUpdate::default().y(s.x))
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("fan", FanOutNode::over_items(worker, "xs", "x", "y", "ys"))
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap();
-    let initial = Doc {
-        xs: vec![1, 2],
-        ..Doc::default()
-    };
-    let spans = spans(&graph, initial).await;
+    let worker = single_node::<Item>("work", |s: Arc<Item>, _c: NodeCtx| async move {
+        set_invocation_metadata([("productId", json!(s.x))])?;
+        Ok(ItemUpdate::default().y(s.x))
+    });
+    let spans = fan_spans(FanOutNode::over_items(worker, "xs", "x", "y", "ys")).await;
     let fan: Vec<&SpanData> = spans.iter().filter(|s| s.name == "fan").collect();
     // The fan-out node span plus one span per instance.
     assert_eq!(fan.len(), 3);
     for s in fan {
-        let index = s
-            .attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == "openarmature.node.fan_out_index")
-            .map(|kv| kv.value.clone());
-        let want = match index {
+        let want = match attr(s, FAN_OUT_INDEX) {
             // An instance span: its own item, in place.
             Some(Value::I64(i)) => Some(Value::I64(i + 1)),
             // The fan-out node span is a shared parent.
@@ -144,15 +137,7 @@ async fn instance_writes_stay_on_their_instance_path() {
         assert_eq!(user(s, "productId"), want);
     }
     for s in spans.iter().filter(|s| s.name == "work") {
-        let index = s
-            .attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == "openarmature.node.fan_out_index")
-            .and_then(|kv| match kv.value {
-                Value::I64(i) => Some(i),
-                _ => None,
-            })
-            .unwrap();
+        let index = int(s, FAN_OUT_INDEX).unwrap();
         assert_eq!(user(s, "productId"), Some(Value::I64(index + 1)));
     }
     let root = one(&spans, "openarmature.invocation");
@@ -178,36 +163,13 @@ impl Middleware<Item> for TagItem {
 
 #[tokio::test]
 async fn instance_middleware_writes_skip_the_shared_fan_out_node_span() {
-    let worker = GraphBuilder::new(Item::default())
-        .add_node("work", |s: Arc<Item>, _c: NodeCtx| async move {
-            Ok(ItemUpdate::default().y(s.x))
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
+    let worker = single_node::<Item>("work", |s: Arc<Item>, _c: NodeCtx| async move {
+        Ok(ItemUpdate::default().y(s.x))
+    });
     let fan =
         FanOutNode::over_items(worker, "xs", "x", "y", "ys").instance_middleware(Arc::new(TagItem));
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap();
-    let initial = Doc {
-        xs: vec![1, 2],
-        ..Doc::default()
-    };
-    let spans = spans(&graph, initial).await;
-    let index = |s: &SpanData| {
-        s.attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == "openarmature.node.fan_out_index")
-            .and_then(|kv| match kv.value {
-                Value::I64(i) => Some(i),
-                _ => None,
-            })
-    };
+    let spans = fan_spans(fan).await;
+    let index = |s: &SpanData| int(s, FAN_OUT_INDEX);
     let mut instances = 0;
     for s in spans.iter().filter(|s| s.name == "fan" || s.name == "work") {
         match index(s) {

@@ -3,66 +3,24 @@
 //! instruments an `OtelObserver` records with `enable_metrics`, read back from an
 //! in-memory metric exporter on a private meter provider.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use openarmature_graph::{GraphBuilder, NodeCtx, NodeError, END};
+use openarmature_graph::{NodeCtx, NodeError};
 use openarmature_llm::{
-    AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, LlmRetryConfig, Message,
-    Provider, Response, Usage, WireRequest,
+    CompletionRequest, LlmError, LlmRetryConfig, Message, Provider, Response, Usage,
 };
 use openarmature_observability::attributes as a;
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
+use crate::support::single_node;
+use crate::support::{ok_response, usage, TestProvider};
 
 fn response(usage: Usage) -> Result<Response, LlmError> {
-    Ok(Response::new(
-        AssistantMessage {
-            content: Some(Content::Text("ok".into())),
-            tool_calls: Vec::new(),
-        },
-        FinishReason::Stop,
-        usage,
-        serde_json::json!({}),
-        None,
-    ))
-}
-
-fn usage(p: Option<u64>, c: Option<u64>, t: Option<u64>) -> Usage {
-    Usage {
-        prompt_tokens: p,
-        completion_tokens: c,
-        total_tokens: t,
-        ..Usage::default()
-    }
-}
-
-/// Answers from a script, one entry per wire attempt.
-struct Scripted(Mutex<VecDeque<Result<Response, LlmError>>>);
-
-impl Provider for Scripted {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        let next = self
-            .0
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("script exhausted");
-        Box::pin(async move { next })
-    }
+    Ok(ok_response(usage))
 }
 
 struct Setup {
@@ -85,33 +43,28 @@ impl Default for Setup {
 
 /// One node making one LLM call against `script`; returns the exported points.
 async fn run(setup: Setup, script: Vec<Result<Response, LlmError>>) -> Vec<Point> {
-    let llm = Arc::new(Scripted(Mutex::new(script.into())));
+    let llm = Arc::new(TestProvider::scripted(script));
     let Setup {
         enable,
         llm_spans,
         budget,
         attempts,
     } = setup;
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let llm = Arc::clone(&llm);
-            async move {
-                let retry = RetryConfig::default()
-                    .backoff(Constant(Duration::ZERO))
-                    .max_attempts(attempts);
-                let request = CompletionRequest::new(vec![Message::user("hi")])
-                    .in_node(&ctx)
-                    .retry(LlmRetryConfig::from(retry));
-                let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
-                let result = scope_prompt(id, budget, llm.complete(&request)).await;
-                result?;
-                Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let llm = Arc::clone(&llm);
+        async move {
+            let retry = RetryConfig::default()
+                .backoff(Constant(Duration::ZERO))
+                .max_attempts(attempts);
+            let request = CompletionRequest::new(vec![Message::user("hi")])
+                .in_node(&ctx)
+                .retry(LlmRetryConfig::from(retry));
+            let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
+            let result = scope_prompt(id, budget, llm.complete(&request)).await;
+            result?;
+            Ok::<DocUpdate, NodeError>(DocUpdate::default().done(true))
+        }
+    });
     drive(graph, enable, llm_spans).await
 }
 

@@ -6,39 +6,22 @@
 use std::sync::Arc;
 
 use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure,
-    LlmRequestSummary, LlmResponseSummary, LlmUsage, RetryReason,
+    LlmAttemptEvent, LlmAttemptOutcome, LlmCompletionEvent, LlmFailedEvent, LlmFailure, RetryReason,
 };
-use openarmature_graph::{GraphBuilder, NodeCtx, ObserverEvent, END};
+use openarmature_graph::{NodeCtx, ObserverEvent};
 use openarmature_observability::attributes as a;
 use openarmature_prompt::prompt_context::{self, scope_prompt, PromptIdentity, TokenBudget};
 
 use crate::metrics_support::{drive, of, Doc, DocUpdate, Point};
+use crate::support::single_node;
+use crate::support::{reply, request, usage};
 
 /// Dispatches what the call loop dispatches for a reasked call: attempt 0 fails
 /// `structured_output_invalid` with a response, attempt 1 completes (or, with
 /// `fail_final`, the single attempt's failure is terminal).
 fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
-    let request = || {
-        LlmRequestSummary::new(
-            "openai",
-            "gpt-test",
-            "c1",
-            Vec::new(),
-            serde_json::Map::new(),
-            serde_json::Map::new(),
-        )
-        .with_prompt_context(prompt_context::current())
-    };
-    let reply = |p, c| {
-        let u = LlmUsage {
-            prompt_tokens: Some(p),
-            completion_tokens: Some(c),
-            total_tokens: Some(p + c),
-            ..LlmUsage::default()
-        };
-        LlmResponseSummary::new(None, None, u, Some("length".into()), None, None)
-    };
+    let request = || request("c1").with_prompt_context(prompt_context::current());
+    let reply = |p, c| reply(usage(Some(p), Some(c), Some(p + c)), "length");
     let failure = LlmFailure::new("structured_output_invalid", None, "not JSON");
     let site = ctx.call_site();
     let attempt = |i, reason, outcome| {
@@ -83,20 +66,15 @@ fn structured_output_events(ctx: &NodeCtx, fail_final: bool) {
 }
 
 async fn run_events(fail_final: bool) -> Vec<Point> {
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
-            let budget = Some(TokenBudget::new(Some(10), None));
-            scope_prompt(id, budget, async {
-                structured_output_events(&ctx, fail_final)
-            })
-            .await;
-            Ok(DocUpdate::default())
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let id = PromptIdentity::new("classify", "v7", "production", "t", "r");
+        let budget = Some(TokenBudget::new(Some(10), None));
+        scope_prompt(id, budget, async {
+            structured_output_events(&ctx, fail_final)
         })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+        .await;
+        Ok(DocUpdate::default())
+    });
     drive(graph, true, true).await
 }
 

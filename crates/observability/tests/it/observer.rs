@@ -8,100 +8,66 @@ use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmFailure, LlmRequestSummary, LlmResponseSummary,
     LlmUsage, RetryReason,
 };
-use openarmature_graph::{
-    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, Registration, END,
-};
+use openarmature_graph::{CompiledGraph, InvokeOptions, NodeCtx, ObserverEvent, Registration};
 use openarmature_observability::attributes as a;
 use openarmature_observability::{InvokeError, OtelObserver, OtelObserverBuilder};
 use opentelemetry::logs::Severity;
 use opentelemetry::trace::Status;
 use opentelemetry::Value;
 use opentelemetry_sdk::logs::{InMemoryLogExporter, SdkLoggerProvider};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SpanData};
 use serde_json::json;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Set by the node.
-        pub done: bool,
-    }
-}
-
-fn provider() -> (InMemorySpanExporter, SdkTracerProvider) {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    (exporter, provider)
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<Value> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
-}
-
-fn named<'s>(spans: &'s [SpanData], name: &str) -> Vec<&'s SpanData> {
-    spans.iter().filter(|s| s.name == name).collect()
-}
+use crate::support::single_node;
+use crate::support::{attr, named, report_completed, span_capture, text, Doc, DocUpdate};
 
 /// A node that reports a two-attempt LLM call (a transient failure, then a reply).
 fn llm_graph() -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            let site = ctx.call_site();
-            let request = LlmRequestSummary::new(
-                "openai",
-                "gpt-test",
-                "call-1",
-                vec![json!({"role": "user", "content": "hi"})],
-                json!({"temperature": 0.5}).as_object().cloned().unwrap(),
-                serde_json::Map::new(),
-            );
-            let failed = LlmAttemptOutcome::Failed {
-                failure: LlmFailure::new("provider_unavailable", None, "503"),
-                response: None,
-            };
-            let usage = LlmUsage {
-                prompt_tokens: Some(5),
-                completion_tokens: Some(1),
-                total_tokens: Some(6),
-                ..LlmUsage::default()
-            };
-            let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
-                Some("gpt-test-2024".into()),
-                Some("cc-1".into()),
-                usage,
-                Some("stop".into()),
-                Some("hello".into()),
-                None,
+    single_node::<Doc>("ask", |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        let site = ctx.call_site();
+        let request = LlmRequestSummary::new(
+            "openai",
+            "gpt-test",
+            "call-1",
+            vec![json!({"role": "user", "content": "hi"})],
+            json!({"temperature": 0.5}).as_object().cloned().unwrap(),
+            serde_json::Map::new(),
+        );
+        let failed = LlmAttemptOutcome::Failed {
+            failure: LlmFailure::new("provider_unavailable", None, "503"),
+            response: None,
+        };
+        let usage = LlmUsage {
+            prompt_tokens: Some(5),
+            completion_tokens: Some(1),
+            total_tokens: Some(6),
+            ..LlmUsage::default()
+        };
+        let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
+            Some("gpt-test-2024".into()),
+            Some("cc-1".into()),
+            usage,
+            Some("stop".into()),
+            Some("hello".into()),
+            None,
+        )));
+        for (i, reason, outcome) in [(0, None, failed), (1, Some(RetryReason::Transient), reply)] {
+            ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
+                site.clone(),
+                request.clone(),
+                i,
+                reason,
+                outcome,
+                Some(3.0),
             )));
-            for (i, reason, outcome) in
-                [(0, None, failed), (1, Some(RetryReason::Transient), reply)]
-            {
-                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    site.clone(),
-                    request.clone(),
-                    i,
-                    reason,
-                    outcome,
-                    Some(3.0),
-                )));
-            }
-            Ok(DocUpdate::default().done(true))
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+        }
+        Ok(DocUpdate::default().done(true))
+    })
 }
 
 #[tokio::test]
 async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let done = otel
         .invoke(&llm_graph(), Doc::default(), InvokeOptions::default())
@@ -157,7 +123,7 @@ async fn llm_attempts_are_sibling_spans_under_the_calling_node() {
 
 #[tokio::test]
 async fn disable_llm_spans_keeps_every_other_span() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider)
         .disable_llm_spans(true)
         .disable_genai_semconv(true)
@@ -171,19 +137,14 @@ async fn disable_llm_spans_keeps_every_other_span() {
 }
 
 fn simple_graph() -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("only", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            Ok(DocUpdate::default().done(true))
-        })
-        .add_edge("only", END)
-        .entry("only")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("only", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        Ok(DocUpdate::default().done(true))
+    })
 }
 
 #[tokio::test]
 async fn a_graph_attached_observer_closes_invocations_in_close_all() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let graph = simple_graph();
     graph.attach_observer(Registration::new("otel", otel.clone()));
@@ -207,7 +168,7 @@ async fn a_graph_attached_observer_closes_invocations_in_close_all() {
 
 #[tokio::test]
 async fn log_records_carry_their_node_span_and_correlation_id() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let logs = InMemoryLogExporter::default();
     let logger_provider = SdkLoggerProvider::builder()
         .with_simple_exporter(logs.clone())
@@ -216,18 +177,13 @@ async fn log_records_carry_their_node_span_and_correlation_id() {
         .logger_provider(&logger_provider)
         .build();
     let logging = otel.clone();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("talk", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let otel = logging.clone();
-            async move {
-                otel.log(&ctx, Severity::Info, "hello from talk");
-                Ok(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("talk", END)
-        .entry("talk")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("talk", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let otel = logging.clone();
+        async move {
+            otel.log(&ctx, Severity::Info, "hello from talk");
+            Ok(DocUpdate::default().done(true))
+        }
+    });
     let options = InvokeOptions {
         correlation_id: Some("corr-7".into()),
         metadata: json!({"tenantId": "acme"}).as_object().cloned().unwrap(),
@@ -256,7 +212,7 @@ async fn log_records_carry_their_node_span_and_correlation_id() {
 
 #[tokio::test]
 async fn reserved_metadata_is_rejected_before_anything_runs() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel: OtelObserver = OtelObserverBuilder::from_tracer(
         opentelemetry::trace::TracerProvider::tracer(&provider, "custom"),
     )
@@ -279,17 +235,12 @@ async fn reserved_metadata_is_rejected_before_anything_runs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_invoke_still_closes_the_invocation_span() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("stuck", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            std::future::pending::<()>().await;
-            Ok(DocUpdate::default())
-        })
-        .add_edge("stuck", END)
-        .entry("stuck")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("stuck", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        std::future::pending::<()>().await;
+        Ok(DocUpdate::default())
+    });
     let run = otel.invoke(&graph, Doc::default(), InvokeOptions::default());
     let timed_out = tokio::time::timeout(std::time::Duration::from_secs(1), run).await;
     assert!(timed_out.is_err());
@@ -299,64 +250,57 @@ async fn a_dropped_invoke_still_closes_the_invocation_span() {
 
 /// A node reporting one attempt whose request is `content` and whose reply is "hello".
 fn payload_graph(content: String) -> CompiledGraph<Doc> {
-    GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
-            let content = content.clone();
-            async move {
-                let request = LlmRequestSummary::new(
-                    "openai",
-                    "gpt-test",
-                    "call-1",
-                    vec![json!({"role": "user", "content": content})],
-                    serde_json::Map::new(),
-                    json!({"repetition_penalty": 1.05})
-                        .as_object()
-                        .cloned()
-                        .unwrap(),
-                );
-                let reply = LlmAttemptOutcome::Completed(Arc::new(LlmResponseSummary::new(
-                    None,
-                    None,
-                    LlmUsage::default(),
-                    Some("tool_calls".into()),
-                    Some("hello".into()),
-                    Some(vec![
-                        json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
-                    ]),
-                )));
-                ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-                    ctx.call_site(),
-                    request,
-                    0,
-                    None,
-                    reply,
-                    Some(1.0),
-                )));
-                Ok(DocUpdate::default().done(true))
-            }
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap()
+    single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| {
+        let content = content.clone();
+        async move {
+            let request = LlmRequestSummary::new(
+                "openai",
+                "gpt-test",
+                "call-1",
+                vec![json!({"role": "user", "content": content})],
+                serde_json::Map::new(),
+                json!({"repetition_penalty": 1.05})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            );
+            let reply = LlmResponseSummary::new(
+                None,
+                None,
+                LlmUsage::default(),
+                Some("tool_calls".into()),
+                Some("hello".into()),
+                Some(vec![
+                    json!({"id": "c1", "name": "search", "arguments": {"q": "x"}}),
+                ]),
+            );
+            report_completed(&ctx, request, reply, 1.0);
+            Ok(DocUpdate::default().done(true))
+        }
+    })
 }
 
-fn string_attr(span: &SpanData, key: &str) -> Option<String> {
-    attr(span, key).map(|v| v.as_str().into_owned())
-}
-
-#[tokio::test]
-async fn payload_is_off_by_default_and_capped_when_on() {
-    let (exporter, default_tracing) = provider();
-    let otel = OtelObserver::builder(&default_tracing).build();
+/// Runs [`payload_graph`] over `content` under `otel`; the spans `exporter` got.
+async fn payload_spans(
+    otel: &OtelObserver,
+    exporter: &InMemorySpanExporter,
+    content: String,
+) -> Vec<SpanData> {
     otel.invoke(
-        &payload_graph("hi".into()),
+        &payload_graph(content),
         Doc::default(),
         InvokeOptions::default(),
     )
     .await
     .unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    exporter.get_finished_spans().unwrap()
+}
+
+#[tokio::test]
+async fn payload_is_off_by_default_and_capped_when_on() {
+    let (exporter, default_tracing) = span_capture();
+    let otel = OtelObserver::builder(&default_tracing).build();
+    let spans = payload_spans(&otel, &exporter, "hi".into()).await;
     let llm = named(&spans, a::LLM_SPAN)[0];
     for key in [
         a::LLM_INPUT_MESSAGES,
@@ -372,45 +316,35 @@ async fn payload_is_off_by_default_and_capped_when_on() {
         Some(Value::I64(1))
     );
 
-    let (exporter, tracing) = provider();
+    let (exporter, tracing) = span_capture();
     let otel = OtelObserver::builder(&tracing)
         .disable_provider_payload(false)
         .payload_byte_cap(256)
         .unwrap()
         .build();
     let long = "日本".repeat(100);
-    otel.invoke(
-        &payload_graph(long.clone()),
-        Doc::default(),
-        InvokeOptions::default(),
-    )
-    .await
-    .unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = payload_spans(&otel, &exporter, long.clone()).await;
     let llm = named(&spans, a::LLM_SPAN)[0];
-    let messages = string_attr(llm, a::LLM_INPUT_MESSAGES).unwrap();
+    let messages = text(llm, a::LLM_INPUT_MESSAGES).unwrap();
     let full = format!(r#"[{{"content":"{long}","role":"user"}}]"#);
     let marker = format!("…[truncated, {} bytes total]", full.len());
     assert!(messages.len() <= 256);
     let prefix = messages.strip_suffix(&marker).expect("the marker ends it");
     assert!(full.starts_with(prefix));
+    assert_eq!(text(llm, a::LLM_OUTPUT_CONTENT).as_deref(), Some("hello"));
     assert_eq!(
-        string_attr(llm, a::LLM_OUTPUT_CONTENT).as_deref(),
-        Some("hello")
-    );
-    assert_eq!(
-        string_attr(llm, a::LLM_OUTPUT_TOOL_CALLS).as_deref(),
+        text(llm, a::LLM_OUTPUT_TOOL_CALLS).as_deref(),
         Some(r#"[{"arguments":{"q":"x"},"id":"c1","name":"search"}]"#)
     );
     assert_eq!(
-        string_attr(llm, a::LLM_REQUEST_EXTRAS).as_deref(),
+        text(llm, a::LLM_REQUEST_EXTRAS).as_deref(),
         Some(r#"{"repetition_penalty":1.05}"#)
     );
 }
 
 #[test]
 fn a_payload_cap_below_256_bytes_is_rejected() {
-    let (_exporter, provider) = provider();
+    let (_exporter, provider) = span_capture();
     let err = OtelObserver::builder(&provider)
         .payload_byte_cap(255)
         .unwrap_err();
@@ -419,16 +353,11 @@ fn a_payload_cap_below_256_bytes_is_rejected() {
 
 #[tokio::test]
 async fn a_registration_renders_the_invocation_from_lifecycle_events() {
-    let (exporter, provider) = provider();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
-            Err::<DocUpdate, _>("kaput".into())
-        })
-        .add_edge("boom", END)
-        .entry("boom")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Doc>("boom", |_s: Arc<Doc>, _ctx: NodeCtx| async move {
+        Err::<DocUpdate, _>("kaput".into())
+    });
     graph.attach_observer(otel.registration());
     let times: Arc<std::sync::Mutex<Vec<std::time::SystemTime>>> = Arc::default();
     let sink = Arc::clone(&times);

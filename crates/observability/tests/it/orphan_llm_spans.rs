@@ -15,18 +15,19 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+
 use openarmature_graph::{
     state, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeError, State,
     END,
 };
-use openarmature_llm::{
-    AssistantMessage, CompletionRequest, Content, FinishReason, LlmError, Message, Provider,
-    Response, Usage, WireRequest,
-};
+use openarmature_llm::{CompletionRequest, Message, Provider, Usage};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::{Branch, FanOutNode, ParallelBranchesNode, SubgraphBranch};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
+
+use crate::support::single_node;
+use crate::support::{ok_response, span_capture, text, TestProvider};
 
 state! {
     /// The invoked graph's state.
@@ -59,34 +60,14 @@ state! {
     }
 }
 
-/// Answers every call with the same completion.
-struct Always;
-
-impl Provider for Always {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
+/// Answers every call with the same completion, after yielding once.
+fn always() -> TestProvider {
+    TestProvider::answering(|| {
         Box::pin(async {
             tokio::task::yield_now().await;
-            Ok(Response::new(
-                AssistantMessage {
-                    content: Some(Content::Text("ok".into())),
-                    tool_calls: Vec::new(),
-                },
-                FinishReason::Stop,
-                Usage::default(),
-                serde_json::json!({}),
-                None,
-            ))
+            Ok(ok_response(Usage::default()))
         })
-    }
+    })
 }
 
 /// A guardrail-style middleware: one LLM call on the node's behalf, before `next`
@@ -102,7 +83,7 @@ impl Guard {
             tokio::task::yield_now().await;
         }
         let request = CompletionRequest::new(vec![Message::user("check")]).in_node(ctx);
-        Always.complete(&request).await?;
+        always().complete(&request).await?;
         Ok(())
     }
 }
@@ -140,10 +121,7 @@ fn leaf(guard: Guard) -> CompiledGraph<Leaf> {
 }
 
 async fn spans(graph: &CompiledGraph<Outer>) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     let initial = Outer { xs: vec![7] };
     otel.invoke(graph, initial, InvokeOptions::default())
@@ -158,13 +136,6 @@ fn parent<'s>(spans: &'s [SpanData], s: &SpanData) -> &'s SpanData {
         .iter()
         .find(|p| p.span_context.span_id() == s.parent_span_id)
         .unwrap_or_else(|| panic!("`{}` has no exported parent", s.name))
-}
-
-fn text(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.as_str().into_owned())
 }
 
 fn llm_spans(spans: &[SpanData]) -> Vec<&SpanData> {
@@ -182,12 +153,7 @@ fn two_branches(pre: bool, yields: usize) -> CompiledGraph<Outer> {
             "b",
             Branch::subgraph(SubgraphBranch::new(leaf(Guard { pre, yields }))),
         );
-    GraphBuilder::new(Outer::default())
-        .add_node("dispatcher", node)
-        .add_edge("dispatcher", END)
-        .entry("dispatcher")
-        .compile()
-        .unwrap()
+    single_node::<Outer>("dispatcher", node)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,35 +207,20 @@ async fn a_post_phase_call_parents_under_the_still_open_node_span() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_nesting_orphan_parents_under_the_innermost_instance() {
     for yields in [0, 1, 8] {
-        let work = GraphBuilder::new(Work::default())
-            .add_node(
-                "fan",
-                FanOutNode::over_items(leaf(Guard { pre: true, yields }), "xs", "x", "y", "ys"),
-            )
-            .add_edge("fan", END)
-            .entry("fan")
-            .compile()
-            .unwrap();
-        let idle = GraphBuilder::new(Leaf::default())
-            .add_node("idle", |_s: Arc<Leaf>, _c: NodeCtx| async {
-                Ok::<_, NodeError>(LeafUpdate::default())
-            })
-            .add_edge("idle", END)
-            .entry("idle")
-            .compile()
-            .unwrap();
+        let work = single_node::<Work>(
+            "fan",
+            FanOutNode::over_items(leaf(Guard { pre: true, yields }), "xs", "x", "y", "ys"),
+        );
+        let idle = single_node::<Leaf>("idle", |_s: Arc<Leaf>, _c: NodeCtx| async {
+            Ok::<_, NodeError>(LeafUpdate::default())
+        });
         let node = ParallelBranchesNode::new()
             .branch(
                 "work",
                 Branch::subgraph(SubgraphBranch::new(work).inputs([("xs", "xs")])),
             )
             .branch("idle", Branch::subgraph(SubgraphBranch::new(idle)));
-        let graph = GraphBuilder::new(Outer::default())
-            .add_node("dispatcher", node)
-            .add_edge("dispatcher", END)
-            .entry("dispatcher")
-            .compile()
-            .unwrap();
+        let graph = single_node::<Outer>("dispatcher", node);
         let spans = spans(&graph).await;
         let calls = llm_spans(&spans);
         assert_eq!(calls.len(), 1, "yields {yields}");

@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_graph::{
-    state, CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END,
-};
+use openarmature_graph::{CategorizedError, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
 use openarmature_llm::{
     CompletionRequest, LlmRetryConfig, Message, OpenAiProvider, Provider, Transport,
 };
@@ -33,15 +31,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use tokio::sync::mpsc;
 
 use crate::otlp_support;
-
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Set by the node.
-        pub done: bool,
-    }
-}
+use crate::support::{Doc, DocUpdate};
 
 fn attr<'s>(span: &'s Span, key: &str) -> Option<&'s AnyValue> {
     span.attributes
@@ -126,31 +116,7 @@ async fn a_retried_invocation_arrives_over_otlp_http() {
         .expect("join")
         .expect("shutdown flushes");
 
-    let mut spans = Vec::new();
-    let mut service = None;
-    while spans.len() < 3 {
-        let (path, req) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .expect("an export within 10 s")
-            .expect("collector alive");
-        assert_eq!(path, "/v1/traces");
-        for rs in req.resource_spans {
-            if let Some(res) = rs.resource {
-                for kv in res.attributes {
-                    if kv.key == "service.name" {
-                        service = kv.value.and_then(|v| v.value);
-                    }
-                }
-            }
-            for ss in rs.scope_spans {
-                assert_eq!(
-                    ss.scope.as_ref().map(|s| s.name.as_str()),
-                    Some("openarmature")
-                );
-                spans.extend(ss.spans);
-            }
-        }
-    }
+    let (spans, service) = receive(&mut rx, 3).await;
     assert_eq!(
         service,
         Some(AnyValue::StringValue("openarmature-otlp-test".into()))

@@ -8,10 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
-};
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
+use openarmature_graph::{GraphBuilder, InvokeOptions, NodeCtx, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::export::{OtlpExport, Protocol};
 use openarmature_observability::OtelObserver;
@@ -21,40 +18,11 @@ use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
 use crate::otlp_support;
-
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::{reply, report_completed, request, usage, Doc, DocUpdate};
 
 fn report(ctx: &NodeCtx) {
-    let request = LlmRequestSummary::new(
-        "openai",
-        "gpt-test",
-        "call-1",
-        Vec::new(),
-        serde_json::Map::new(),
-        serde_json::Map::new(),
-    );
-    let usage = LlmUsage {
-        prompt_tokens: Some(7),
-        completion_tokens: Some(3),
-        total_tokens: Some(10),
-        ..LlmUsage::default()
-    };
-    let response = LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
-    ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-        ctx.call_site(),
-        request,
-        0,
-        None,
-        LlmAttemptOutcome::Completed(Arc::new(response)),
-        Some(250.0),
-    )));
+    let usage = usage(Some(7), Some(3), Some(10));
+    report_completed(ctx, request("call-1"), reply(usage, "stop"), 250.0);
 }
 
 /// `(instrument, sorted dimensions) -> (count, sum)` of every histogram point.

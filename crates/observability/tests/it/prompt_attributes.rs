@@ -4,84 +4,43 @@
 
 use std::sync::Arc;
 
-use openarmature_core::vocab::llm::{
-    LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
-};
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, ObserverEvent, END};
+use openarmature_core::vocab::llm::LlmUsage;
+use openarmature_graph::{InvokeOptions, NodeCtx};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use openarmature_prompt::prompt_context::{
     self, scope_prompt, scope_prompt_group, PromptGroupIdentity, PromptIdentity, TokenBudget,
 };
 use opentelemetry::Value;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::single_node;
+use crate::support::{attr, reply, report_completed, request, span_capture, usage, Doc, DocUpdate};
 
 /// Reports one completed attempt with `usage` from inside the node.
 fn report(ctx: &NodeCtx, usage: LlmUsage) {
-    let request = LlmRequestSummary::new(
-        "openai",
-        "gpt-test",
-        "call-1",
-        Vec::new(),
-        serde_json::Map::new(),
-        serde_json::Map::new(),
-    )
-    .with_prompt_context(prompt_context::current());
-    let response = LlmResponseSummary::new(None, None, usage, Some("stop".into()), None, None);
-    ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
-        ctx.call_site(),
-        request,
-        0,
-        None,
-        LlmAttemptOutcome::Completed(Arc::new(response)),
-        Some(1.0),
-    )));
-}
-
-fn usage(prompt: u64, completion: u64) -> LlmUsage {
-    LlmUsage {
-        prompt_tokens: Some(prompt),
-        completion_tokens: Some(completion),
-        total_tokens: Some(prompt + completion),
-        ..LlmUsage::default()
-    }
+    let request = request("call-1").with_prompt_context(prompt_context::current());
+    report_completed(ctx, request, reply(usage, "stop"), 1.0);
 }
 
 async fn llm_spans(budget: Option<TokenBudget>, bound: bool) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
-            if bound {
-                let id = PromptIdentity::new("classify", "v7", "production", "t-hash", "r-hash");
-                let group = PromptGroupIdentity::new("pipeline");
-                scope_prompt_group(
-                    group,
-                    scope_prompt(id, budget, async {
-                        report(&ctx, usage(20, 5));
-                    }),
-                )
-                .await;
-            } else {
-                report(&ctx, usage(20, 5));
-            }
-            Ok(DocUpdate::default())
-        })
-        .add_edge("ask", END)
-        .entry("ask")
-        .compile()
-        .unwrap();
+    let (exporter, provider) = span_capture();
+    let graph = single_node::<Doc>("ask", move |_s: Arc<Doc>, ctx: NodeCtx| async move {
+        if bound {
+            let id = PromptIdentity::new("classify", "v7", "production", "t-hash", "r-hash");
+            let group = PromptGroupIdentity::new("pipeline");
+            scope_prompt_group(
+                group,
+                scope_prompt(id, budget, async {
+                    report(&ctx, usage(Some(20), Some(5), Some(25)));
+                }),
+            )
+            .await;
+        } else {
+            report(&ctx, usage(Some(20), Some(5), Some(25)));
+        }
+        Ok(DocUpdate::default())
+    });
     let otel = OtelObserver::builder(&provider).build();
     otel.invoke(&graph, Doc::default(), InvokeOptions::default())
         .await
@@ -92,13 +51,6 @@ async fn llm_spans(budget: Option<TokenBudget>, bound: bool) -> Vec<SpanData> {
         .into_iter()
         .filter(|s| s.name == a::LLM_SPAN)
         .collect()
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<Value> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
 }
 
 #[tokio::test]

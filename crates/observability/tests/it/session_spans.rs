@@ -4,20 +4,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, END};
+use openarmature_graph::{GraphBuilder, InvokeOptions, NodeCtx, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::langfuse::LangfuseObserver;
 use openarmature_observability::OtelObserver;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Unused.
-        pub done: bool,
-    }
-}
+use crate::support::{span_capture, text, Doc, DocUpdate};
 
 fn graph(seen: &Arc<Mutex<Vec<Option<String>>>>) -> openarmature_graph::CompiledGraph<Doc> {
     let seen = Arc::clone(seen);
@@ -45,10 +37,7 @@ fn graph(seen: &Arc<Mutex<Vec<Option<String>>>>) -> openarmature_graph::Compiled
 async fn every_span_of_a_session_bound_invocation_carries_the_session_id() {
     let seen = Arc::default();
     let graph = graph(&seen);
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     otel.invoke(
         &graph,
@@ -62,12 +51,7 @@ async fn every_span_of_a_session_bound_invocation_carries_the_session_id() {
         .unwrap();
     assert_eq!(*seen.lock().unwrap(), [Some("sess-1".to_owned()), None]);
     let spans = exporter.get_finished_spans().unwrap();
-    let session = |s: &opentelemetry_sdk::trace::SpanData| {
-        s.attributes
-            .iter()
-            .find(|kv| kv.key.as_str() == a::SESSION_ID)
-            .map(|kv| kv.value.as_str().into_owned())
-    };
+    let session = |s: &opentelemetry_sdk::trace::SpanData| text(s, a::SESSION_ID);
     let (bound, unbound): (Vec<_>, Vec<_>) = spans.iter().partition(|s| session(s).is_some());
     assert_eq!(bound.len(), 3, "invocation span and both node spans");
     assert!(bound

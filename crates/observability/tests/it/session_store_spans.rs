@@ -9,7 +9,9 @@ use openarmature_graph::session::{InMemorySessionStore, SessionConfig, SessionSt
 use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, END};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
+
+use crate::support::{span_capture, text};
 
 state! {
     /// The test state.
@@ -21,10 +23,7 @@ state! {
 }
 
 fn session_of(s: &SpanData) -> Option<String> {
-    s.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == a::SESSION_ID)
-        .map(|kv| kv.value.as_str().into_owned())
+    text(s, a::SESSION_ID)
 }
 
 #[tokio::test]
@@ -43,10 +42,7 @@ async fn a_store_backed_session_keeps_the_attribute_on_every_span_and_only_there
         .sessions(SessionConfig::new(Arc::new(store.clone())))
         .compile()
         .unwrap();
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider).build();
     otel.invoke(
         &graph,

@@ -4,19 +4,21 @@
 //! typed event per execution; the scope returns the tool's outcome unchanged; the
 //! start/complete form reports from a later point with the identity of its entry.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use openarmature_graph::{
-    observer_fn, state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
-    ObserverEvent, Registration, END,
+    state, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError, ObserverEvent, END,
 };
 use openarmature_llm::{ToolExecution, ToolScopeExt};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use opentelemetry::trace::Status;
 use opentelemetry::Value as OtelValue;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
+
+use crate::support::{attr, span_capture};
+use openarmature_testkit::observe::{recording, Events};
 
 state! {
     /// What the node kept of its tool calls.
@@ -35,10 +37,7 @@ struct TimeoutError;
 
 impl openarmature_graph::Categorized for TimeoutError {}
 
-type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
-
 fn graph(events: &Events) -> CompiledGraph<Doc> {
-    let sink = Arc::clone(events);
     GraphBuilder::new(Doc::default())
         .add_node("agent", |_s: Arc<Doc>, ctx: NodeCtx| async move {
             let weather = ToolExecution::new("get_weather")
@@ -65,16 +64,7 @@ fn graph(events: &Events) -> CompiledGraph<Doc> {
         })
         .add_edge("agent", END)
         .entry("agent")
-        .observer(Registration::new(
-            "events",
-            observer_fn(move |e: Arc<ObserverEvent>| {
-                let sink = Arc::clone(&sink);
-                async move {
-                    sink.lock().unwrap().push(e);
-                    Ok(())
-                }
-            }),
-        ))
+        .observer(recording("events", events))
         .compile()
         .unwrap()
 }
@@ -82,10 +72,7 @@ fn graph(events: &Events) -> CompiledGraph<Doc> {
 async fn run(payload: bool) -> (Doc, Vec<SpanData>, Vec<Arc<ObserverEvent>>) {
     let events: Events = Arc::default();
     let graph = graph(&events);
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
+    let (exporter, provider) = span_capture();
     let otel = OtelObserver::builder(&provider)
         .disable_provider_payload(!payload)
         .build();
@@ -96,13 +83,6 @@ async fn run(payload: bool) -> (Doc, Vec<SpanData>, Vec<Arc<ObserverEvent>>) {
     graph.drain(None).await;
     let events = events.lock().unwrap().clone();
     (done.state, exporter.get_finished_spans().unwrap(), events)
-}
-
-fn attr(span: &SpanData, key: &str) -> Option<OtelValue> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.clone())
 }
 
 fn tool_span<'s>(spans: &'s [SpanData], name: &str) -> &'s SpanData {

@@ -6,8 +6,9 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, Target, END};
+use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, END};
 use openarmature_pipeline::FanOutNode;
+pub use openarmature_testkit::workload::{counting_chain, Counter};
 
 state! {
     /// One instance.
@@ -28,15 +29,6 @@ state! {
         pub xs: Vec<i64>,
         /// Outputs, in item order.
         pub ys: Vec<i64> => append,
-    }
-}
-
-state! {
-    /// The linear graph's counter.
-    #[derive(Default)]
-    pub struct Counter => CounterUpdate {
-        /// Steps taken.
-        pub n: u64,
     }
 }
 
@@ -80,19 +72,7 @@ pub async fn fan_once(graph: &CompiledGraph<Batch>, initial: Batch) {
 
 /// A linear graph of `nodes` trivial nodes (`n += 1`).
 pub fn linear_graph(nodes: usize) -> CompiledGraph<Counter> {
-    let mut builder = GraphBuilder::new(Counter::default());
-    for i in 0..nodes {
-        builder = builder.add_node(format!("n{i}"), |s: Arc<Counter>, _c: NodeCtx| async move {
-            Ok(CounterUpdate::default().n(s.n + 1))
-        });
-        let next = if i + 1 < nodes {
-            Target::from(format!("n{}", i + 1))
-        } else {
-            END
-        };
-        builder = builder.add_edge(format!("n{i}"), next);
-    }
-    builder.entry("n0").compile().unwrap()
+    counting_chain(nodes).compile().unwrap()
 }
 
 /// Runs the linear graph once and checks it took every step.

@@ -21,6 +21,7 @@ use openarmature_pipeline::{
 use serde_json::json;
 use tokio::time::{sleep, Instant};
 
+use crate::common::single_node;
 use crate::common::{isolation_events, node_events, recorder, Events};
 
 openarmature_graph::state! {
@@ -79,12 +80,7 @@ where
     F: Fn(Arc<B>, NodeCtx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<BUpdate, NodeError>> + Send + 'static,
 {
-    GraphBuilder::new(B::default())
-        .add_node("work", body)
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap()
+    single_node::<B>("work", body)
 }
 
 /// `par` → `after` → END, with a recording observer.

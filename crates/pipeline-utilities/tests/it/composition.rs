@@ -223,31 +223,21 @@ fn link(category: Option<&str>, message: &str, carrier: bool) -> CauseLink {
 /// A graph whose subgraph node `sub/call` raises `invalid_response("bad json")`
 /// caused by `rate_limit("slow")`.
 async fn subgraph_failure() -> openarmature_graph::GraphError<S> {
-    let child = GraphBuilder::new(Child::default())
-        .add_node(
-            "call",
-            child_flaky(&counter(), u32::MAX, |_| {
-                CategorizedError::new(
-                    openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
-                    "bad json",
-                )
-                .with_source(CategorizedError::new(
-                    openarmature_graph::Category::PROVIDER_RATE_LIMIT,
-                    "slow",
-                ))
-                .into()
-            }),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("sub", SubgraphNode::<S, Child>::new(child))
-        .add_edge("sub", END)
-        .entry("sub")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>(
+        "call",
+        child_flaky(&counter(), u32::MAX, |_| {
+            CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_INVALID_RESPONSE,
+                "bad json",
+            )
+            .with_source(CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_RATE_LIMIT,
+                "slow",
+            ))
+            .into()
+        }),
+    );
+    let graph = single_node::<S>("sub", SubgraphNode::<S, Child>::new(child));
     graph.invoke(S::default()).await.unwrap_err()
 }
 
@@ -286,30 +276,8 @@ async fn classify_derives_the_category_skipping_carriers() {
     assert_eq!(err.original_message(), "bad json");
 
     // Nested subgraphs: two carriers, same derivation.
-    let inner = GraphBuilder::new(Child::default())
-        .add_node(
-            "call",
-            child_flaky(&counter(), u32::MAX, |_| {
-                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
-                    .into()
-            }),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
-    let middle = GraphBuilder::new(Child::default())
-        .add_node("inner_sub", SubgraphNode::<Child, Child>::new(inner))
-        .add_edge("inner_sub", END)
-        .entry("inner_sub")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("sub", SubgraphNode::<S, Child>::new(middle))
-        .add_edge("sub", END)
-        .entry("sub")
-        .compile()
-        .unwrap();
+    let middle = nested_call(child_flaky(&counter(), u32::MAX, down));
+    let graph = single_node::<S>("sub", SubgraphNode::<S, Child>::new(middle));
     let err = graph.invoke(S::default()).await.unwrap_err();
     let c = classify(err.cause());
     let carriers: Vec<bool> = c.chain.iter().map(|l| l.carrier).collect();
@@ -351,21 +319,16 @@ fn classify_plain_errors() {
 #[tokio::test(start_paused = true)]
 async fn three_piece_around_a_subgraph_reports_the_last_attempt_in_the_lineage() {
     let calls = counter();
-    let child = GraphBuilder::new(Child::default())
-        .add_node(
-            "call",
-            child_flaky(&calls, u32::MAX, |n| {
-                CategorizedError::new(
-                    openarmature_graph::Category::PROVIDER_UNAVAILABLE,
-                    format!("down {n}"),
-                )
-                .into()
-            }),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>(
+        "call",
+        child_flaky(&calls, u32::MAX, |n| {
+            CategorizedError::new(
+                openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                format!("down {n}"),
+            )
+            .into()
+        }),
+    );
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(S::default())

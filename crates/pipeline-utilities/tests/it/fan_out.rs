@@ -22,6 +22,7 @@ use openarmature_pipeline::{
 use serde_json::json;
 use tokio::time::{sleep, Instant};
 
+use crate::common::single_node;
 use crate::common::{isolation_events, node_events, recorder, Events, Group, Outer};
 
 openarmature_graph::state! {
@@ -68,12 +69,7 @@ where
     F: Fn(Arc<Item>, NodeCtx) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ItemUpdate, NodeError>> + Send + 'static,
 {
-    GraphBuilder::new(Item::default())
-        .add_node("work", body)
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap()
+    single_node::<Item>("work", body)
 }
 
 /// A worker computing `y = 10 * x` at once.
@@ -106,6 +102,30 @@ fn compile_error(fan: FanOutNode<Batch, Item>) -> CompileError {
         .compile()
         .err()
         .expect("the graph must not compile")
+}
+
+/// Run counters for items 0..3 and a worker writing `y = x * 10` whose item 1 fails
+/// its first run (`provider_unavailable`).
+pub(crate) fn item_one_fails_once() -> (Arc<Vec<AtomicU32>>, CompiledGraph<Item>) {
+    let calls: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
+    let c = Arc::clone(&calls);
+    let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
+        let run = c[s.x as usize].fetch_add(1, Ordering::SeqCst);
+        async move {
+            if s.x == 1 && run == 0 {
+                return Err(fail("provider_unavailable", "flaky"));
+            }
+            Ok(ItemUpdate::default().y(s.x * 10))
+        }
+    });
+    (calls, graph)
+}
+
+/// An instance retry with a constant 10 ms backoff.
+pub(crate) fn instance_retry() -> Arc<dyn Middleware<Item>> {
+    Arc::new(RetryMiddleware::new(
+        RetryConfig::default().backoff(Constant(Duration::from_millis(10))),
+    ))
 }
 
 pub(crate) fn batch(xs: Vec<i64>) -> Batch {
@@ -826,16 +846,11 @@ fn a_static_degraded_update_without_the_collect_field_is_rejected() {
         |_s: &Item| ItemUpdate::default().x(1),
     ));
     for middleware in [covering, callable] {
-        GraphBuilder::new(Batch::default())
-            .add_node(
-                "fan",
-                FanOutNode::over_items(times_ten(), "xs", "x", "y", "ys")
-                    .instance_middleware(middleware),
-            )
-            .add_edge("fan", END)
-            .entry("fan")
-            .compile()
-            .unwrap();
+        single_node::<Batch>(
+            "fan",
+            FanOutNode::over_items(times_ten(), "xs", "x", "y", "ys")
+                .instance_middleware(middleware),
+        );
     }
 }
 
@@ -845,20 +860,8 @@ fn a_static_degraded_update_without_the_collect_field_is_rejected() {
 
 #[tokio::test(start_paused = true)]
 async fn instance_retry_reruns_only_the_failing_instance() {
-    let calls: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
-    let c = Arc::clone(&calls);
-    let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
-        let run = c[s.x as usize].fetch_add(1, Ordering::SeqCst);
-        async move {
-            if s.x == 1 && run == 0 {
-                return Err(fail("provider_unavailable", "flaky"));
-            }
-            Ok(ItemUpdate::default().y(s.x * 10))
-        }
-    });
-    let retry: Arc<dyn Middleware<Item>> = Arc::new(RetryMiddleware::new(
-        RetryConfig::default().backoff(Constant(Duration::from_millis(10))),
-    ));
+    let (calls, graph) = item_one_fails_once();
+    let retry = instance_retry();
     let (graph, events) =
         parent(FanOutNode::over_items(graph, "xs", "x", "y", "ys").instance_middleware(retry));
     let out = graph.invoke(batch(vec![0, 1, 2])).await.unwrap();
@@ -952,16 +955,11 @@ async fn a_callable_degrade_omitting_the_collect_field_yields_a_null_slot() {
         "degraded",
         |_s: &Item| ItemUpdate::default().base(5),
     ));
-    let graph = GraphBuilder::new(Loose::default())
-        .add_node(
-            "fan",
-            FanOutNode::<Loose, Item>::over_items(graph, "xs", "x", "y", "ys")
-                .instance_middleware(isolation),
-        )
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap();
+    let graph = single_node::<Loose>(
+        "fan",
+        FanOutNode::<Loose, Item>::over_items(graph, "xs", "x", "y", "ys")
+            .instance_middleware(isolation),
+    );
     let out = graph
         .invoke(Loose {
             xs: vec![0, 1, 2],
@@ -1047,15 +1045,10 @@ async fn nested_fan_out_keeps_order_and_chains_indices() {
         sleep(Duration::from_millis((100 - s.x) as u64)).await;
         Ok(ItemUpdate::default().y(s.x * 10))
     });
-    let middle = GraphBuilder::new(Group::default())
-        .add_node(
-            "inner",
-            FanOutNode::<Group, Item>::over_items(work, "xs", "x", "y", "ys"),
-        )
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let middle = single_node::<Group>(
+        "inner",
+        FanOutNode::<Group, Item>::over_items(work, "xs", "x", "y", "ys"),
+    );
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(Outer::default())
         .add_node(

@@ -18,16 +18,18 @@ use openarmature_graph::{
 use openarmature_pipeline::dispatch::{
     decode_state, run_job, InstanceFailure, InstanceJob, InstanceKey, InstanceRequest,
 };
-use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
     classify, ErrorPolicy, FailureIsolationMiddleware, FanOutDispatcher, FanOutNode,
-    InProcessDispatcher, RetryMiddleware,
+    InProcessDispatcher,
 };
 use serde_json::{json, Value};
 use tokio::time::sleep;
 
+use crate::common::single_node;
 use crate::common::{isolation_events, recorder, Group, Outer};
-use crate::fan_out::{batch, fail, worker, Batch, Item, ItemUpdate};
+use crate::fan_out::{
+    batch, fail, instance_retry, item_one_fails_once, worker, Batch, Item, ItemUpdate,
+};
 
 /// Sends each instance through JSON to a "worker" ([`run_job`]) and its answer back,
 /// recording every dispatch and how many are pending at once.
@@ -103,12 +105,7 @@ impl Mode {
 }
 
 fn parent(fan: FanOutNode<Batch, Item>) -> CompiledGraph<Batch> {
-    GraphBuilder::new(Batch::default())
-        .add_node("fan", fan)
-        .add_edge("fan", END)
-        .entry("fan")
-        .compile()
-        .unwrap()
+    single_node::<Batch>("fan", fan)
 }
 
 #[tokio::test(start_paused = true)]
@@ -278,20 +275,8 @@ async fn instance_failure_isolation_degrades_one_slot() {
 #[tokio::test(start_paused = true)]
 async fn instance_retry_redispatches_only_the_failing_instance() {
     for mode in MODES {
-        let calls: Arc<Vec<AtomicU32>> = Arc::new((0..3).map(|_| AtomicU32::new(0)).collect());
-        let c = Arc::clone(&calls);
-        let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
-            let run = c[s.x as usize].fetch_add(1, Ordering::SeqCst);
-            async move {
-                if s.x == 1 && run == 0 {
-                    return Err(fail("provider_unavailable", "flaky"));
-                }
-                Ok(ItemUpdate::default().y(s.x * 10))
-            }
-        });
-        let retry: Arc<dyn Middleware<Item>> = Arc::new(RetryMiddleware::new(
-            RetryConfig::default().backoff(Constant(Duration::from_millis(10))),
-        ));
+        let (calls, graph) = item_one_fails_once();
+        let retry = instance_retry();
         let fan = FanOutNode::over_items(graph, "xs", "x", "y", "ys").instance_middleware(retry);
         let (fan, sent) = mode.apply(fan);
         let out = parent(fan).invoke(batch(vec![0, 1, 2])).await.unwrap();
@@ -392,21 +377,11 @@ async fn a_nested_fan_out_keys_its_instances_by_the_enclosing_instance() {
     let (inner, sent) = Mode::RoundTrip.apply(FanOutNode::<Group, Item>::over_items(
         leaf, "xs", "x", "y", "ys",
     ));
-    let group = GraphBuilder::new(Group::default())
-        .add_node("inner", inner)
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(Outer::default())
-        .add_node(
-            "outer",
-            FanOutNode::<Outer, Group>::over_items(group, "groups", "xs", "ys", "all"),
-        )
-        .add_edge("outer", END)
-        .entry("outer")
-        .compile()
-        .unwrap();
+    let group = single_node::<Group>("inner", inner);
+    let graph = single_node::<Outer>(
+        "outer",
+        FanOutNode::<Outer, Group>::over_items(group, "groups", "xs", "ys", "all"),
+    );
     let input = Outer {
         groups: vec![vec![1, 2], vec![3]],
         ..Outer::default()

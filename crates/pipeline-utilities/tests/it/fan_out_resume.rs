@@ -18,7 +18,8 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::{ErrorPolicy, FanOutNode};
 
-use crate::common::{Group, Outer};
+use crate::common::single_node;
+use crate::common::{resume, Group, Outer};
 use serde_json::json;
 
 openarmature_graph::state! {
@@ -59,25 +60,20 @@ struct Script {
 
 fn leaf(script: &Arc<Script>) -> CompiledGraph<Item> {
     let script = Arc::clone(script);
-    GraphBuilder::new(Item::default())
-        .add_node("score", move |s: Arc<Item>, _c: NodeCtx| {
-            let script = Arc::clone(&script);
-            async move {
-                script.ran.lock().unwrap().push(s.x);
-                if script.failing.load(Ordering::SeqCst) && script.fail_on.contains(&s.x) {
-                    return Err(CategorizedError::new(
-                        openarmature_graph::Category::from_name("boom"),
-                        "scripted",
-                    )
-                    .into());
-                }
-                Ok(ItemUpdate::default().y(s.x).note(format!("n{}", s.x)))
+    single_node::<Item>("score", move |s: Arc<Item>, _c: NodeCtx| {
+        let script = Arc::clone(&script);
+        async move {
+            script.ran.lock().unwrap().push(s.x);
+            if script.failing.load(Ordering::SeqCst) && script.fail_on.contains(&s.x) {
+                return Err(CategorizedError::new(
+                    openarmature_graph::Category::from_name("boom"),
+                    "scripted",
+                )
+                .into());
             }
-        })
-        .add_edge("score", END)
-        .entry("score")
-        .compile()
-        .unwrap()
+            Ok(ItemUpdate::default().y(s.x).note(format!("n{}", s.x)))
+        }
+    })
 }
 
 fn batch(
@@ -99,6 +95,16 @@ fn batch(
         .unwrap()
 }
 
+/// A script whose input `x` fails while `failing` is set (it is, at first).
+fn failing_on(x: i64) -> Arc<Script> {
+    let script = Arc::new(Script {
+        fail_on: vec![x],
+        ..Script::default()
+    });
+    script.failing.store(true, Ordering::SeqCst);
+    script
+}
+
 fn input(xs: &[i64]) -> Batch {
     Batch {
         xs: xs.to_vec(),
@@ -116,11 +122,7 @@ fn states(record: &CheckpointRecord) -> Vec<InstanceState> {
 
 #[tokio::test]
 async fn completed_instances_are_skipped_and_roll_forward_once() {
-    let script = Arc::new(Script {
-        fail_on: vec![30],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(30);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::FailFast, &store);
     let err = graph
@@ -135,13 +137,7 @@ async fn completed_instances_are_skipped_and_roll_forward_once() {
 
     script.failing.store(false, Ordering::SeqCst);
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(*script.ran.lock().unwrap(), [30, 40]);
     assert_eq!(resumed.state.ys, [10, 20, 30, 40]);
     assert_eq!(resumed.state.notes, ["n10", "n20", "n30", "n40"]);
@@ -152,11 +148,7 @@ async fn completed_instances_are_skipped_and_roll_forward_once() {
 
 #[tokio::test]
 async fn collected_errors_roll_forward_without_a_rerun() {
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::Collect, &store);
     let first = graph
@@ -181,13 +173,7 @@ async fn collected_errors_roll_forward_without_a_rerun() {
     store.save("seeded", record).await.unwrap();
 
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation("seeded"),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, "seeded").await.unwrap();
     assert_eq!(*script.ran.lock().unwrap(), [30]);
     assert_eq!(resumed.state.ys, [10, 30]);
     assert_eq!(resumed.state.notes, ["n10", "n30"]);
@@ -197,11 +183,7 @@ async fn collected_errors_roll_forward_without_a_rerun() {
 
 #[tokio::test]
 async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let store = InMemoryCheckpointer::new();
     let graph = batch(&script, ErrorPolicy::FailFast, &store);
     let err = graph
@@ -213,13 +195,7 @@ async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
     record.parent_states.clear();
     store.save("drifted", record).await.unwrap();
     script.ran.lock().unwrap().clear();
-    let err = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation("drifted"),
-        )
-        .await
-        .unwrap_err();
+    let err = resume(&graph, "drifted").await.unwrap_err();
     assert_eq!(err.category(), RuntimeCategory::CheckpointRecordInvalid);
     assert!(script.ran.lock().unwrap().is_empty());
 }
@@ -227,12 +203,7 @@ async fn a_changed_instance_count_is_record_invalid_before_any_instance_runs() {
 fn nested(script: &Arc<Script>, store: &InMemoryCheckpointer) -> CompiledGraph<Outer> {
     let inner = FanOutNode::<Group, Item>::over_items(leaf(script), "xs", "x", "y", "ys")
         .concurrency(NonZeroUsize::new(1));
-    let group = GraphBuilder::new(Group::default())
-        .add_node("inner", inner)
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let group = single_node::<Group>("inner", inner);
     GraphBuilder::new(Outer::default())
         .add_node(
             "outer",
@@ -278,13 +249,7 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
         )
         .await
         .unwrap();
-    let out = graph
-        .invoke_with(
-            Outer::default(),
-            InvokeOptions::default().resume_invocation("lineaged"),
-        )
-        .await
-        .unwrap();
+    let out = resume(&graph, "lineaged").await.unwrap();
     assert_eq!(out.state.all, [vec![1, 2, 3], vec![4, 5, 6]]);
     let mut ran = script.ran.lock().unwrap().clone();
     ran.sort_unstable();
@@ -299,13 +264,7 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
         )
         .await
         .unwrap();
-    let out = graph
-        .invoke_with(
-            Outer::default(),
-            InvokeOptions::default().resume_invocation("legacy"),
-        )
-        .await
-        .unwrap();
+    let out = resume(&graph, "legacy").await.unwrap();
     assert_eq!(out.state.all, [vec![1, 2, 3], vec![4, 5, 6]]);
     assert_eq!(script.ran.lock().unwrap().len(), 6);
 }
@@ -315,22 +274,13 @@ async fn nested_progress_applies_only_to_its_enclosing_instance() {
 #[tokio::test]
 async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
     use openarmature_graph::SubgraphNode;
-    let script = Arc::new(Script {
-        fail_on: vec![20],
-        ..Script::default()
-    });
-    script.failing.store(true, Ordering::SeqCst);
+    let script = failing_on(20);
     let prep_runs = Arc::new(Mutex::new(0));
     let runs = Arc::clone(&prep_runs);
-    let prep = GraphBuilder::new(Batch::default())
-        .add_node("fill", move |_s: Arc<Batch>, _c: NodeCtx| {
-            *runs.lock().unwrap() += 1;
-            async { Ok(BatchUpdate::default().xs(vec![10, 20, 30])) }
-        })
-        .add_edge("fill", END)
-        .entry("fill")
-        .compile()
-        .unwrap();
+    let prep = single_node::<Batch>("fill", move |_s: Arc<Batch>, _c: NodeCtx| {
+        *runs.lock().unwrap() += 1;
+        async { Ok(BatchUpdate::default().xs(vec![10, 20, 30])) }
+    });
     let store = InMemoryCheckpointer::new();
     let fan = FanOutNode::<Batch, Item>::over_items(leaf(&script), "xs", "x", "y", "ys")
         .concurrency(NonZeroUsize::new(1));
@@ -349,13 +299,7 @@ async fn a_fan_out_after_a_subgraph_resumes_into_the_fan_out() {
         .unwrap_err();
     script.failing.store(false, Ordering::SeqCst);
     script.ran.lock().unwrap().clear();
-    let resumed = graph
-        .invoke_with(
-            Batch::default(),
-            InvokeOptions::default().resume_invocation(err.invocation_id()),
-        )
-        .await
-        .unwrap();
+    let resumed = resume(&graph, err.invocation_id()).await.unwrap();
     assert_eq!(*prep_runs.lock().unwrap(), 1);
     assert_eq!(*script.ran.lock().unwrap(), [20, 30]);
     assert_eq!(resumed.state.ys, [10, 20, 30]);

@@ -193,12 +193,7 @@ fn subgraph_pipeline(
     error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
-    let child = GraphBuilder::new(Child::default())
-        .add_node("call", child_flaky(calls, u32::MAX, error))
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>("call", child_flaky(calls, u32::MAX, error));
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(S::default())
         .add_node("sub", SubgraphNode::<S, Child>::new(child))

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::single_node;
 use openarmature_graph::{
     get_invocation_metadata, set_invocation_metadata, CategorizedError, CompiledGraph,
     GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeFuture, END,
@@ -88,27 +89,22 @@ fn parent(node: impl openarmature_graph::Node<Batch>) -> CompiledGraph<Batch> {
 async fn fan_out_instances_get_isolated_copies_and_failed_attempts_roll_back() {
     let calls = Arc::new(AtomicU32::new(0));
     let counter = Arc::clone(&calls);
-    let worker = GraphBuilder::new(Item::default())
-        .add_node("work", move |s: Arc<Item>, _c: NodeCtx| {
-            let counter = Arc::clone(&counter);
-            async move {
-                let seen = text(&get_invocation_metadata());
-                // Item 2's first attempt writes, then fails: its retry must not see it.
-                if s.x == 2 && counter.fetch_add(1, Ordering::SeqCst) == 0 {
-                    set_invocation_metadata([("leaked", json!(true))])?;
-                    return Err(CategorizedError::new(
-                        openarmature_graph::Category::PROVIDER_UNAVAILABLE,
-                        "flaky",
-                    )
-                    .into());
-                }
-                Ok(ItemUpdate::default().seen(seen))
+    let worker = single_node::<Item>("work", move |s: Arc<Item>, _c: NodeCtx| {
+        let counter = Arc::clone(&counter);
+        async move {
+            let seen = text(&get_invocation_metadata());
+            // Item 2's first attempt writes, then fails: its retry must not see it.
+            if s.x == 2 && counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                set_invocation_metadata([("leaked", json!(true))])?;
+                return Err(CategorizedError::new(
+                    openarmature_graph::Category::PROVIDER_UNAVAILABLE,
+                    "flaky",
+                )
+                .into());
             }
-        })
-        .add_edge("work", END)
-        .entry("work")
-        .compile()
-        .unwrap();
+            Ok(ItemUpdate::default().seen(seen))
+        }
+    });
     let retry = RetryConfig::default()
         .max_attempts(2)
         .backoff(Constant(Duration::ZERO));

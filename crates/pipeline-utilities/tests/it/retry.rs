@@ -498,12 +498,7 @@ fn parent_with_subgraph(
     error: impl Fn(u32) -> NodeError + Send + Sync + 'static,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
-    let child = GraphBuilder::new(Child::default())
-        .add_node("call", child_flaky(calls, failures, error))
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>("call", child_flaky(calls, failures, error));
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(S::default())
         .add_node("prep", logging("prep"))
@@ -600,31 +595,12 @@ async fn the_default_classifier_looks_only_one_carrier_deep() {
     // sub (outer subgraph) → inner_sub (subgraph) → call: the transient sits two
     // carriers below the retry, which by design does not retry it.
     let calls = counter();
-    let innermost = GraphBuilder::new(Child::default())
-        .add_node(
-            "call",
-            child_flaky(&calls, 1, |_| {
-                CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down")
-                    .into()
-            }),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
-    let middle = GraphBuilder::new(Child::default())
-        .add_node("inner_sub", SubgraphNode::<Child, Child>::new(innermost))
-        .add_edge("inner_sub", END)
-        .entry("inner_sub")
-        .compile()
-        .unwrap();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("sub", SubgraphNode::<S, Child>::new(middle))
-        .node_middleware("sub", retry(RetryConfig::default().backoff(zero())))
-        .add_edge("sub", END)
-        .entry("sub")
-        .compile()
-        .unwrap();
+    let middle = nested_call(child_flaky(&calls, 1, down));
+    let graph = wrapped(
+        "sub",
+        SubgraphNode::<S, Child>::new(middle),
+        retry(RetryConfig::default().backoff(zero())),
+    );
     let err = graph.invoke(S::default()).await.unwrap_err();
     assert_eq!(count(&calls), 1);
     assert_eq!(err.original_message(), "down");

@@ -2,9 +2,7 @@
 //! reopen, expected-version conflicts, a graph resuming through it) and fan-out
 //! instances that see only their projected item, never the session.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 use openarmature_graph::session::{
     InMemorySessionStore, SessionConfig, SessionFilter, SessionRecord, SessionStore,
@@ -14,6 +12,9 @@ use openarmature_graph::{
 };
 use openarmature_pipeline::{FanOutNode, SqliteSessionError, SqliteSessionStore};
 use serde_json::json;
+
+use crate::common::single_node;
+use crate::common::TempDb;
 
 state! {
     /// A session-bound run.
@@ -39,33 +40,9 @@ state! {
     }
 }
 
-/// A fresh database path under the system temp dir (removed on drop).
-struct TempDb(PathBuf);
-
-impl TempDb {
-    fn new(tag: &str) -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let name = format!("oa-sess-{tag}-{}-{nanos}.db", std::process::id());
-        TempDb(std::env::temp_dir().join(name))
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 #[tokio::test]
 async fn sqlite_store_satisfies_the_protocol_and_survives_reopen() {
-    let db = TempDb::new("crud");
+    let db = TempDb::new("sess-crud");
     let store = SqliteSessionStore::open(&db.0).unwrap();
     assert!(store.load("a").await.unwrap().is_none());
     store.delete("a").await.unwrap(); // idempotent
@@ -110,7 +87,7 @@ async fn sqlite_store_satisfies_the_protocol_and_survives_reopen() {
 
 #[tokio::test]
 async fn a_graph_resumes_its_session_from_a_reopened_database() {
-    let db = TempDb::new("graph");
+    let db = TempDb::new("sess-graph");
     let build = |store: SqliteSessionStore| {
         GraphBuilder::new(Turns::default())
             .add_node("turn", |_s: Arc<Turns>, _c: NodeCtx| async {
@@ -137,7 +114,7 @@ async fn a_graph_resumes_its_session_from_a_reopened_database() {
 
 #[tokio::test]
 async fn an_unreadable_row_is_a_typed_load_failure() {
-    let db = TempDb::new("corrupt");
+    let db = TempDb::new("sess-corrupt");
     let store = SqliteSessionStore::open(&db.0).unwrap();
     let raw = rusqlite::Connection::open(&db.0).unwrap();
     raw.execute(
@@ -178,20 +155,15 @@ async fn fan_out_instances_see_only_their_item_never_the_session() {
         .unwrap();
     let seen: Arc<Mutex<Vec<PerItem>>> = Arc::default();
     let seen2 = Arc::clone(&seen);
-    let per_item = GraphBuilder::new(PerItem::default())
-        .add_node("process", move |s: Arc<PerItem>, ctx: NodeCtx| {
-            seen2.lock().unwrap().push((*s).clone());
-            async move {
-                // An instance cannot write the outer session (§9.2).
-                let refused = ctx.save_session(&*s).await.unwrap_err();
-                assert_eq!(refused.category(), "session_save_failed");
-                Ok::<_, NodeError>(PerItemUpdate::default().processed("ok".to_string()))
-            }
-        })
-        .add_edge("process", END)
-        .entry("process")
-        .compile()
-        .unwrap();
+    let per_item = single_node::<PerItem>("process", move |s: Arc<PerItem>, ctx: NodeCtx| {
+        seen2.lock().unwrap().push((*s).clone());
+        async move {
+            // An instance cannot write the outer session (§9.2).
+            let refused = ctx.save_session(&*s).await.unwrap_err();
+            assert_eq!(refused.category(), "session_save_failed");
+            Ok::<_, NodeError>(PerItemUpdate::default().processed("ok".to_string()))
+        }
+    });
     let graph = GraphBuilder::new(Turns::default())
         .add_node(
             "fan_out_node",

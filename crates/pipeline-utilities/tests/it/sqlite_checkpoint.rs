@@ -1,55 +1,18 @@
 //! pipeline-utilities §10.1 / §10.13: the SQLite Checkpointer keeps the latest record
-//! per invocation in a file, so a run that failed resumes from a checkpointer opened
-//! afresh on the same file (a restarted process); bad input gives typed errors.
+//! per invocation in a file, which a checkpointer opened afresh on the same file (a
+//! restarted process) reads back; bad input gives typed errors. A failed run resuming
+//! from a reopened file is the shared suite's `graph_resume` case (`backend_suite.rs`).
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, Checkpointer, FanOutProgress, InstanceProgress,
     InstanceState,
 };
-use openarmature_graph::{state, GraphBuilder, InvokeOptions, NodeCtx, NodeError, END};
 use openarmature_pipeline::{SqliteCheckpointError, SqliteCheckpointer};
 use serde_json::json;
 
-state! {
-    /// The nodes that ran, in order.
-    #[derive(Default)]
-    pub struct Run => RunUpdate {
-        /// Appended by each node.
-        pub log: Vec<String> => append,
-    }
-}
-
-/// A fresh database path under the system temp dir (removed on drop).
-struct TempDb(PathBuf);
-
-impl TempDb {
-    fn new(tag: &str) -> Self {
-        let name = format!("oa-ckpt-{tag}-{}-{}.db", std::process::id(), uuid_like());
-        TempDb(std::env::temp_dir().join(name))
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-fn uuid_like() -> u128 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
+use crate::common::TempDb;
 
 fn record(id: &str, corr: &str, nodes: usize) -> CheckpointRecord {
     CheckpointRecord::new(id, corr, json!({"log": ["a"]}), Vec::new(), "1")
@@ -58,7 +21,7 @@ fn record(id: &str, corr: &str, nodes: usize) -> CheckpointRecord {
 
 #[tokio::test]
 async fn save_load_list_delete_and_reopen() {
-    let db = TempDb::new("crud");
+    let db = TempDb::new("ckpt-crud");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     assert_eq!(store.load("inv-1").await.unwrap(), None);
     let first = record("inv-1", "corr-a", 1);
@@ -90,73 +53,8 @@ async fn save_load_list_delete_and_reopen() {
 }
 
 #[tokio::test]
-async fn a_failed_run_resumes_from_a_reopened_database() {
-    let db = TempDb::new("resume");
-    let ran = Arc::new(Mutex::new(Vec::<String>::new()));
-    let fail_b = Arc::new(AtomicBool::new(true));
-    let graph = |store: SqliteCheckpointer| {
-        let node = |name: &'static str| {
-            let ran = Arc::clone(&ran);
-            let fail_b = Arc::clone(&fail_b);
-            move |_s: Arc<Run>, _ctx: NodeCtx| {
-                let ran = Arc::clone(&ran);
-                let fail = name == "b" && fail_b.load(Ordering::SeqCst);
-                async move {
-                    ran.lock().unwrap().push(name.to_owned());
-                    if fail {
-                        return Err::<RunUpdate, NodeError>("b is down".into());
-                    }
-                    Ok(RunUpdate::default().log(vec![name.to_owned()]))
-                }
-            }
-        };
-        GraphBuilder::new(Run::default())
-            .add_node("a", node("a"))
-            .add_node("b", node("b"))
-            .add_node("c", node("c"))
-            .add_edge("a", "b")
-            .add_edge("b", "c")
-            .add_edge("c", END)
-            .entry("a")
-            .checkpointer(Arc::new(store))
-            .compile()
-            .unwrap()
-    };
-    let first = graph(SqliteCheckpointer::open(&db.0).unwrap());
-    let err = first
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().correlation_id("corr"),
-        )
-        .await
-        .unwrap_err();
-    let failed_id = err.invocation_id().to_owned();
-    drop(first);
-
-    // "Restart": a new checkpointer on the same file.
-    fail_b.store(false, Ordering::SeqCst);
-    let second = graph(SqliteCheckpointer::open(&db.0).unwrap());
-    let done = second
-        .invoke_with(
-            Run::default(),
-            InvokeOptions::default().resume_invocation(&failed_id),
-        )
-        .await
-        .unwrap();
-    assert_eq!(done.state.log, ["a", "b", "c"]);
-    assert_eq!(
-        *ran.lock().unwrap(),
-        ["a", "b", "b", "c"],
-        "a is not re-run"
-    );
-    let store = SqliteCheckpointer::open(&db.0).unwrap();
-    let resumed = store.load(&done.invocation_id).await.unwrap().unwrap();
-    assert_eq!(resumed.correlation_id, "corr");
-}
-
-#[tokio::test]
 async fn unreadable_rows_and_paths_are_typed_errors() {
-    let db = TempDb::new("corrupt");
+    let db = TempDb::new("ckpt-corrupt");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     store.save("inv-1", record("inv-1", "c", 1)).await.unwrap();
     {
@@ -216,7 +114,7 @@ fn stored_rows(path: &std::path::Path, id: &str) -> (i64, i64) {
 /// re-run of the same id from the start replaces them, and delete removes them.
 #[tokio::test]
 async fn positions_are_appended_not_re_encoded() {
-    let db = TempDb::new("positions");
+    let db = TempDb::new("ckpt-positions");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     for n in 1..=50u64 {
         store
@@ -265,7 +163,7 @@ async fn positions_are_appended_not_re_encoded() {
 /// loads as before and moves its positions into the table at its next save.
 #[tokio::test]
 async fn legacy_rows_keep_their_positions() {
-    let db = TempDb::new("legacy");
+    let db = TempDb::new("ckpt-legacy");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     let legacy = with_positions("old", 0..3);
     {
@@ -319,7 +217,7 @@ fn completed(result: serde_json::Value) -> InstanceProgress {
 /// that ended are deleted with its entry.
 #[tokio::test]
 async fn fan_out_instances_are_rows_written_when_they_change() {
-    let db = TempDb::new("instances");
+    let db = TempDb::new("ckpt-instances");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     let mut live = with_fan_out("inv", 1, 500);
     store.save("inv", live.clone()).await.unwrap();
@@ -365,7 +263,7 @@ async fn fan_out_instances_are_rows_written_when_they_change() {
 /// loads as before, and its next save moves them into rows.
 #[tokio::test]
 async fn legacy_rows_keep_their_fan_out_instances() {
-    let db = TempDb::new("legacy-fan");
+    let db = TempDb::new("ckpt-legacy-fan");
     let store = SqliteCheckpointer::open(&db.0).unwrap();
     let mut legacy = with_fan_out("old", 2, 3);
     legacy.fan_out_progress[0]

@@ -59,16 +59,11 @@ fn slow(
 #[tokio::test(start_paused = true)]
 async fn per_node_timing_records_the_captured_name_and_monotonic_duration() {
     let records: Records = Arc::default();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("extract", slow("extract", 250))
-        .node_middleware(
-            "extract",
-            timing(TimingMiddleware::new("extract_label", sink(&records))),
-        )
-        .add_edge("extract", END)
-        .entry("extract")
-        .compile()
-        .unwrap();
+    let graph = wrapped(
+        "extract",
+        slow("extract", 250),
+        timing(TimingMiddleware::new("extract_label", sink(&records))),
+    );
     graph.invoke(S::default()).await.unwrap();
     let records = records.lock().unwrap().clone();
     assert_eq!(records.len(), 1);
@@ -87,14 +82,9 @@ async fn per_node_timing_records_the_captured_name_and_monotonic_duration() {
 #[tokio::test(start_paused = true)]
 async fn for_graph_names_every_node_it_wraps_but_not_subgraph_internals() {
     let records: Records = Arc::default();
-    let child = GraphBuilder::new(Child::default())
-        .add_node("inner", |_s: Arc<Child>, _c: NodeCtx| async {
-            Ok::<ChildUpdate, NodeError>(ChildUpdate::default())
-        })
-        .add_edge("inner", END)
-        .entry("inner")
-        .compile()
-        .unwrap();
+    let child = single_node::<Child>("inner", |_s: Arc<Child>, _c: NodeCtx| async {
+        Ok::<ChildUpdate, NodeError>(ChildUpdate::default())
+    });
     let graph = GraphBuilder::new(S::default())
         .add_node("a", slow("a", 10))
         .add_node("b", slow("b", 30))
@@ -118,16 +108,11 @@ async fn for_graph_names_every_node_it_wraps_but_not_subgraph_internals() {
 async fn a_failure_records_exception_outcome_and_category() {
     let records: Records = Arc::default();
     let calls = counter();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("call", failing(&calls, Some("provider_rate_limit")))
-        .node_middleware(
-            "call",
-            timing(TimingMiddleware::new("call", sink(&records))),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let graph = wrapped(
+        "call",
+        failing(&calls, Some("provider_rate_limit")),
+        timing(TimingMiddleware::new("call", sink(&records))),
+    );
     let err = graph.invoke(S::default()).await.unwrap_err();
     assert_eq!(
         err.original_message(),
@@ -145,16 +130,11 @@ async fn a_failure_records_exception_outcome_and_category() {
 
     // An error without a category records `None`.
     let records2: Records = Arc::default();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("call", failing(&calls, None))
-        .node_middleware(
-            "call",
-            timing(TimingMiddleware::new("call", sink(&records2))),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let graph = wrapped(
+        "call",
+        failing(&calls, None),
+        timing(TimingMiddleware::new("call", sink(&records2))),
+    );
     graph.invoke(S::default()).await.unwrap_err();
     let records2 = records2.lock().unwrap().clone();
     assert_eq!(records2[0].outcome, Outcome::Exception);
@@ -173,19 +153,13 @@ impl MonotonicClock for StepClock {
 #[tokio::test(start_paused = true)]
 async fn a_custom_clock_gives_an_exact_duration() {
     let records: Records = Arc::default();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("a", slow("a", 1_000))
-        .node_middleware(
-            "a",
-            timing(
-                TimingMiddleware::new("a", sink(&records))
-                    .with_clock(StepClock(AtomicU64::new(100))),
-            ),
-        )
-        .add_edge("a", END)
-        .entry("a")
-        .compile()
-        .unwrap();
+    let graph = wrapped(
+        "a",
+        slow("a", 1_000),
+        timing(
+            TimingMiddleware::new("a", sink(&records)).with_clock(StepClock(AtomicU64::new(100))),
+        ),
+    );
     graph.invoke(S::default()).await.unwrap();
     graph.invoke(S::default()).await.unwrap();
     let durations: Vec<f64> = records

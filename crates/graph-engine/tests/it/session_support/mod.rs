@@ -17,8 +17,9 @@ pub use openarmature_graph::session::{
     SessionSummary,
 };
 pub use openarmature_graph::{
-    category_of, cause_chain, state, BoxError, CompileError, GraphBuilder, InvokeOptions, NodeCtx,
-    NodeError, RuntimeCategory, State, SubgraphNode, END,
+    category_of, cause_chain, state, BoxError, CompileError, CompiledGraph, Completed,
+    GraphBuilder, GraphError, InvokeOptions, NodeCtx, NodeError, RuntimeCategory, State,
+    SubgraphNode, END,
 };
 pub use serde_json::{json, Value};
 
@@ -119,4 +120,25 @@ pub fn counted_noop(calls: Arc<AtomicUsize>) -> GraphBuilder<Chat> {
         .add_edge("noop", END)
         .entry("noop")
         .schema_version("v2")
+}
+
+/// [`counted_noop`] with `config`, compiled.
+pub fn counted(calls: &Arc<AtomicUsize>, config: SessionConfig) -> CompiledGraph<Chat> {
+    counted_noop(Arc::clone(calls))
+        .sessions(config)
+        .compile()
+        .unwrap()
+}
+
+/// Runs `graph` from the default state in session `id`; it must complete.
+pub async fn in_session(graph: &CompiledGraph<Chat>, id: &str) -> Completed<Chat> {
+    graph.invoke_with(Chat::default(), sid(id)).await.unwrap()
+}
+
+/// Runs `graph` from the default state in session `id`; it must fail.
+pub async fn session_err(graph: &CompiledGraph<Chat>, id: &str) -> GraphError<Chat> {
+    graph
+        .invoke_with(Chat::default(), sid(id))
+        .await
+        .unwrap_err()
 }

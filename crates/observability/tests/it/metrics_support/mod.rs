@@ -5,21 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use openarmature_graph::{state, CompiledGraph, InvokeOptions};
+use openarmature_graph::{CompiledGraph, InvokeOptions};
 use openarmature_observability::attributes as a;
 use openarmature_observability::OtelObserver;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 
-state! {
-    /// The test state.
-    #[derive(Default)]
-    pub struct Doc => DocUpdate {
-        /// Set by the node.
-        pub done: bool,
-    }
-}
+pub use crate::support::{Doc, DocUpdate};
 
 /// One exported data point: instrument, unit, dimensions, observation count, sum.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,13 +2,16 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::{ready, Ready};
-use openarmature_graph::{
-    observer_fn, state, CategorizedError, FailureIsolationEvent, NodeCtx, NodeError, NodeEvent,
-    ObserverEvent, Phase, Registration,
-};
+use openarmature_graph::{state, CategorizedError, FailureIsolationEvent};
+use openarmature_graph::{CompiledGraph, Completed, GraphBuilder, GraphError, InvokeOptions};
+use openarmature_graph::{Middleware, NodeCtx, NodeError, NodeEvent, ObserverEvent, Phase};
+use openarmature_graph::{Registration, State, SubgraphNode, END};
+use openarmature_testkit::observe::recording;
+
+pub use openarmature_testkit::graphs::single_node;
 
 state! {
     /// The test pipeline's state.
@@ -56,24 +59,48 @@ state! {
     }
 }
 
-/// Everything an observer saw, in delivery order.
-pub type Events = Arc<Mutex<Vec<Arc<ObserverEvent>>>>;
+/// A fresh database path `oa-<name>-<pid>-<nanos>.db` under the system temp dir,
+/// removed (with its WAL files) on drop.
+pub struct TempDb(pub std::path::PathBuf);
+
+impl TempDb {
+    /// A new path for `name`.
+    pub fn new(name: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let file = format!("oa-{name}-{}-{nanos}.db", std::process::id());
+        TempDb(std::env::temp_dir().join(file))
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Resumes invocation `id` of `graph` from the default initial state.
+pub async fn resume<T: State + Default>(
+    graph: &CompiledGraph<T>,
+    id: &str,
+) -> Result<Completed<T>, GraphError<T>> {
+    graph
+        .invoke_with(T::default(), InvokeOptions::default().resume_invocation(id))
+        .await
+}
+
+pub use openarmature_testkit::observe::Events;
 
 /// A recording observer and its log.
 pub fn recorder() -> (Registration, Events) {
     let events: Events = Arc::default();
-    let sink = Arc::clone(&events);
-    let registration = Registration::new(
-        "recorder",
-        observer_fn(move |e: Arc<ObserverEvent>| {
-            let sink = Arc::clone(&sink);
-            async move {
-                sink.lock().unwrap().push(e);
-                Ok::<(), openarmature_graph::BoxError>(())
-            }
-        }),
-    );
-    (registration, events)
+    (recording("recorder", &events), events)
 }
 
 /// The node events seen so far.
@@ -192,6 +219,43 @@ pub fn logging(
     name: &'static str,
 ) -> impl Fn(Arc<S>, NodeCtx) -> Ready<Result<SUpdate, NodeError>> + Send + Sync + 'static {
     move |_s: Arc<S>, _c: NodeCtx| ready(Ok(SUpdate::default().log(vec![name.to_owned()])))
+}
+
+/// A `Child` graph of two levels: node `inner_sub` runs, as a subgraph, a graph whose
+/// only node is `call`.
+pub fn nested_call(call: impl openarmature_graph::Node<Child>) -> CompiledGraph<Child> {
+    let inner = GraphBuilder::new(Child::default())
+        .add_node("call", call)
+        .add_edge("call", END)
+        .entry("call")
+        .compile()
+        .unwrap();
+    GraphBuilder::new(Child::default())
+        .add_node("inner_sub", SubgraphNode::<Child, Child>::new(inner))
+        .add_edge("inner_sub", END)
+        .entry("inner_sub")
+        .compile()
+        .unwrap()
+}
+
+/// A one-node graph: `node` under `name`, wrapped in `middleware`.
+pub fn wrapped(
+    name: &'static str,
+    node: impl openarmature_graph::Node<S>,
+    middleware: Arc<dyn Middleware<S>>,
+) -> CompiledGraph<S> {
+    GraphBuilder::new(S::default())
+        .add_node(name, node)
+        .node_middleware(name, middleware)
+        .add_edge(name, END)
+        .entry(name)
+        .compile()
+        .unwrap()
+}
+
+/// A `provider_unavailable` error with message "down".
+pub fn down(_run: u32) -> NodeError {
+    CategorizedError::new(openarmature_graph::Category::PROVIDER_UNAVAILABLE, "down").into()
 }
 
 /// A subgraph node that fails its first `failures` runs with `error(n)`, then writes
