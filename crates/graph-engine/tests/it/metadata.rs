@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::single_node;
+use crate::support::{single_node, Reattempt};
 use openarmature_graph::{
     category_of, get_invocation_metadata, observer_fn, set_invocation_metadata, state, Boundary,
-    CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, Middleware, Next,
-    NodeCtx, NodeFuture, ObserverEvent, Registration, StateRef, END,
+    CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, NodeCtx,
+    NodeFuture, ObserverEvent, Registration, StateRef, END,
 };
 use serde_json::{json, Map, Value};
 
@@ -158,28 +158,6 @@ async fn dispatched_instances_are_isolated_and_nothing_flows_back() {
     assert_eq!(got[3], json!({"tenantId": "T1", "before_fork": 1}));
 }
 
-/// Re-runs `next` once after a failure (a two-attempt retry).
-struct RetryOnce;
-
-impl Middleware<Doc> for RetryOnce {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
-        Box::pin(async move {
-            match next
-                .run(Arc::clone(&state), ctx.with_attempt_index(0))
-                .await
-            {
-                Ok(update) => Ok(update),
-                Err(_) => next.run(state, ctx.with_attempt_index(1)).await,
-            }
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_failed_attempts_writes_are_rolled_back() {
     let graph = GraphBuilder::new(Doc::default())
@@ -196,7 +174,7 @@ async fn a_failed_attempts_writes_are_rolled_back() {
             set_invocation_metadata([("marker", json!("second"))])?;
             Ok(read(&seen))
         })
-        .node_middleware("retried", Arc::new(RetryOnce))
+        .node_middleware("retried", Arc::new(Reattempt { attempts: 2 }))
         .add_node("downstream", |_s: Arc<Doc>, _c: NodeCtx| async move {
             Ok(read(&get_invocation_metadata()))
         })

@@ -4,10 +4,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
-    state, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase, END,
+    state, CompiledGraph, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase,
+    END,
 };
 
-use crate::observe::collector;
+use crate::observe::{collector, Events};
+use crate::support::Reattempt;
 
 state! {
     /// Visited nodes.
@@ -21,6 +23,27 @@ state! {
 }
 
 type Log = Arc<Mutex<Vec<String>>>;
+
+fn new_log() -> Log {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+/// The one node `name` (a [`logging_node`]) under the node middleware `mw`, its
+/// events collected: the graph and the events.
+fn observed_single(
+    name: &'static str,
+    mw: Arc<dyn Middleware<Doc>>,
+) -> (CompiledGraph<Doc>, Events) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let graph = GraphBuilder::new(Doc::default())
+        .add_node(name, logging_node(name, &new_log()))
+        .entry(name)
+        .node_middleware(name, mw)
+        .observer(collector("collector", &events))
+        .compile()
+        .unwrap();
+    (graph, events)
+}
 
 /// Records entry and exit around `next`.
 struct Recorder {
@@ -73,7 +96,7 @@ fn logging_node(
 
 #[tokio::test]
 async fn graph_middleware_wraps_node_middleware_outer_to_inner() {
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
     let graph = GraphBuilder::new(Doc::default())
         .add_node("a", logging_node("a", &log))
         .add_node("b", logging_node("b", &log))
@@ -100,7 +123,7 @@ async fn graph_middleware_wraps_node_middleware_outer_to_inner() {
 
 #[test]
 fn node_middleware_for_an_undeclared_node_fails_compilation() {
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
     let err = GraphBuilder::new(Doc::default())
         .add_node("a", logging_node("a", &log))
         .node_middleware("ghost", recorder("N", &log))
@@ -111,41 +134,13 @@ fn node_middleware_for_an_undeclared_node_fails_compilation() {
     assert_eq!(err.category(), "dangling_edge");
 }
 
-/// Calls `next` up to `attempts` times, with the attempt index set, until one succeeds.
-struct Reattempt {
-    attempts: u32,
-}
-
-impl Middleware<Doc> for Reattempt {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
-        Box::pin(async move {
-            let mut last = None;
-            for i in 0..self.attempts {
-                match next
-                    .run(Arc::clone(&state), ctx.with_attempt_index(i))
-                    .await
-                {
-                    Ok(update) => return Ok(update),
-                    Err(err) => last = Some(err),
-                }
-            }
-            Err(last.unwrap_or_else(|| "no attempts".into()))
-        })
-    }
-}
-
 #[tokio::test]
 async fn reattempting_middleware_produces_one_event_pair_per_attempt_sharing_one_step() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let calls = Arc::new(AtomicUsize::new(0));
     let seen_attempts = Arc::new(Mutex::new(Vec::new()));
     let (c, sa) = (Arc::clone(&calls), Arc::clone(&seen_attempts));
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
     let graph = GraphBuilder::new(Doc::default())
         .add_node("first", logging_node("first", &log))
         .add_node("flaky", move |_s: Arc<Doc>, ctx: NodeCtx| {
@@ -275,15 +270,7 @@ impl Middleware<Doc> for RunTwice {
 async fn every_attempt_gets_exactly_one_terminal_event() {
     // graph-engine §6: "Each node attempt produces exactly one `started` event
     // followed by exactly one terminal event".
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("twice", logging_node("twice", &log))
-        .entry("twice")
-        .node_middleware("twice", Arc::new(RunTwice))
-        .observer(collector("collector", &events))
-        .compile()
-        .unwrap();
+    let (graph, events) = observed_single("twice", Arc::new(RunTwice));
     let out = graph.invoke(Doc::default()).await.unwrap();
     assert_eq!(out.log, vec!["twice"]);
     graph.drain(None).await;
@@ -321,7 +308,7 @@ impl Middleware<Doc> for ShortCircuit {
 #[tokio::test]
 async fn short_circuiting_middleware_emits_no_events_and_its_update_is_merged() {
     let events = Arc::new(Mutex::new(Vec::new()));
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
     let graph = GraphBuilder::new(Doc::default())
         .add_node("a", logging_node("a", &log))
         .add_node("cached", logging_node("cached-node-body", &log))
@@ -416,15 +403,7 @@ impl Middleware<Doc> for FailAfter {
 
 #[tokio::test]
 async fn middleware_post_phase_failure_completes_the_attempt_with_an_error() {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let log: Log = Arc::new(Mutex::new(Vec::new()));
-    let graph = GraphBuilder::new(Doc::default())
-        .add_node("a", logging_node("a", &log))
-        .entry("a")
-        .node_middleware("a", Arc::new(FailAfter))
-        .observer(collector("collector", &events))
-        .compile()
-        .unwrap();
+    let (graph, events) = observed_single("a", Arc::new(FailAfter));
     let err = graph.invoke(Doc::default()).await.unwrap_err();
     assert_eq!(err.category().as_str(), "node_exception");
     assert_eq!(err.original_message(), "post-phase failed");

@@ -6,8 +6,11 @@ use std::sync::{Arc, Mutex};
 use openarmature_graph::{observer_fn, NodeEvent, ObserverEvent, Registration};
 use serde_json::{json, Value};
 
+/// The node events a [`collector`] gathers, in delivery order.
+pub(crate) type Events = Arc<Mutex<Vec<NodeEvent>>>;
+
 /// An observer named `name` collecting every node event into `events`.
-pub(crate) fn collector(name: &'static str, events: &Arc<Mutex<Vec<NodeEvent>>>) -> Registration {
+pub(crate) fn collector(name: &'static str, events: &Events) -> Registration {
     let events = Arc::clone(events);
     Registration::new(
         name,

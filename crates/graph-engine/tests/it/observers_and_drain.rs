@@ -12,7 +12,7 @@ use openarmature_graph::{
 };
 use serde_json::{json, Value};
 
-use crate::observe::{collector, event_json};
+use crate::observe::{collector, event_json, Events};
 
 state! {
     /// Visited nodes.
@@ -79,6 +79,41 @@ fn slow_counter(name: &'static str, delay: Duration, count: Arc<AtomicUsize>) ->
             }
         }),
     )
+}
+
+/// The `slow_counter` most drain tests use: "slow", one second per event.
+fn one_second_counter(count: &Arc<AtomicUsize>) -> Registration {
+    slow_counter("slow", Duration::from_secs(1), Arc::clone(count))
+}
+
+/// a -> b -> c under [`one_second_counter`], and the count it delivers into.
+fn slow_graph() -> (CompiledGraph<Trail>, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let graph = builder()
+        .observer(one_second_counter(&count))
+        .compile()
+        .unwrap();
+    (graph, count)
+}
+
+/// a -> b -> c with every node event collected: the graph and the events.
+fn collected_graph() -> (CompiledGraph<Trail>, Events) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let graph = builder()
+        .observer(collector("c", &events))
+        .compile()
+        .unwrap();
+    (graph, events)
+}
+
+/// Runs `graph` once from the default state under the invocation id `id`; the id
+/// the run reports.
+async fn invoke_as(graph: &CompiledGraph<Trail>, id: &str) -> String {
+    let done = graph
+        .invoke_with(Trail::default(), InvokeOptions::default().invocation_id(id))
+        .await
+        .unwrap();
+    done.invocation_id.to_string()
 }
 
 const CLEAN: DrainSummary = DrainSummary {
@@ -275,11 +310,7 @@ async fn observer_panicking_synchronously_in_on_event_is_isolated() {
 
 #[tokio::test(start_paused = true)]
 async fn events_of_a_three_step_run_have_the_spec_shape() {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let graph = builder()
-        .observer(collector("c", &events))
-        .compile()
-        .unwrap();
+    let (graph, events) = collected_graph();
     let done = graph
         .invoke_with(
             Trail::default(),
@@ -354,15 +385,7 @@ async fn failed_node_completed_event_carries_the_error() {
 
 #[tokio::test(start_paused = true)]
 async fn invoke_returns_before_slow_observers_and_drain_delivers_everything() {
-    let count = Arc::new(AtomicUsize::new(0));
-    let graph = builder()
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&count),
-        ))
-        .compile()
-        .unwrap();
+    let (graph, count) = slow_graph();
     let t0 = tokio::time::Instant::now();
     graph.invoke(Trail::default()).await.unwrap();
     assert_eq!(
@@ -379,15 +402,7 @@ async fn invoke_returns_before_slow_observers_and_drain_delivers_everything() {
 
 #[tokio::test(start_paused = true)]
 async fn drain_timeout_cancels_delivery_and_graph_stays_usable() {
-    let first = Arc::new(AtomicUsize::new(0));
-    let graph = builder()
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&first),
-        ))
-        .compile()
-        .unwrap();
+    let (graph, first) = slow_graph();
     graph.invoke(Trail::default()).await.unwrap();
     let t0 = tokio::time::Instant::now();
     let summary = graph.drain(Some(Duration::from_millis(50))).await;
@@ -434,15 +449,7 @@ async fn drain_without_invocations_is_clean_and_immediate() {
 
 #[tokio::test(start_paused = true)]
 async fn drain_events_for_unknown_or_finished_invocation_returns_immediately() {
-    let count = Arc::new(AtomicUsize::new(0));
-    let graph = builder()
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&count),
-        ))
-        .compile()
-        .unwrap();
+    let (graph, count) = slow_graph();
     let t0 = tokio::time::Instant::now();
     assert_eq!(
         graph.drain_events_for("no-such-invocation", None).await,
@@ -472,24 +479,10 @@ async fn drain_events_for_unknown_or_finished_invocation_returns_immediately() {
 
 #[tokio::test(start_paused = true)]
 async fn drain_events_for_waits_for_that_invocation_and_its_timeout_never_cancels() {
-    let count = Arc::new(AtomicUsize::new(0));
-    let graph = builder()
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&count),
-        ))
-        .compile()
-        .unwrap();
-    let done = graph
-        .invoke_with(
-            Trail::default(),
-            InvokeOptions::default().invocation_id("x"),
-        )
-        .await
-        .unwrap();
+    let (graph, count) = slow_graph();
+    let id = invoke_as(&graph, "x").await;
     let summary = graph
-        .drain_events_for(&done.invocation_id, Some(Duration::from_millis(1500)))
+        .drain_events_for(&id, Some(Duration::from_millis(1500)))
         .await;
     assert!(summary.timeout_reached);
     assert!(
@@ -523,11 +516,7 @@ async fn node_ctx_drain_events_sees_all_earlier_events_without_waiting_for_its_o
         .add_edge("b", "c")
         .add_edge("c", END)
         .entry("a")
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&count),
-        ))
+        .observer(one_second_counter(&count))
         .compile()
         .unwrap();
     let out = guarded(graph.invoke(Trail::default())).await.unwrap();
@@ -557,11 +546,7 @@ async fn node_ctx_drain_events_with_timeout_reports_undelivered() {
         })
         .add_edge("a", "b")
         .entry("a")
-        .observer(slow_counter(
-            "slow",
-            Duration::from_secs(1),
-            Arc::clone(&count),
-        ))
+        .observer(one_second_counter(&count))
         .compile()
         .unwrap();
     guarded(graph.invoke(Trail::default())).await.unwrap();
@@ -635,11 +620,7 @@ async fn observer_attached_during_a_run_takes_effect_from_the_next_invocation() 
 #[tokio::test(start_paused = true)]
 async fn event_json_is_serialisable_for_assertions() {
     // Sanity check of the helper used by the determinism test.
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let graph = builder()
-        .observer(collector("c", &events))
-        .compile()
-        .unwrap();
+    let (graph, events) = collected_graph();
     graph.invoke(Trail::default()).await.unwrap();
     graph.drain(None).await;
     let first = event_json(&events.lock().unwrap()[0]);
@@ -717,18 +698,9 @@ async fn a_drain_given_up_mid_delivery_loses_nothing_and_keeps_the_order() {
         ))
         .compile()
         .unwrap();
-    let done = graph
-        .invoke_with(
-            Trail::default(),
-            InvokeOptions::default().invocation_id("y"),
-        )
-        .await
-        .unwrap();
-    let abandoned = tokio::time::timeout(
-        Duration::from_secs(1),
-        graph.drain_events_for(&done.invocation_id, None),
-    )
-    .await;
+    let id = invoke_as(&graph, "y").await;
+    let abandoned =
+        tokio::time::timeout(Duration::from_secs(1), graph.drain_events_for(&id, None)).await;
     assert!(abandoned.is_err(), "the caller gave up");
     assert_eq!(*log.lock().unwrap(), vec!["fast"]);
     assert_eq!(guarded(graph.drain(None)).await, CLEAN);
