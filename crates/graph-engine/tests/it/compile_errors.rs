@@ -42,114 +42,133 @@ fn valid_graph_compiles() {
     assert!(g.warnings().is_empty());
 }
 
-#[test]
-fn no_declared_entry() {
-    let (cat, err) = category_of(GraphBuilder::new(S::default()).add_node("a", noop));
-    assert_eq!(cat, "no_declared_entry");
-    assert_eq!(err, CompileError::NoDeclaredEntry);
+/// A builder that must fail to compile: the category it must fail with and, where the
+/// case pins it, the whole error.
+struct Case {
+    name: &'static str,
+    build: fn() -> GraphBuilder<S>,
+    category: &'static str,
+    error: Option<CompileError>,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "no declared entry",
+            build: || GraphBuilder::new(S::default()).add_node("a", noop),
+            category: "no_declared_entry",
+            error: Some(CompileError::NoDeclaredEntry),
+        },
+        Case {
+            name: "unreachable node",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_node("island", noop)
+                    .add_edge("a", END)
+                    .add_edge("island", END)
+                    .entry("a")
+            },
+            category: "unreachable_node",
+            error: Some(CompileError::UnreachableNode {
+                node: "island".into(),
+            }),
+        },
+        Case {
+            name: "unreachable node despite conditional hints",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_node("b", noop)
+                    .add_node("c", noop)
+                    .add_conditional_edge(
+                        "a",
+                        |_s: &S| Ok(Target::from("b")),
+                        Some(vec![Target::from("b"), END]),
+                    )
+                    .entry("a")
+            },
+            category: "unreachable_node",
+            error: None,
+        },
+        Case {
+            name: "dangling edge: static target",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_edge("a", "ghost")
+                    .entry("a")
+            },
+            category: "dangling_edge",
+            error: Some(CompileError::DanglingEdge {
+                from: "a".into(),
+                to: "ghost".into(),
+            }),
+        },
+        Case {
+            name: "dangling edge: undeclared source",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_edge("ghost", "a")
+                    .entry("a")
+            },
+            category: "dangling_edge",
+            error: None,
+        },
+        Case {
+            name: "dangling entry",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .entry("ghost")
+            },
+            category: "dangling_edge",
+            error: Some(CompileError::DanglingEdge {
+                from: "<entry>".into(),
+                to: "ghost".into(),
+            }),
+        },
+        Case {
+            name: "multiple outgoing edges: static",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_node("b", noop)
+                    .add_node("c", noop)
+                    .add_edge("a", "b")
+                    .add_edge("a", "c")
+                    .entry("a")
+            },
+            category: "multiple_outgoing_edges",
+            error: Some(CompileError::MultipleOutgoingEdges { node: "a".into() }),
+        },
+        Case {
+            name: "multiple outgoing edges: static plus conditional",
+            build: || {
+                GraphBuilder::new(S::default())
+                    .add_node("a", noop)
+                    .add_node("b", noop)
+                    .add_edge("a", "b")
+                    .add_conditional_edge("a", |_s: &S| Ok(END), None)
+                    .entry("a")
+            },
+            category: "multiple_outgoing_edges",
+            error: None,
+        },
+    ]
 }
 
 #[test]
-fn unreachable_node() {
-    let (cat, err) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_node("island", noop)
-            .add_edge("a", END)
-            .add_edge("island", END)
-            .entry("a"),
-    );
-    assert_eq!(cat, "unreachable_node");
-    assert_eq!(
-        err,
-        CompileError::UnreachableNode {
-            node: "island".into()
+fn each_invalid_builder_fails_with_its_category_and_display_starts_with_it() {
+    for case in cases() {
+        let (cat, err) = category_of((case.build)());
+        assert_eq!(cat, case.category, "{}", case.name);
+        assert!(err.to_string().starts_with(cat), "{}: {err}", case.name);
+        if let Some(expected) = case.error {
+            assert_eq!(err, expected, "{}", case.name);
         }
-    );
-}
-
-#[test]
-fn unreachable_node_despite_conditional_hints() {
-    let (cat, _) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_node("b", noop)
-            .add_node("c", noop)
-            .add_conditional_edge(
-                "a",
-                |_s: &S| Ok(Target::from("b")),
-                Some(vec![Target::from("b"), END]),
-            )
-            .entry("a"),
-    );
-    assert_eq!(cat, "unreachable_node");
-}
-
-#[test]
-fn dangling_edge_static_target() {
-    let (cat, err) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_edge("a", "ghost")
-            .entry("a"),
-    );
-    assert_eq!(cat, "dangling_edge");
-    match err {
-        CompileError::DanglingEdge { to, .. } => assert_eq!(to, "ghost"),
-        other => panic!("unexpected {other:?}"),
     }
-}
-
-#[test]
-fn dangling_edge_undeclared_source() {
-    let (cat, _) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_edge("ghost", "a")
-            .entry("a"),
-    );
-    assert_eq!(cat, "dangling_edge");
-}
-
-#[test]
-fn dangling_entry() {
-    let (cat, _) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .entry("ghost"),
-    );
-    assert_eq!(cat, "dangling_edge");
-}
-
-#[test]
-fn multiple_outgoing_edges_static() {
-    let (cat, err) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_node("b", noop)
-            .add_node("c", noop)
-            .add_edge("a", "b")
-            .add_edge("a", "c")
-            .entry("a"),
-    );
-    assert_eq!(cat, "multiple_outgoing_edges");
-    assert_eq!(
-        err,
-        CompileError::MultipleOutgoingEdges { node: "a".into() }
-    );
-}
-
-#[test]
-fn multiple_outgoing_edges_static_plus_conditional() {
-    let (cat, _) = category_of(
-        GraphBuilder::new(S::default())
-            .add_node("a", noop)
-            .add_node("b", noop)
-            .add_edge("a", "b")
-            .add_conditional_edge("a", |_s: &S| Ok(END), None)
-            .entry("a"),
-    );
-    assert_eq!(cat, "multiple_outgoing_edges");
 }
 
 fn dyn_noop(
@@ -178,23 +197,28 @@ fn conflicting_reducers_from_two_declarations() {
     assert_eq!(err, CompileError::ConflictingReducers { field: "v".into() });
 }
 
+/// A schema whose list field `field` is declared with `reducer` fails to compile
+/// with `reducer_configuration_invalid` naming `field`.
+fn assert_reducer_configuration_invalid(field: &str, reducer: Result<Reducer, CompileError>) {
+    let schema = DynSchema::builder()
+        .field(field, FieldType::List(None), json!([]))
+        .reducer_result(field, reducer)
+        .build();
+    let (cat, err) = category_of(dyn_graph(&schema));
+    assert_eq!(cat, "reducer_configuration_invalid");
+    match err {
+        CompileError::ReducerConfigurationInvalid { field: got, .. } => assert_eq!(got, field),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 #[test]
 fn reducer_configuration_invalid_bounded_append_zero() {
     let err = Reducer::bounded_append(0).unwrap_err();
     assert_eq!(err.category(), "reducer_configuration_invalid");
     assert!(Reducer::bounded_append(-3).is_err());
     assert!(Reducer::bounded_append(1).is_ok());
-
-    let schema = DynSchema::builder()
-        .field("w", FieldType::List(None), json!([]))
-        .reducer_result("w", Reducer::bounded_append(0))
-        .build();
-    let (cat, err) = category_of(dyn_graph(&schema));
-    assert_eq!(cat, "reducer_configuration_invalid");
-    match err {
-        CompileError::ReducerConfigurationInvalid { field, .. } => assert_eq!(field, "w"),
-        other => panic!("unexpected {other:?}"),
-    }
+    assert_reducer_configuration_invalid("w", Reducer::bounded_append(0));
 }
 
 #[test]
@@ -202,17 +226,7 @@ fn reducer_configuration_invalid_merge_by_key_without_key() {
     let err = Reducer::merge_by_key(None).unwrap_err();
     assert_eq!(err.category(), "reducer_configuration_invalid");
     assert!(Reducer::merge_by_key(Some(field_key("id"))).is_ok());
-
-    let schema = DynSchema::builder()
-        .field("rows", FieldType::List(None), json!([]))
-        .reducer_result("rows", Reducer::merge_by_key(None))
-        .build();
-    let (cat, err) = category_of(dyn_graph(&schema));
-    assert_eq!(cat, "reducer_configuration_invalid");
-    match err {
-        CompileError::ReducerConfigurationInvalid { field, .. } => assert_eq!(field, "rows"),
-        other => panic!("unexpected {other:?}"),
-    }
+    assert_reducer_configuration_invalid("rows", Reducer::merge_by_key(None));
 }
 
 #[test]
@@ -232,10 +246,4 @@ fn valid_dyn_schema_compiles() {
         g.defaults().reducer_name("w").as_deref(),
         Some("bounded_append")
     );
-}
-
-#[test]
-fn compile_error_display_starts_with_category() {
-    let (cat, err) = category_of(GraphBuilder::new(S::default()).add_node("a", noop));
-    assert!(err.to_string().starts_with(cat), "{err}");
 }
