@@ -94,11 +94,16 @@ fn parent(fan: FanOutNode<Batch, Item>) -> (CompiledGraph<Batch>, Events) {
     (graph, events)
 }
 
-fn compile_error(fan: FanOutNode<Batch, Item>) -> CompileError {
+/// The graph `fan` → END, to be finished (an observer, a checkpointer) and compiled.
+pub(crate) fn fan_only(fan: FanOutNode<Batch, Item>) -> GraphBuilder<Batch> {
     GraphBuilder::new(Batch::default())
         .add_node("fan", fan)
         .add_edge("fan", END)
         .entry("fan")
+}
+
+fn compile_error(fan: FanOutNode<Batch, Item>) -> CompileError {
+    fan_only(fan)
         .compile()
         .err()
         .expect("the graph must not compile")
@@ -119,6 +124,25 @@ pub(crate) fn item_one_fails_once() -> (Arc<Vec<AtomicU32>>, CompiledGraph<Item>
         }
     });
     (calls, graph)
+}
+
+/// A worker writing `y = x * 10` whose item 1 always fails (`provider_unavailable`).
+pub(crate) fn item_one_fails() -> CompiledGraph<Item> {
+    worker(|s: Arc<Item>, _c: NodeCtx| async move {
+        if s.x == 1 {
+            return Err(fail("provider_unavailable", "down"));
+        }
+        Ok(ItemUpdate::default().y(s.x * 10))
+    })
+}
+
+/// Failure isolation degrading a failed instance to `y = -1`, its event named
+/// `event_name`.
+pub(crate) fn degrade_to_minus_one(event_name: &'static str) -> Arc<dyn Middleware<Item>> {
+    Arc::new(FailureIsolationMiddleware::<Item>::with_update(
+        event_name,
+        ItemUpdate::default().y(-1),
+    ))
 }
 
 /// An instance retry with a constant 10 ms backoff.
@@ -346,7 +370,7 @@ async fn count_and_concurrency_callables_run_once_per_fan_out_execution() {
     );
 }
 
-fn counter() -> Arc<AtomicU32> {
+pub(crate) fn counter() -> Arc<AtomicU32> {
     Arc::new(AtomicU32::new(0))
 }
 
@@ -363,11 +387,15 @@ impl Drop for DropCount {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn fail_fast_cancels_siblings_and_propagates_the_instance_error_in_a_carrier() {
-    let (finished, dropped) = (counter(), counter());
-    let (f, d) = (Arc::clone(&finished), Arc::clone(&dropped));
-    let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
+/// A worker writing `y = x` whose item 1 fails (`bad_item`, "item 1 is bad") after
+/// 5 ms while every other item sleeps 10 s and then counts itself in `finished`; every
+/// instance body counts its drop in `dropped`.
+pub(crate) fn item_one_fails_fast(
+    finished: &Arc<AtomicU32>,
+    dropped: &Arc<AtomicU32>,
+) -> CompiledGraph<Item> {
+    let (f, d) = (Arc::clone(finished), Arc::clone(dropped));
+    worker(move |s: Arc<Item>, _c: NodeCtx| {
         let (finished, guard) = (Arc::clone(&f), DropCount(Arc::clone(&d)));
         async move {
             let _guard = guard;
@@ -379,7 +407,13 @@ async fn fail_fast_cancels_siblings_and_propagates_the_instance_error_in_a_carri
             finished.fetch_add(1, Ordering::SeqCst);
             Ok(ItemUpdate::default().y(s.x))
         }
-    });
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn fail_fast_cancels_siblings_and_propagates_the_instance_error_in_a_carrier() {
+    let (finished, dropped) = (counter(), counter());
+    let graph = item_one_fails_fast(&finished, &dropped);
     let (graph, events) = parent(FanOutNode::over_items(graph, "xs", "x", "y", "ys"));
     let initial = Batch {
         ys: vec![7],
@@ -474,17 +508,13 @@ async fn retry_on_the_fan_out_node_redispatches_every_instance() {
     let retry: Arc<dyn Middleware<Batch>> = Arc::new(RetryMiddleware::new(
         RetryConfig::default().backoff(Constant(Duration::ZERO)),
     ));
-    let graph = GraphBuilder::new(Batch::default())
-        .add_node(
-            "fan",
-            FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(1)),
-        )
-        .node_middleware("fan", retry)
-        .add_edge("fan", END)
-        .entry("fan")
-        .observer(registration)
-        .compile()
-        .unwrap();
+    let graph = fan_only(
+        FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(1)),
+    )
+    .node_middleware("fan", retry)
+    .observer(registration)
+    .compile()
+    .unwrap();
     let out = graph.invoke(batch(vec![0, 1, 2])).await.unwrap();
     graph.drain(None).await;
     assert_eq!(out.ys, vec![0, 1, 2], "only the successful attempt merged");
@@ -893,17 +923,8 @@ async fn instance_retry_reruns_only_the_failing_instance() {
 
 #[tokio::test(start_paused = true)]
 async fn instance_failure_isolation_degrades_one_slot() {
-    let graph = worker(|s: Arc<Item>, _c: NodeCtx| async move {
-        if s.x == 1 {
-            return Err(fail("provider_unavailable", "down"));
-        }
-        Ok(ItemUpdate::default().y(s.x * 10))
-    });
-    let isolation: Arc<dyn Middleware<Item>> =
-        Arc::new(FailureIsolationMiddleware::<Item>::with_update(
-            "instance_degraded",
-            ItemUpdate::default().y(-1),
-        ));
+    let graph = item_one_fails();
+    let isolation = degrade_to_minus_one("instance_degraded");
     let (graph, events) =
         parent(FanOutNode::over_items(graph, "xs", "x", "y", "ys").instance_middleware(isolation));
     let out = graph.invoke(batch(vec![0, 1, 2])).await.unwrap();

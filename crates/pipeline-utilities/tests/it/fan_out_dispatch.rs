@@ -5,22 +5,21 @@
 //! as its own invocation, as a remote worker would. Virtual time throughout.
 
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{Checkpointer, InMemoryCheckpointer, InstanceState};
 use openarmature_graph::{
-    CategorizedError, Category, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, NodeCtx,
-    NodeError, RuntimeCategory, State, END,
+    CategorizedError, Category, CompiledGraph, InvokeOptions, NodeCtx, NodeError, RuntimeCategory,
+    State,
 };
 use openarmature_pipeline::dispatch::{
     decode_state, run_job, InstanceFailure, InstanceJob, InstanceKey, InstanceRequest,
 };
 use openarmature_pipeline::{
-    classify, ErrorPolicy, FailureIsolationMiddleware, FanOutDispatcher, FanOutNode,
-    InProcessDispatcher,
+    classify, ErrorPolicy, FanOutDispatcher, FanOutNode, InProcessDispatcher,
 };
 use serde_json::{json, Value};
 use tokio::time::sleep;
@@ -28,7 +27,8 @@ use tokio::time::sleep;
 use crate::common::single_node;
 use crate::common::{isolation_events, recorder, Group, Outer};
 use crate::fan_out::{
-    batch, fail, instance_retry, item_one_fails_once, worker, Batch, Item, ItemUpdate,
+    batch, counter, degrade_to_minus_one, fail, fan_only, instance_retry, item_one_fails,
+    item_one_fails_fast, item_one_fails_once, worker, Batch, Item, ItemUpdate,
 };
 
 /// Sends each instance through JSON to a "worker" ([`run_job`]) and its answer back,
@@ -171,20 +171,8 @@ async fn the_bound_caps_instances_in_flight_and_starts_in_index_order() {
 #[tokio::test(start_paused = true)]
 async fn fail_fast_cancels_siblings_and_keeps_the_instance_category() {
     for mode in MODES {
-        let finished = Arc::new(AtomicU32::new(0));
-        let f = Arc::clone(&finished);
-        let graph = worker(move |s: Arc<Item>, _c: NodeCtx| {
-            let f = Arc::clone(&f);
-            async move {
-                if s.x == 1 {
-                    sleep(Duration::from_millis(5)).await;
-                    return Err(fail("bad_item", "item 1 is bad"));
-                }
-                sleep(Duration::from_secs(10)).await;
-                f.fetch_add(1, Ordering::SeqCst);
-                Ok(ItemUpdate::default().y(s.x))
-            }
-        });
+        let finished = counter();
+        let graph = item_one_fails_fast(&finished, &counter());
         let (fan, _) = mode.apply(FanOutNode::over_items(graph, "xs", "x", "y", "ys"));
         let err = parent(fan).invoke(batch(vec![0, 1, 2])).await.unwrap_err();
         sleep(Duration::from_secs(60)).await;
@@ -239,28 +227,13 @@ async fn collect_records_each_failure_and_keeps_the_others_in_order() {
 #[tokio::test(start_paused = true)]
 async fn instance_failure_isolation_degrades_one_slot() {
     for mode in MODES {
-        let graph = worker(|s: Arc<Item>, _c: NodeCtx| async move {
-            if s.x == 1 {
-                return Err(fail("provider_unavailable", "down"));
-            }
-            Ok(ItemUpdate::default().y(s.x * 10))
-        });
-        let isolation: Arc<dyn Middleware<Item>> =
-            Arc::new(FailureIsolationMiddleware::<Item>::with_update(
-                "degraded",
-                ItemUpdate::default().y(-1),
-            ));
+        let graph = item_one_fails();
+        let isolation = degrade_to_minus_one("degraded");
         let fan =
             FanOutNode::over_items(graph, "xs", "x", "y", "ys").instance_middleware(isolation);
         let (fan, _) = mode.apply(fan);
         let (registration, events) = recorder();
-        let graph = GraphBuilder::new(Batch::default())
-            .add_node("fan", fan)
-            .add_edge("fan", END)
-            .entry("fan")
-            .observer(registration)
-            .compile()
-            .unwrap();
+        let graph = fan_only(fan).observer(registration).compile().unwrap();
         let out = graph.invoke(batch(vec![0, 1, 2])).await.unwrap();
         graph.drain(None).await;
         assert_eq!(out.ys, [0, -1, 20], "{mode:?}");
@@ -313,10 +286,7 @@ async fn a_resumed_run_dispatches_only_the_instances_not_completed() {
             FanOutNode::over_items(graph, "xs", "x", "y", "ys").concurrency(NonZeroUsize::new(1));
         let (fan, sent) = mode.apply(fan);
         let store = InMemoryCheckpointer::new();
-        let graph = GraphBuilder::new(Batch::default())
-            .add_node("fan", fan)
-            .add_edge("fan", END)
-            .entry("fan")
+        let graph = fan_only(fan)
             .checkpointer(Arc::new(store.clone()))
             .compile()
             .unwrap();
