@@ -23,7 +23,7 @@ use serde_json::json;
 use tokio::time::{sleep, Instant};
 
 use crate::common::single_node;
-use crate::common::{isolation_events, node_events, recorder, Events, Group, Outer};
+use crate::common::{counter, isolation_events, node_events, recorder, Events, Group, Outer};
 
 openarmature_graph::state! {
     /// One fan-out instance.
@@ -368,10 +368,6 @@ async fn count_and_concurrency_callables_run_once_per_fan_out_execution() {
         1,
         "concurrency callable calls"
     );
-}
-
-pub(crate) fn counter() -> Arc<AtomicU32> {
-    Arc::new(AtomicU32::new(0))
 }
 
 // ---------------------------------------------------------------------------

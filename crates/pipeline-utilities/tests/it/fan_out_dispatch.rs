@@ -25,9 +25,9 @@ use serde_json::{json, Value};
 use tokio::time::sleep;
 
 use crate::common::single_node;
-use crate::common::{isolation_events, recorder, Group, Outer};
+use crate::common::{counter, isolation_events, recorder, Group, Outer};
 use crate::fan_out::{
-    batch, counter, degrade_to_minus_one, fail, fan_only, instance_retry, item_one_fails,
+    batch, degrade_to_minus_one, fail, fan_only, instance_retry, item_one_fails,
     item_one_fails_fast, item_one_fails_once, worker, Batch, Item, ItemUpdate,
 };
 

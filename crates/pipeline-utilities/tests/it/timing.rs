@@ -2,13 +2,13 @@
 //! and category, the injectable monotonic clock, composition with retry, and
 //! `on_complete` failures.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    CategorizedError, GraphBuilder, Middleware, NodeCtx, NodeError, Phase, RuntimeCategory,
-    SubgraphNode, END,
+    CategorizedError, CompiledGraph, GraphBuilder, Middleware, NodeCtx, NodeError, Phase,
+    RuntimeCategory, SubgraphNode, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -40,6 +40,29 @@ fn retry_const(ms: u64) -> Arc<dyn Middleware<S>> {
     ))
 }
 
+/// A `TimingMiddleware` named `call` recording into `records`.
+fn call_timing(records: &Records) -> Arc<dyn Middleware<S>> {
+    timing(TimingMiddleware::new("call", sink(records)))
+}
+
+/// The node `call`, failing twice (`provider_unavailable`) and then succeeding, under
+/// the node middleware `chain` in registration order (outermost first).
+fn flaky_call(calls: &Arc<AtomicU32>, chain: [Arc<dyn Middleware<S>>; 2]) -> CompiledGraph<S> {
+    chain
+        .into_iter()
+        .fold(
+            GraphBuilder::new(S::default()).add_node(
+                "call",
+                flaky("call", calls, 2, Some("provider_unavailable")),
+            ),
+            |builder, middleware| builder.node_middleware("call", middleware),
+        )
+        .add_edge("call", END)
+        .entry("call")
+        .compile()
+        .unwrap()
+}
+
 /// A node that sleeps `ms` of (virtual) time, then logs `name`.
 fn slow(
     name: &'static str,
@@ -56,14 +79,23 @@ fn slow(
     }
 }
 
+/// The node `name`, sleeping `ms` (see [`slow`]), under the timing middleware
+/// `timing_of` builds around the returned records.
+fn slow_timed(
+    name: &'static str,
+    ms: u64,
+    timing_of: impl FnOnce(&Records) -> TimingMiddleware,
+) -> (CompiledGraph<S>, Records) {
+    let records: Records = Arc::default();
+    let graph = wrapped(name, slow(name, ms), timing(timing_of(&records)));
+    (graph, records)
+}
+
 #[tokio::test(start_paused = true)]
 async fn per_node_timing_records_the_captured_name_and_monotonic_duration() {
-    let records: Records = Arc::default();
-    let graph = wrapped(
-        "extract",
-        slow("extract", 250),
-        timing(TimingMiddleware::new("extract_label", sink(&records))),
-    );
+    let (graph, records) = slow_timed("extract", 250, |records| {
+        TimingMiddleware::new("extract_label", sink(records))
+    });
     graph.invoke(S::default()).await.unwrap();
     let records = records.lock().unwrap().clone();
     assert_eq!(records.len(), 1);
@@ -111,7 +143,7 @@ async fn a_failure_records_exception_outcome_and_category() {
     let graph = wrapped(
         "call",
         failing(&calls, Some("provider_rate_limit")),
-        timing(TimingMiddleware::new("call", sink(&records))),
+        call_timing(&records),
     );
     let err = graph.invoke(S::default()).await.unwrap_err();
     assert_eq!(
@@ -130,11 +162,7 @@ async fn a_failure_records_exception_outcome_and_category() {
 
     // An error without a category records `None`.
     let records2: Records = Arc::default();
-    let graph = wrapped(
-        "call",
-        failing(&calls, None),
-        timing(TimingMiddleware::new("call", sink(&records2))),
-    );
+    let graph = wrapped("call", failing(&calls, None), call_timing(&records2));
     graph.invoke(S::default()).await.unwrap_err();
     let records2 = records2.lock().unwrap().clone();
     assert_eq!(records2[0].outcome, Outcome::Exception);
@@ -152,14 +180,9 @@ impl MonotonicClock for StepClock {
 
 #[tokio::test(start_paused = true)]
 async fn a_custom_clock_gives_an_exact_duration() {
-    let records: Records = Arc::default();
-    let graph = wrapped(
-        "a",
-        slow("a", 1_000),
-        timing(
-            TimingMiddleware::new("a", sink(&records)).with_clock(StepClock(AtomicU64::new(100))),
-        ),
-    );
+    let (graph, records) = slow_timed("a", 1_000, |records| {
+        TimingMiddleware::new("a", sink(records)).with_clock(StepClock(AtomicU64::new(100)))
+    });
     graph.invoke(S::default()).await.unwrap();
     graph.invoke(S::default()).await.unwrap();
     let durations: Vec<f64> = records
@@ -176,20 +199,7 @@ async fn a_custom_clock_gives_an_exact_duration() {
 async fn timing_outside_retry_records_once_including_backoff() {
     let records: Records = Arc::default();
     let calls = counter();
-    let graph = GraphBuilder::new(S::default())
-        .add_node(
-            "call",
-            flaky("call", &calls, 2, Some("provider_unavailable")),
-        )
-        .node_middleware(
-            "call",
-            timing(TimingMiddleware::new("call", sink(&records))),
-        )
-        .node_middleware("call", retry_const(100))
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let graph = flaky_call(&calls, [call_timing(&records), retry_const(100)]);
     graph.invoke(S::default()).await.unwrap();
     assert_eq!(count(&calls), 3);
     let records = records.lock().unwrap().clone();
@@ -206,20 +216,7 @@ async fn timing_outside_retry_records_once_including_backoff() {
 async fn timing_inside_retry_records_once_per_attempt() {
     let records: Records = Arc::default();
     let calls = counter();
-    let graph = GraphBuilder::new(S::default())
-        .add_node(
-            "call",
-            flaky("call", &calls, 2, Some("provider_unavailable")),
-        )
-        .node_middleware("call", retry_const(100))
-        .node_middleware(
-            "call",
-            timing(TimingMiddleware::new("call", sink(&records))),
-        )
-        .add_edge("call", END)
-        .entry("call")
-        .compile()
-        .unwrap();
+    let graph = flaky_call(&calls, [retry_const(100), call_timing(&records)]);
     graph.invoke(S::default()).await.unwrap();
     let records = records.lock().unwrap().clone();
     let outcomes: Vec<(Outcome, Option<&str>)> = records
