@@ -84,6 +84,14 @@ where
 }
 
 /// `par` → `after` → END, with a recording observer.
+/// The default parent state with `input` set.
+fn with_input(input: i64) -> P {
+    P {
+        input,
+        ..P::default()
+    }
+}
+
 fn parent(node: ParallelBranchesNode<P>) -> (CompiledGraph<P>, Events) {
     let (registration, events) = recorder();
     let graph = GraphBuilder::new(P::default())
@@ -194,13 +202,7 @@ async fn subgraph_branches_project_inputs_and_outputs() {
         .branch("double", Branch::subgraph(doubler))
         .branch("triple", Branch::subgraph(tripler));
     let (graph, _events) = parent(node);
-    let out = graph
-        .invoke(P {
-            input: 7,
-            ..P::default()
-        })
-        .await
-        .unwrap();
+    let out = graph.invoke(with_input(7)).await.unwrap();
     assert_eq!((out.a_out, out.b_out), (14, 21));
     assert_eq!(out.winner, "", "unprojected subgraph fields are discarded");
 }
@@ -404,13 +406,7 @@ async fn a_false_when_skips_the_branch_entirely() {
             .when(|s: &P| s.input > 100),
         );
     let (graph, events) = parent(node);
-    let out = graph
-        .invoke(P {
-            input: 1,
-            ..P::default()
-        })
-        .await
-        .unwrap();
+    let out = graph.invoke(with_input(1)).await.unwrap();
     graph.drain(None).await;
     assert_eq!((out.a_out, out.b_out), (1, 0));
     assert_eq!((load(&on_calls), load(&off_calls)), (1, 0));
@@ -503,10 +499,7 @@ async fn a_callable_branch_is_one_synthetic_event_pair_named_after_the_branch() 
             ),
         );
     let (graph, events) = parent(node);
-    let initial = P {
-        input: 5,
-        ..P::default()
-    };
+    let initial = with_input(5);
     graph.invoke(initial.clone()).await.unwrap();
     graph.drain(None).await;
 
