@@ -156,6 +156,29 @@ impl<'a> Y<'a> {
             .collect())
     }
 
+    /// The list under `key`, each item (checked against `known` keys when the
+    /// iteration reaches it) paired with its label: its `name`, or `#<index>`.
+    pub(crate) fn named_items(
+        &self,
+        key: &str,
+        known: &'a [&'a str],
+    ) -> Result<impl Iterator<Item = Result<(String, Y<'a>), AdapterError>> + 'a, AdapterError>
+    {
+        Ok(self
+            .req(key)?
+            .seq()?
+            .into_iter()
+            .enumerate()
+            .map(move |(i, item)| {
+                item.check_keys(known)?;
+                let label = match item.get("name") {
+                    Some(n) => n.str()?.to_owned(),
+                    None => format!("#{i}"),
+                };
+                Ok((label, item))
+            }))
+    }
+
     pub(crate) fn strings(&self) -> Result<Vec<String>, AdapterError> {
         self.seq()?
             .iter()
