@@ -122,6 +122,11 @@ impl<'a> Y<'a> {
         self.get(key).map(|v| v.str()).transpose()
     }
 
+    /// The number under `key`, if present.
+    pub(crate) fn opt_f64(&self, key: &str) -> Result<Option<f64>, AdapterError> {
+        self.get(key).map(|v| v.f64()).transpose()
+    }
+
     pub(crate) fn i64(&self) -> Result<i64, AdapterError> {
         self.value
             .as_i64()
