@@ -122,6 +122,11 @@ impl<'a> Y<'a> {
         self.get(key).map(|v| v.str()).transpose()
     }
 
+    /// The number under `key`, if present.
+    pub(crate) fn opt_f64(&self, key: &str) -> Result<Option<f64>, AdapterError> {
+        self.get(key).map(|v| v.f64()).transpose()
+    }
+
     pub(crate) fn i64(&self) -> Result<i64, AdapterError> {
         self.value
             .as_i64()
@@ -154,6 +159,29 @@ impl<'a> Y<'a> {
                 path: self.child(&i.to_string()),
             })
             .collect())
+    }
+
+    /// The list under `key`, each item (checked against `known` keys when the
+    /// iteration reaches it) paired with its label: its `name`, or `#<index>`.
+    pub(crate) fn named_items(
+        &self,
+        key: &str,
+        known: &'a [&'a str],
+    ) -> Result<impl Iterator<Item = Result<(String, Y<'a>), AdapterError>> + 'a, AdapterError>
+    {
+        Ok(self
+            .req(key)?
+            .seq()?
+            .into_iter()
+            .enumerate()
+            .map(move |(i, item)| {
+                item.check_keys(known)?;
+                let label = match item.get("name") {
+                    Some(n) => n.str()?.to_owned(),
+                    None => format!("#{i}"),
+                };
+                Ok((label, item))
+            }))
     }
 
     pub(crate) fn strings(&self) -> Result<Vec<String>, AdapterError> {

@@ -144,23 +144,17 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     }
     let heard: Arc<Mutex<HashMap<String, Vec<ChatTurnOutcome>>>> = Arc::default();
     let mut turns = Vec::new();
-    for (i, t) in case
-        .req("chat_turns")
-        .and_then(|v| v.seq())?
-        .iter()
-        .enumerate()
-    {
-        t.check_keys(&[
+    for item in case.named_items(
+        "chat_turns",
+        &[
             "name",
             "session_id",
             "user_message",
             "subscribe_listener",
             "expected",
-        ])?;
-        let label = match t.get("name") {
-            Some(n) => n.str()?.to_owned(),
-            None => format!("#{i}"),
-        };
+        ],
+    )? {
+        let (label, t) = item?;
         let session_id = t
             .req("session_id")
             .and_then(|v| v.str().map(str::to_owned))?;

@@ -312,7 +312,7 @@ impl<'a> Builder<'a> {
             if let Some(when) = spec.get("when") {
                 when.check_keys(&["field", "gt"])?;
                 let field = when.req("field")?.str()?.to_owned();
-                let gt = when.get("gt").map(|g| g.f64()).transpose()?;
+                let gt = when.opt_f64("gt")?;
                 branch = branch.when(move |s: &DynState| {
                     let v = s.get(&field).cloned().unwrap_or(Value::Null);
                     match gt {

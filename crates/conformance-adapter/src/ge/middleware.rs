@@ -136,11 +136,7 @@ fn backoff(b: &Y<'_>) -> Result<Constant, AdapterError> {
     b.check_keys(&["type", "seconds"])?;
     match b.req("type")?.str()? {
         "deterministic" => {
-            let secs = b
-                .get("seconds")
-                .map(|s| s.f64())
-                .transpose()?
-                .unwrap_or(0.0);
+            let secs = b.opt_f64("seconds")?.unwrap_or(0.0);
             let d = Duration::try_from_secs_f64(secs).map_err(|e| b.invalid(e.to_string()))?;
             Ok(Constant(d))
         }

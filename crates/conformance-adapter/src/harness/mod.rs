@@ -227,25 +227,19 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         stateless,
     };
     let mut turns: Vec<TurnRecord> = Vec::new();
-    for (i, t) in case
-        .req("transmissions")
-        .and_then(|v| v.seq())?
-        .iter()
-        .enumerate()
-    {
-        t.check_keys(&[
+    for item in case.named_items(
+        "transmissions",
+        &[
             "name",
             "payload",
             "dispatch_intent",
             "signal_payload",
             "expected",
-        ])?;
-        let label = match t.get("name") {
-            Some(n) => n.str()?.to_owned(),
-            None => format!("#{i}"),
-        };
+        ],
+    )? {
+        let (label, t) = item?;
         let transmission =
-            transmission(t, turns.last()).map_err(|m| m.context(format!("{label}: ")))?;
+            transmission(&t, turns.last()).map_err(|m| m.context(format!("{label}: ")))?;
         let caller_session = transmission
             .payload
             .get("session_id")

@@ -708,11 +708,7 @@ pub(crate) fn base_retry(
         b.check_keys(&["type", "seconds"])?;
         match b.req("type")?.str()? {
             "deterministic" => {
-                let secs = b
-                    .get("seconds")
-                    .map(|s| s.f64())
-                    .transpose()?
-                    .unwrap_or(0.0);
+                let secs = b.opt_f64("seconds")?.unwrap_or(0.0);
                 let delay = Duration::try_from_secs_f64(secs)
                     .map_err(|_| b.invalid("seconds must be a non-negative number"))?;
                 config = config.backoff(Constant(delay));

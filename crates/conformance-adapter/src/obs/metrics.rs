@@ -150,7 +150,7 @@ fn parse(y: &Y<'_>) -> Check<Entry> {
         },
         None => BTreeMap::new(),
     };
-    let value = y.get("value").map(|v| v.f64()).transpose()?;
+    let value = y.opt_f64("value")?;
     Ok(Entry {
         instrument: instrument.to_owned(),
         dims,

@@ -38,13 +38,7 @@ fn under_inner_instance(f: &Forest, c: &Call<'_>) -> Check {
     ensure(instances(&c.lineage) >= 2, || {
         format!("the call's lineage {:?} is not nested", c.lineage)
     })?;
-    ensure(is_instance(c.parent), || {
-        format!(
-            "the orphan parents under `{}`, not an instance",
-            c.parent.name
-        )
-    })?;
-    under_own_wrapper(f, c)
+    under_own_instance(f, c)
 }
 
 /// 133: another instance span shares the parent's name and index at another
@@ -157,13 +151,7 @@ fn under_innermost_instance(f: &Forest, c: &Call<'_>) -> Check {
             c.lineage
         )
     })?;
-    ensure(is_instance(c.parent), || {
-        format!(
-            "the orphan parents under `{}`, not an instance",
-            c.parent.name
-        )
-    })?;
-    under_own_wrapper(f, c)
+    under_own_instance(f, c)
 }
 
 /// 153: not under the enclosing branch dispatch span (which is an ancestor).
@@ -206,4 +194,15 @@ pub(super) fn check(name: &str, run: &Run<'_>) -> Option<Check> {
         }
         _ => return None,
     })
+}
+
+/// The orphan parents under a fan-out instance span, and that span is its own wrapper.
+fn under_own_instance(f: &Forest, c: &Call<'_>) -> Check {
+    ensure(is_instance(c.parent), || {
+        format!(
+            "the orphan parents under `{}`, not an instance",
+            c.parent.name
+        )
+    })?;
+    under_own_wrapper(f, c)
 }

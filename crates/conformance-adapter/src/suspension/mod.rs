@@ -162,25 +162,19 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     attach_observers(case, &graph, &mut rig)?;
 
     let mut runs: Vec<RunRecord> = Vec::new();
-    for (i, inv) in case
-        .req("invocations")
-        .and_then(|v| v.seq())?
-        .iter()
-        .enumerate()
-    {
-        inv.check_keys(&[
+    for item in case.named_items(
+        "invocations",
+        &[
             "name",
             "initial_state",
             "resume_invocation",
             "signal_payload",
             "session_id",
             "expected",
-        ])?;
-        let label = match inv.get("name") {
-            Some(n) => n.str()?.to_owned(),
-            None => format!("#{i}"),
-        };
-        let record = invoke(&graph, inv, &rig, runs.last()).await?;
+        ],
+    )? {
+        let (label, inv) = item?;
+        let record = invoke(&graph, &inv, &rig, runs.last()).await?;
         if let Some(expected) = inv.get("expected") {
             invariants::expected(&expected, &record, &rig)
                 .map_err(|m| m.context(format!("invocation {label}: ")))?;
