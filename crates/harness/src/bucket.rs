@@ -61,29 +61,19 @@ mod tests {
 
     #[test]
     fn categories_fall_into_the_section_7_buckets() {
-        assert_eq!(
-            ErrorBucket::of("session_load_failed"),
-            ErrorBucket::SessionTerminating
-        );
-        assert_eq!(
-            ErrorBucket::of("provider_unavailable"),
-            ErrorBucket::RetryableTransient
-        );
-        assert_eq!(
-            ErrorBucket::of("provider_rate_limit"),
-            ErrorBucket::RetryableTransient
-        );
-        assert_eq!(
-            ErrorBucket::of("session_save_failed"),
-            ErrorBucket::RetryableTransient
-        );
-        assert_eq!(
-            ErrorBucket::of("provider_invalid_request"),
-            ErrorBucket::UserCorrectable
-        );
-        assert_eq!(
-            ErrorBucket::of("suspension_resume_payload_invalid"),
-            ErrorBucket::UserCorrectable
-        );
+        let expected = [
+            ("session_load_failed", ErrorBucket::SessionTerminating),
+            ("provider_unavailable", ErrorBucket::RetryableTransient),
+            ("provider_rate_limit", ErrorBucket::RetryableTransient),
+            ("session_save_failed", ErrorBucket::RetryableTransient),
+            ("provider_invalid_request", ErrorBucket::UserCorrectable),
+            (
+                "suspension_resume_payload_invalid",
+                ErrorBucket::UserCorrectable,
+            ),
+        ];
+        for (category, bucket) in expected {
+            assert_eq!(ErrorBucket::of(category), bucket, "{category}");
+        }
     }
 }

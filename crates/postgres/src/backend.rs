@@ -211,3 +211,35 @@ pub(crate) fn to_ns(t: SystemTime) -> i64 {
 pub(crate) fn from_ns(ns: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
 }
+
+/// The upsert of one row of `table`: inserts `key` then `values` as `$1…$n` and, when a
+/// row with that `key` exists, overwrites each of `values` with the new one.
+pub(crate) fn upsert_sql(table: &str, key: &[&str], values: &[&str]) -> String {
+    let columns: Vec<&str> = key.iter().chain(values).copied().collect();
+    let placeholders: Vec<String> = (1..=columns.len()).map(|n| format!("${n}")).collect();
+    let updates: Vec<String> = values
+        .iter()
+        .map(|c| format!("{c} = excluded.{c}"))
+        .collect();
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({}) ON CONFLICT ({}) DO UPDATE SET {}",
+        columns.join(", "),
+        placeholders.join(", "),
+        key.join(", "),
+        updates.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upsert_sql;
+
+    #[test]
+    fn upsert_sql_inserts_every_column_and_overwrites_the_values() {
+        assert_eq!(
+            upsert_sql("s.t", &["a", "b"], &["c", "d"]),
+            "INSERT INTO s.t (a, b, c, d) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (a, b) DO UPDATE SET c = excluded.c, d = excluded.d"
+        );
+    }
+}

@@ -20,7 +20,7 @@ use openarmature_graph::suspension::PausedRecord;
 use openarmature_graph::BoxError;
 use tokio_postgres::types::ToSql;
 
-use crate::backend::{from_ns, to_ns, PgBackend};
+use crate::backend::{from_ns, to_ns, upsert_sql, PgBackend};
 use crate::checkpoint_rows::RowSql;
 use crate::error::{db, PostgresError, StoreKind};
 use crate::paused::PausedSql;
@@ -44,15 +44,15 @@ impl PostgresCheckpointer {
     pub(crate) fn new(backend: PgBackend) -> Self {
         let t = backend.table("openarmature_checkpoints");
         PostgresCheckpointer {
-            upsert: format!(
-                "INSERT INTO {t} (invocation_id, correlation_id, last_saved_at_ns,
-                                  completed_node_count, record)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (invocation_id) DO UPDATE SET
-                   correlation_id = excluded.correlation_id,
-                   last_saved_at_ns = excluded.last_saved_at_ns,
-                   completed_node_count = excluded.completed_node_count,
-                   record = excluded.record"
+            upsert: upsert_sql(
+                &t,
+                &["invocation_id"],
+                &[
+                    "correlation_id",
+                    "last_saved_at_ns",
+                    "completed_node_count",
+                    "record",
+                ],
             ),
             select: format!("SELECT record FROM {t} WHERE invocation_id = $1"),
             list: format!(

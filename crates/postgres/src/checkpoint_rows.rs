@@ -19,7 +19,7 @@ use openarmature_graph::checkpoint::{
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
-use crate::backend::PgBackend;
+use crate::backend::{upsert_sql, PgBackend};
 use crate::error::{db, PostgresError, StoreKind};
 
 const STORE: StoreKind = StoreKind::Checkpoint;
@@ -97,11 +97,10 @@ impl RowSql {
                  ON CONFLICT (invocation_id, fan_out_key, idx)
                  DO UPDATE SET progress = excluded.progress"
             ),
-            upsert_version: format!(
-                "INSERT INTO {f} (invocation_id, fan_out_key, version_id, version_seq)
-                 VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (invocation_id, fan_out_key) DO UPDATE SET
-                   version_id = excluded.version_id, version_seq = excluded.version_seq"
+            upsert_version: upsert_sql(
+                &f,
+                &["invocation_id", "fan_out_key"],
+                &["version_id", "version_seq"],
             ),
             delete_positions: format!("DELETE FROM {p} WHERE invocation_id = $1"),
             delete_fan_out: format!(

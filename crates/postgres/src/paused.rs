@@ -12,7 +12,7 @@
 
 use openarmature_graph::suspension::PausedRecord;
 
-use crate::backend::{to_ns, PgBackend};
+use crate::backend::{to_ns, upsert_sql, PgBackend};
 use crate::error::{db, PostgresError, StoreKind};
 
 const STORE: StoreKind = StoreKind::Checkpoint;
@@ -31,14 +31,10 @@ impl PausedSql {
     pub(crate) fn new(backend: &PgBackend) -> Self {
         let t = backend.table("openarmature_paused_invocations");
         PausedSql {
-            upsert: format!(
-                "INSERT INTO {t} (invocation_id, signal_id, status, suspended_at_ns, record)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (invocation_id) DO UPDATE SET
-                   signal_id = excluded.signal_id,
-                   status = excluded.status,
-                   suspended_at_ns = excluded.suspended_at_ns,
-                   record = excluded.record"
+            upsert: upsert_sql(
+                &t,
+                &["invocation_id"],
+                &["signal_id", "status", "suspended_at_ns", "record"],
             ),
             select: format!("SELECT record, status FROM {t} WHERE invocation_id = $1"),
             claim: format!(

@@ -18,6 +18,7 @@ use crate::cluster::{Cluster, Fleet};
 use crate::mock::Mock;
 use crate::Servers;
 
+#[derive(Clone, Copy)]
 struct Case {
     graph: &'static str,
     chunk: usize,
@@ -29,46 +30,37 @@ struct Case {
 
 pub async fn fleet_throughput(servers: Servers) {
     let ms = Duration::from_millis;
+    // The loaded cases (200 ms node latency, 50 in flight) and the unloaded ones
+    // (no latency, one at a time) each vary only the graph and the worker count.
+    let loaded = Case {
+        chunk: 1,
+        graph: "batch",
+        workers: 1,
+        latency: ms(200),
+        concurrency: 50,
+        items: 1000,
+    };
+    let unloaded = Case {
+        latency: ms(0),
+        concurrency: 1,
+        items: 200,
+        ..loaded
+    };
     let cases = [
+        loaded,
         Case {
-            chunk: 1,
-            graph: "batch",
-            workers: 1,
-            latency: ms(200),
-            concurrency: 50,
-            items: 1000,
-        },
-        Case {
-            chunk: 1,
             graph: "dispatched",
-            workers: 1,
-            latency: ms(200),
-            concurrency: 50,
-            items: 1000,
+            ..loaded
         },
         Case {
-            chunk: 1,
             graph: "dispatched",
             workers: 3,
-            latency: ms(200),
-            concurrency: 50,
-            items: 1000,
+            ..loaded
         },
+        unloaded,
         Case {
-            chunk: 1,
-            graph: "batch",
-            workers: 1,
-            latency: ms(0),
-            concurrency: 1,
-            items: 200,
-        },
-        Case {
-            chunk: 1,
             graph: "dispatched",
-            workers: 1,
-            latency: ms(0),
-            concurrency: 1,
-            items: 200,
+            ..unloaded
         },
     ];
     let chunk_rows = [1, 16, 64].into_iter().flat_map(|chunk| {
