@@ -2,7 +2,7 @@
 //! name → check dispatch as data.
 //!
 //! A runner keeps the invariant (or directive) names it understands in a `const`
-//! [`Table`]: each name a fixture may write, with the check it runs. [`lookup`] is
+//! `Table`: each name a fixture may write, with the check it runs. `lookup` is
 //! the one way a runner finds a name's check; a name in no table is the runner's
 //! `Unsupported` failure. [`registry`] lists every table with the fixture key its
 //! names appear under, so a test can hold the tables and the fixtures to each other
