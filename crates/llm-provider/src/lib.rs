@@ -117,11 +117,14 @@ mod env;
 mod error;
 #[cfg(feature = "providers")]
 pub mod gemini;
+// Helpers only the wire mappings use.
+#[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod message;
 #[cfg(feature = "providers")]
 pub mod openai;
 mod provider;
 pub mod resilience;
+#[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod response;
 mod retry;
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
@@ -139,6 +142,7 @@ pub mod typed;
 // The pre-send checks and schema compilation the wire mappings run.
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod validate;
+#[cfg(feature = "providers")]
 mod wire_client;
 
 #[cfg(feature = "providers")]
