@@ -5,7 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::support::{single_node, Reattempt};
+use crate::support::Reattempt;
+use openarmature_testkit::graphs::single_node;
 use openarmature_graph::{
     category_of, get_invocation_metadata, observer_fn, set_invocation_metadata, state, Boundary,
     CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, NodeCtx,

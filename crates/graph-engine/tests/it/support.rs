@@ -2,19 +2,7 @@
 
 use std::sync::Arc;
 
-use openarmature_graph::{
-    CompiledGraph, GraphBuilder, Middleware, Next, Node, NodeCtx, NodeFuture, State, END,
-};
-
-/// A graph whose only node is `node`, under `name`.
-pub fn single_node<T: State + Default>(name: &str, node: impl Node<T>) -> CompiledGraph<T> {
-    GraphBuilder::new(T::default())
-        .add_node(name, node)
-        .add_edge(name, END)
-        .entry(name)
-        .compile()
-        .unwrap()
-}
+use openarmature_graph::{Middleware, Next, NodeCtx, NodeFuture, State};
 
 /// Calls `next` up to `attempts` times, with the attempt index set, until one
 /// succeeds; when none does, the last attempt's error.
