@@ -35,6 +35,7 @@ mod prompt;
 pub mod report;
 mod retrieval;
 pub mod runner;
+mod session_log;
 mod sessions;
 mod shared;
 pub mod suite;

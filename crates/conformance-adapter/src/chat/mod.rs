@@ -15,7 +15,6 @@ mod invariants;
 pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{CompiledGraph, DynState};
@@ -25,7 +24,8 @@ use serde_json::Value;
 
 use crate::failure::{Check, Failure};
 use crate::ge::harness::lock;
-use crate::harness::{case_graph, patched, store::CountingStore, CaseGraph};
+use crate::harness::{case_graph, patched, CaseGraph};
+use crate::session_log::RecordingStore;
 use crate::yaml::Y;
 
 /// One `send` (or signal), with what the store and the graph did around it.
@@ -69,9 +69,8 @@ fn retype(case: &mut serde_norway::Value) {
     }
 }
 
-async fn stored(store: Option<&CountingStore>, session_id: &str) -> Option<Value> {
-    use openarmature_graph::session::SessionStore;
-    let record = store?.inner.load(session_id).await.ok()??;
+async fn stored(store: Option<&RecordingStore>, session_id: &str) -> Option<Value> {
+    let record = store?.backend.load(session_id).await.ok()??;
     record
         .state
         .get(openarmature_harness_chat::HISTORY_FIELD)
@@ -80,7 +79,7 @@ async fn stored(store: Option<&CountingStore>, session_id: &str) -> Option<Value
 
 /// Runs `turn` with the bookkeeping a record needs.
 async fn record<F>(
-    rig_store: Option<&CountingStore>,
+    rig_store: Option<&RecordingStore>,
     graph: &CompiledGraph<DynState>,
     recorder: &crate::ge::harness::Harness,
     session_id: &str,
@@ -90,7 +89,7 @@ async fn record<F>(
 where
     F: std::future::Future<Output = ChatTurnOutcome>,
 {
-    let loads = || rig_store.map_or(0, |s| s.loads.load(Ordering::SeqCst));
+    let loads = || rig_store.map_or(0, RecordingStore::loads);
     let stored_before = stored(rig_store, session_id).await;
     let (before, loads_before) = (lock(&recorder.order).len(), loads());
     let outcome = turn.await;
@@ -168,7 +167,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         }
         let message = t.req("user_message").and_then(|m| m.json())?;
         let rec = record(
-            store.as_ref(),
+            store.as_deref(),
             &graph,
             &recorder,
             &session_id,
@@ -197,7 +196,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
                 .map(|t| t.session_id.clone())
                 .unwrap_or_default();
             let rec = record(
-                store.as_ref(),
+                store.as_deref(),
                 &graph,
                 &recorder,
                 &session,

@@ -12,9 +12,7 @@
 mod invariants;
 
 pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
-pub(crate) mod store;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use openarmature_graph::session::{SessionConfig, SessionStore};
@@ -27,6 +25,7 @@ use serde_json::Value;
 use crate::failure::{Check, Failure};
 use crate::ge::build::Builder;
 use crate::ge::harness::{lock, Harness as Recorder};
+use crate::session_log::RecordingStore;
 use crate::yaml::Y;
 
 /// One turn, reduced to what the fixtures assert.
@@ -53,7 +52,7 @@ pub(crate) struct TurnRecord {
 
 /// What the case set up.
 pub(crate) struct Rig {
-    pub(crate) store: Option<store::CountingStore>,
+    pub(crate) store: Option<Arc<RecordingStore>>,
     pub(crate) coordinator: Option<InMemoryCoordinator>,
     pub(crate) stateless: bool,
 }
@@ -89,7 +88,7 @@ fn desugar(value: &mut serde_norway::Value) {
 pub(crate) struct CaseGraph {
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) graph: CompiledGraph<DynState>,
-    pub(crate) store: Option<store::CountingStore>,
+    pub(crate) store: Option<Arc<RecordingStore>>,
     pub(crate) coordinator: Option<InMemoryCoordinator>,
     pub(crate) stateless: bool,
 }
@@ -129,7 +128,7 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Check<CaseGra
     };
     let store = match case.get("session_store") {
         None => None,
-        Some(s) if s.value.is_string() => Some(store::CountingStore::default()),
+        Some(s) if s.value.is_string() => Some(Arc::new(RecordingStore::default())),
         Some(s) => {
             s.check_keys(&["type", "behavior"])?;
             let raises = match s.get("behavior") {
@@ -139,10 +138,8 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Check<CaseGra
                 }
                 None => false,
             };
-            Some(store::CountingStore {
-                load_raises: raises,
-                ..store::CountingStore::default()
-            })
+            let store = RecordingStore::default();
+            Some(Arc::new(if raises { store.failing_loads() } else { store }))
         }
     };
     // The selected backend's, when a backend crate's test binary selected one.
@@ -156,9 +153,7 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Check<CaseGra
             b = b.checkpointer(Arc::clone(cp));
         }
         if let Some(ss) = &ss {
-            b = b.sessions(SessionConfig::new(
-                Arc::new(ss.clone()) as Arc<dyn SessionStore>
-            ));
+            b = b.sessions(SessionConfig::new(Arc::clone(ss) as Arc<dyn SessionStore>));
         }
         b
     }));
@@ -361,10 +356,7 @@ fn reduce(
 
 /// The store's load / save counts.
 pub(crate) fn counts(rig: &Rig) -> (usize, usize) {
-    rig.store.as_ref().map_or((0, 0), |s| {
-        (
-            s.loads.load(Ordering::SeqCst),
-            s.saves.load(Ordering::SeqCst),
-        )
-    })
+    rig.store
+        .as_ref()
+        .map_or((0, 0), |s| (s.loads(), s.saves()))
 }

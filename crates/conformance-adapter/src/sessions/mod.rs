@@ -133,7 +133,7 @@ async fn execute<'c>(case: &'c Case, y: &Y<'_>) -> Check<Ctx<'c>> {
         .schema_version;
     let store = case
         .session_store
-        .map(RecordingStore::new)
+        .map(store::fresh)
         .transpose()?
         .map(Arc::new);
     if let Some(seed) = &case.seeded_session {

@@ -6,7 +6,6 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use openarmature_testkit::graphs::single_node;
 use futures::future::BoxFuture;
 use openarmature_graph::checkpoint::{
     CheckpointFilter, CheckpointRecord, CheckpointSummary, Checkpointer, InMemoryCheckpointer,
@@ -16,6 +15,7 @@ use openarmature_graph::{
     state, BoxError, CompileError, CompiledGraph, GraphBuilder, InvokeOptions, NodeCtx, NodeError,
     RuntimeCategory, SubgraphNode, END,
 };
+use openarmature_testkit::graphs::single_node;
 use serde_json::json;
 
 state! {

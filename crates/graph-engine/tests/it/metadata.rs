@@ -6,12 +6,12 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::Reattempt;
-use openarmature_testkit::graphs::single_node;
 use openarmature_graph::{
     category_of, get_invocation_metadata, observer_fn, set_invocation_metadata, state, Boundary,
     CategorizedError, CompiledGraph, GraphBuilder, InvokeOptions, MetadataError, NodeCtx,
     NodeFuture, ObserverEvent, Registration, StateRef, END,
 };
+use openarmature_testkit::graphs::single_node;
 use serde_json::{json, Map, Value};
 
 state! {
