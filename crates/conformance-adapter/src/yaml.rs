@@ -99,8 +99,13 @@ impl<'a> Y<'a> {
 
     /// Fails with `fixture_directive_unknown` on the first key not in `known`.
     pub(crate) fn check_keys(&self, known: &[&str]) -> Result<(), AdapterError> {
+        self.check_keys_of(&[known])
+    }
+
+    /// As [`Y::check_keys`], with the known keys in several groups.
+    pub(crate) fn check_keys_of(&self, groups: &[&[&str]]) -> Result<(), AdapterError> {
         for (key, y) in self.entries()? {
-            if !known.contains(&key.as_str()) {
+            if !groups.iter().any(|known| known.contains(&key.as_str())) {
                 return Err(AdapterError::DirectiveUnknown {
                     file: self.file.to_path_buf(),
                     directive: key,
@@ -248,4 +253,21 @@ pub(crate) fn to_json(v: &Value) -> Check<Json> {
             return Err(format!("tagged YAML values are not supported (tag {})", t.tag).into())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_key_in_any_group_is_known_and_one_in_none_is_named() {
+        let value: Value = serde_norway::from_str("name: a\nnodes: {}\nextra: 1\n").unwrap();
+        let y = Y::root(&value, Path::new("case.yaml"));
+        assert!(y.check_keys_of(&[&["name"], &["nodes", "extra"]]).is_ok());
+        match y.check_keys_of(&[&["name"], &["nodes"]]) {
+            Err(AdapterError::DirectiveUnknown { directive, .. }) => assert_eq!(directive, "extra"),
+            other => panic!("expected the unknown `extra`, got {other:?}"),
+        }
+    }
 }

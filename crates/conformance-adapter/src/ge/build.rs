@@ -19,6 +19,19 @@ use crate::shared::{if_field_edge, target};
 use crate::yaml::Y;
 use crate::AdapterError;
 
+/// Keys every case that inlines its graph may carry (the harness, suspension and
+/// observability runners' cases): its name and description, and the graph itself.
+pub(crate) const INLINE_GRAPH_CASE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "state",
+    "entry",
+    "nodes",
+    "edges",
+    "subgraph",
+    "subgraphs",
+];
+
 /// Keys a graph definition may carry.
 pub(crate) const GRAPH_KEYS: &[&str] = &[
     "subgraph_with_idx",

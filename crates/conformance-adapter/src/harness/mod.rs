@@ -23,7 +23,7 @@ use openarmature_harness::{
 use serde_json::Value;
 
 use crate::failure::{Check, Failure};
-use crate::ge::build::Builder;
+use crate::ge::build::{Builder, INLINE_GRAPH_CASE_KEYS};
 use crate::ge::harness::{lock, Harness as Recorder};
 use crate::session_log::RecordingStore;
 use crate::yaml::Y;
@@ -183,20 +183,15 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let same = case.value == doc.value;
     let patched = patched(case);
     let case = &Y::root(&patched, case.file);
-    case.check_keys(&[
-        "name",
-        "description",
-        "harness",
-        "state",
-        "entry",
-        "nodes",
-        "edges",
-        "subgraph",
-        "subgraphs",
-        "session_store",
-        "checkpointer",
-        "transmissions",
-        "invariants",
+    case.check_keys_of(&[
+        INLINE_GRAPH_CASE_KEYS,
+        &[
+            "harness",
+            "session_store",
+            "checkpointer",
+            "transmissions",
+            "invariants",
+        ],
     ])?;
     let CaseGraph {
         recorder,

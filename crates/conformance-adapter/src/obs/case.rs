@@ -24,7 +24,7 @@ use super::spans::{Forest, MatchOpts};
 use super::typed::Collector;
 use super::{attempts, langfuse, meta, metrics, resume, Outcome, Run, CASE_KEYS, FILE_KEYS};
 use crate::failure::{Check, Failure};
-use crate::ge::build::Builder;
+use crate::ge::build::{Builder, INLINE_GRAPH_CASE_KEYS};
 use crate::ge::harness::Harness;
 use crate::shared::{lock, on_own_runtime};
 use crate::yaml::Y;
@@ -72,7 +72,8 @@ fn flag(case: &Y<'_>, key: &str) -> Check<Option<bool>> {
 
 /// Runs one case (on the current runtime).
 async fn run_inner<'a>(doc: &Y<'a>, case: &Y<'a>, needs_llm: bool) -> Check {
-    let mut keys = CASE_KEYS.to_vec();
+    let mut keys = INLINE_GRAPH_CASE_KEYS.to_vec();
+    keys.extend_from_slice(CASE_KEYS);
     keys.extend_from_slice(resume::CASE_KEYS);
     if case.value == doc.value {
         keys.push("conformance_version");

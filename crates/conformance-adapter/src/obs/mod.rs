@@ -159,20 +159,12 @@ pub(crate) use self::case::run_case;
 pub(crate) use self::spans::json_of as attribute_json;
 use crate::yaml::Y;
 
-/// Keys a case may carry.
+/// Keys a case may carry besides `INLINE_GRAPH_CASE_KEYS`.
 const CASE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "state",
-    "entry",
-    "nodes",
-    "edges",
     "middleware",
     "initial_state",
     "expected",
     "expected_error",
-    "subgraph",
-    "subgraphs",
     "inner_subgraphs",
     "caller_correlation_id",
     "caller_metadata",

@@ -30,7 +30,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use serde_json::{Map, Value};
 
 use crate::failure::{Check, Failure};
-use crate::ge::build::Builder;
+use crate::ge::build::{Builder, INLINE_GRAPH_CASE_KEYS};
 use crate::ge::harness::{lock, Behavior, Harness, HarnessObserver, Pace};
 use crate::yaml::Y;
 use crate::AdapterError;
@@ -95,20 +95,15 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let mut patched = case.value.clone();
     desugar(&mut patched);
     let case = &Y::root(&patched, case.file);
-    case.check_keys(&[
-        "name",
-        "description",
-        "state",
-        "entry",
-        "nodes",
-        "edges",
-        "subgraph",
-        "subgraphs",
-        "observers",
-        "invocations",
-        "invariants",
-        "session_store",
-        "checkpointer",
+    case.check_keys_of(&[
+        INLINE_GRAPH_CASE_KEYS,
+        &[
+            "observers",
+            "invocations",
+            "invariants",
+            "session_store",
+            "checkpointer",
+        ],
     ])?;
     let harness = Arc::new(Harness::default());
     let ext = Arc::new(nodes::SuspendExt::default());
