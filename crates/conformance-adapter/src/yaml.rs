@@ -257,7 +257,7 @@ pub(crate) fn to_json(v: &Value) -> Check<Json> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::panic)]
     use super::*;
 
     #[test]
