@@ -96,33 +96,16 @@ impl ErrorCategory {
         ErrorCategory::RetryAfterExceeded,
     ];
 
-    /// The spec identifier, e.g. `provider_rate_limit`.
+    /// The spec identifier, e.g. `provider_rate_limit` (the core category's).
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCategory::ProviderAuthentication => "provider_authentication",
-            ErrorCategory::ProviderUnavailable => "provider_unavailable",
-            ErrorCategory::ProviderInvalidModel => "provider_invalid_model",
-            ErrorCategory::ProviderModelNotLoaded => "provider_model_not_loaded",
-            ErrorCategory::ProviderRateLimit => "provider_rate_limit",
-            ErrorCategory::ProviderInvalidResponse => "provider_invalid_response",
-            ErrorCategory::ProviderInvalidRequest => "provider_invalid_request",
-            ErrorCategory::ProviderUnsupportedContentBlock => "provider_unsupported_content_block",
-            ErrorCategory::StructuredOutputInvalid => "structured_output_invalid",
-            ErrorCategory::ProviderCircuitOpen => "provider_circuit_open",
-            ErrorCategory::RetryBudgetExhausted => "retry_budget_exhausted",
-            ErrorCategory::RetryAfterExceeded => "retry_after_exceeded",
-        }
+        self.as_category().as_str()
     }
 
-    /// The §7 retry classification: `provider_unavailable`, `provider_rate_limit` and
-    /// `provider_model_not_loaded` are transient; the other six are not.
+    /// The §7 retry classification, the core category's: `provider_unavailable`,
+    /// `provider_rate_limit` and `provider_model_not_loaded` are transient; the other
+    /// provider categories are not.
     pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ErrorCategory::ProviderUnavailable
-                | ErrorCategory::ProviderRateLimit
-                | ErrorCategory::ProviderModelNotLoaded
-        )
+        self.as_category().is_transient()
     }
 }
 
@@ -524,19 +507,14 @@ mod tests {
 
     #[test]
     fn categories_and_transience() {
-        let transient: Vec<_> = ErrorCategory::ALL
-            .iter()
-            .filter(|c| c.is_transient())
-            .map(|c| c.as_str())
-            .collect();
-        assert_eq!(
-            transient,
-            [
-                "provider_unavailable",
-                "provider_model_not_loaded",
-                "provider_rate_limit"
-            ]
-        );
+        // The names and the transient set are the core categories' (the spec's list is
+        // asserted once, in openarmature-core); here: every category maps to its own.
+        for c in ErrorCategory::ALL.into_iter().chain(ErrorCategory::EXTENSIONS) {
+            assert_eq!(ErrorCategory::from_category(c.as_category()), Some(c));
+            assert_eq!(c.as_str(), c.as_category().as_str());
+        }
+        assert!(ErrorCategory::ProviderRateLimit.is_transient());
+        assert!(!ErrorCategory::ProviderAuthentication.is_transient());
         for c in ErrorCategory::ALL {
             let e = LlmError::new(c, "m");
             assert_eq!(e.category(), c);
