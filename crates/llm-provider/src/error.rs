@@ -509,7 +509,10 @@ mod tests {
     fn categories_and_transience() {
         // The names and the transient set are the core categories' (the spec's list is
         // asserted once, in openarmature-core); here: every category maps to its own.
-        for c in ErrorCategory::ALL.into_iter().chain(ErrorCategory::EXTENSIONS) {
+        for c in ErrorCategory::ALL
+            .into_iter()
+            .chain(ErrorCategory::EXTENSIONS)
+        {
             assert_eq!(ErrorCategory::from_category(c.as_category()), Some(c));
             assert_eq!(c.as_str(), c.as_category().as_str());
         }

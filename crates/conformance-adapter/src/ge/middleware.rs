@@ -109,7 +109,7 @@ fn one(m: &Y<'_>, harness: &Arc<Harness>) -> Result<Arc<dyn Middleware<DynState>
         }
         "short_circuit" => {
             m.check_keys(&["type", "partial_update"])?;
-            Arc::new(ShortCircuit(update_of(&m.req("partial_update")?)?))
+            Arc::new(Fixed(Ok(update_of(&m.req("partial_update")?)?)))
         }
         "error_recovery" => {
             m.check_keys(&["type", "partial_update"])?;
@@ -117,12 +117,11 @@ fn one(m: &Y<'_>, harness: &Arc<Harness>) -> Result<Arc<dyn Middleware<DynState>
         }
         "error_raiser" => {
             m.check_keys(&["type", "message"])?;
-            Arc::new(ErrorRaiser(
-                m.get("message")
-                    .map(|v| v.str().map(str::to_owned))
-                    .transpose()?
-                    .unwrap_or_else(|| "error_raiser".into()),
-            ))
+            Arc::new(Fixed(Err(m
+                .get("message")
+                .map(|v| v.str().map(str::to_owned))
+                .transpose()?
+                .unwrap_or_else(|| "error_raiser".into()))))
         }
         "state_inspector" => {
             m.check_keys(&["type", "name"])?;
@@ -336,17 +335,19 @@ impl Middleware<DynState> for TraceRecorder {
     }
 }
 
-struct ShortCircuit(DynUpdate);
+/// `short_circuit` (the update) and `error_raiser` (an uncategorized error with the
+/// message): never calls `next`.
+struct Fixed(Result<DynUpdate, String>);
 
-impl Middleware<DynState> for ShortCircuit {
+impl Middleware<DynState> for Fixed {
     fn call<'a>(
         &'a self,
         _state: Arc<DynState>,
         _ctx: NodeCtx,
         _next: Next<'a, DynState>,
     ) -> NodeFuture<'a, DynState> {
-        let update = self.0.clone();
-        Box::pin(async move { Ok(update) })
+        let answer = self.0.clone();
+        Box::pin(async move { answer.map_err(|m| CategorizedError::uncategorized(m).into()) })
     }
 }
 
@@ -365,20 +366,6 @@ impl Middleware<DynState> for ErrorRecovery {
                 Err(_) => Ok(self.0.clone()),
             }
         })
-    }
-}
-
-struct ErrorRaiser(String);
-
-impl Middleware<DynState> for ErrorRaiser {
-    fn call<'a>(
-        &'a self,
-        _state: Arc<DynState>,
-        _ctx: NodeCtx,
-        _next: Next<'a, DynState>,
-    ) -> NodeFuture<'a, DynState> {
-        let message = self.0.clone();
-        Box::pin(async move { Err(CategorizedError::uncategorized(message).into()) })
     }
 }
 

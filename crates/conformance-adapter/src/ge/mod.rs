@@ -215,6 +215,12 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
         Arc::clone(&harness.deliveries),
         false,
     ));
+    let run = Invoker {
+        graph: &graph,
+        observers: &invocation_observers,
+        implicit: &implicit,
+        harness: &harness,
+    };
 
     let mut fingerprint = Vec::new();
     let mut outcomes = Vec::new();
@@ -226,15 +232,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
                 .and_then(|n| n.str().ok().map(str::to_owned))
                 .unwrap_or(format!("#{i}"));
             let timeout = drain_timeout(inv.get("drain"))?;
-            let outcome = invoke(
-                &graph,
-                &initial_states[i].1,
-                &invocation_observers,
-                &implicit,
-                &harness,
-                timeout,
-            )
-            .await;
+            let outcome = invoke(&run, &initial_states[i].1, timeout).await;
             fingerprint.push(format!("{:?}", outcome.result.as_ref().ok()));
             let ctx = assert::Ctx {
                 harness: &harness,
@@ -261,15 +259,7 @@ async fn run_once(doc: &Y<'_>, case: &Y<'_>) -> Check<Vec<String>> {
             .first()
             .map(|(_, v)| v.clone())
             .unwrap_or(Value::Null);
-        let outcome = invoke(
-            &graph,
-            &initial,
-            &invocation_observers,
-            &implicit,
-            &harness,
-            timeout,
-        )
-        .await;
+        let outcome = invoke(&run, &initial, timeout).await;
         fingerprint.push(format!("{:?}", outcome.result.as_ref().ok()));
         fingerprint.push(format!("{:?}", harness.order_for(&outcome.invocation_id)));
         let ctx = assert::Ctx {
@@ -425,15 +415,22 @@ fn non_negative(y: &Y<'_>) -> Result<u64, AdapterError> {
     u64::try_from(y.i64()?).map_err(|_| y.invalid("expected a non-negative integer"))
 }
 
+/// What every invocation of a case runs with.
+struct Invoker<'a> {
+    graph: &'a CompiledGraph<DynState>,
+    observers: &'a [Registration],
+    implicit: &'a Arc<HarnessObserver>,
+    harness: &'a Harness,
+}
+
 /// Invokes the graph once, then drains (with the fixture's timeout, or fully).
-async fn invoke(
-    graph: &CompiledGraph<DynState>,
-    initial: &Value,
-    observers: &[Registration],
-    implicit: &Arc<HarnessObserver>,
-    harness: &Harness,
-    drain_timeout: Option<Duration>,
-) -> RunOutcome {
+async fn invoke(run: &Invoker<'_>, initial: &Value, drain_timeout: Option<Duration>) -> RunOutcome {
+    let Invoker {
+        graph,
+        observers,
+        implicit,
+        harness,
+    } = *run;
     let mut options = InvokeOptions {
         observers: observers.to_vec(),
         ..InvokeOptions::default()

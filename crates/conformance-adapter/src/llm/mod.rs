@@ -814,20 +814,13 @@ async fn execute(
             }
             run.result = provider.ready().await.map(|()| None);
         }
-        "complete" => {
+        // A request the pre-send validation rejects is the run's result.
+        "complete" => 'complete: {
             let mut request = match build_request(spec)? {
                 Ok(r) => r,
                 Err(e) => {
                     run.result = Err(e);
-                    return finish(
-                        run,
-                        server,
-                        before,
-                        remaining_before,
-                        &sleeps,
-                        &attempts,
-                        &corrections,
-                    );
+                    break 'complete;
                 }
             };
             request = request.stream(streamed);
