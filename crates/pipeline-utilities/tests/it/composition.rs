@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    CategorizedError, CauseLink, CompiledGraph, GraphBuilder, Middleware, NodeError, Phase,
-    SubgraphNode, END,
+    CategorizedError, CauseLink, GraphBuilder, Middleware, NodeError, Phase, SubgraphNode, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -40,30 +39,12 @@ fn retry() -> Arc<dyn Middleware<S>> {
     ))
 }
 
-/// `extract` → `next` → END; `chain` is `extract`'s per-node middleware, outermost first.
-fn pipeline(
-    extract: impl openarmature_graph::Node<S>,
-    chain: Vec<Arc<dyn Middleware<S>>>,
-) -> (CompiledGraph<S>, Events) {
-    let (registration, events) = recorder();
-    let mut builder = GraphBuilder::new(S::default())
-        .add_node("extract", extract)
-        .add_node("next", logging("next"))
-        .add_edge("extract", "next")
-        .add_edge("next", END)
-        .entry("extract")
-        .observer(registration);
-    for m in chain {
-        builder = builder.node_middleware("extract", m);
-    }
-    (builder.compile().unwrap(), events)
-}
-
 #[tokio::test(start_paused = true)]
 async fn retry_inside_isolation_retries_n_times_then_degrades_once() {
     let calls = counter();
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (graph, events) = pipeline(
+    let (graph, events) = then_next(
+        "extract",
         failing(&calls, Some("provider_unavailable")),
         vec![isolate(&caught), retry()],
     );
@@ -122,7 +103,8 @@ async fn retry_inside_isolation_retries_n_times_then_degrades_once() {
 async fn a_non_transient_escapes_retry_at_once_and_degrades() {
     let calls = counter();
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (graph, events) = pipeline(
+    let (graph, events) = then_next(
+        "extract",
         failing(&calls, Some("provider_authentication")),
         vec![isolate(&caught), retry()],
     );
@@ -140,7 +122,8 @@ async fn a_non_transient_escapes_retry_at_once_and_degrades() {
 async fn a_transient_that_recovers_under_retry_never_reaches_isolation() {
     let calls = counter();
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (graph, events) = pipeline(
+    let (graph, events) = then_next(
+        "extract",
         flaky("extract", &calls, 1, Some("provider_rate_limit")),
         vec![isolate(&caught), retry()],
     );
@@ -165,7 +148,8 @@ async fn a_transient_that_recovers_under_retry_never_reaches_isolation() {
 async fn isolation_inside_retry_swallows_transients_before_retry_sees_them() {
     let calls = counter();
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (graph, events) = pipeline(
+    let (graph, events) = then_next(
+        "extract",
         flaky("extract", &calls, 1, Some("provider_unavailable")),
         vec![retry(), isolate(&caught)],
     );
@@ -330,18 +314,11 @@ async fn three_piece_around_a_subgraph_reports_the_last_attempt_in_the_lineage()
         }),
     );
     let caught: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (registration, events) = recorder();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("sub", SubgraphNode::<S, Child>::new(child))
-        .add_node("next", logging("next"))
-        .node_middleware("sub", isolate(&caught))
-        .node_middleware("sub", retry())
-        .add_edge("sub", "next")
-        .add_edge("next", END)
-        .entry("sub")
-        .observer(registration)
-        .compile()
-        .unwrap();
+    let (graph, events) = then_next(
+        "sub",
+        SubgraphNode::<S, Child>::new(child),
+        vec![isolate(&caught), retry()],
+    );
     let out = graph.invoke(S::default()).await.unwrap();
     graph.drain(None).await;
     assert_eq!(count(&calls), N);

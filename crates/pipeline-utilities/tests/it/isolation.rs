@@ -33,18 +33,7 @@ fn pipeline(
     extract: impl openarmature_graph::Node<S>,
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
-    let (registration, events) = recorder();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("extract", extract)
-        .add_node("next", logging("next"))
-        .node_middleware("extract", middleware)
-        .add_edge("extract", "next")
-        .add_edge("next", END)
-        .entry("extract")
-        .observer(registration)
-        .compile()
-        .unwrap();
-    (graph, events)
+    then_next("extract", extract, vec![middleware])
 }
 
 fn start() -> S {
@@ -194,18 +183,11 @@ fn subgraph_pipeline(
     middleware: Arc<dyn Middleware<S>>,
 ) -> (CompiledGraph<S>, Events) {
     let child = single_node::<Child>("call", child_flaky(calls, u32::MAX, error));
-    let (registration, events) = recorder();
-    let graph = GraphBuilder::new(S::default())
-        .add_node("sub", SubgraphNode::<S, Child>::new(child))
-        .add_node("next", logging("next"))
-        .node_middleware("sub", middleware)
-        .add_edge("sub", "next")
-        .add_edge("next", END)
-        .entry("sub")
-        .observer(registration)
-        .compile()
-        .unwrap();
-    (graph, events)
+    then_next(
+        "sub",
+        SubgraphNode::<S, Child>::new(child),
+        vec![middleware],
+    )
 }
 
 fn unavailable(n: u32) -> NodeError {

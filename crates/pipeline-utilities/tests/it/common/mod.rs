@@ -277,3 +277,24 @@ pub fn child_flaky(
         })
     }
 }
+
+/// `first` → `next` (a [`logging`] node) → END, observed by a [`recorder`]; `chain` is
+/// `first`'s per-node middleware, outermost first.
+pub fn then_next(
+    first: &'static str,
+    node: impl openarmature_graph::Node<S>,
+    chain: Vec<Arc<dyn Middleware<S>>>,
+) -> (CompiledGraph<S>, Events) {
+    let (registration, events) = recorder();
+    let mut builder = GraphBuilder::new(S::default())
+        .add_node(first, node)
+        .add_node("next", logging("next"))
+        .add_edge(first, "next")
+        .add_edge("next", END)
+        .entry(first)
+        .observer(registration);
+    for m in chain {
+        builder = builder.node_middleware(first, m);
+    }
+    (builder.compile().unwrap(), events)
+}

@@ -172,6 +172,14 @@ impl Store {
         })
     }
 
+    /// With batching, logs `record` as a save and gives the batch; without, `None`
+    /// (the caller saves it as a regular save, which logs it).
+    fn logged_batch(&self, record: &CheckpointRecord) -> Option<&Batch> {
+        let b = self.batch.as_ref()?;
+        lock(&self.saves).push(record.clone());
+        Some(b)
+    }
+
     fn crash_at(&self, record: &CheckpointRecord) -> Option<&Crash> {
         self.crash
             .as_ref()
@@ -253,10 +261,9 @@ impl Checkpointer for Store {
         invocation_id: &'a str,
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
-        let Some(b) = &self.batch else {
+        let Some(b) = self.logged_batch(&record) else {
             return self.save(invocation_id, record);
         };
-        lock(&self.saves).push(record.clone());
         let flushed = {
             let mut buffered = lock(&b.buffered);
             buffered.0 += 1;
@@ -278,10 +285,9 @@ impl Checkpointer for Store {
         invocation_id: &'a str,
         record: CheckpointRecord,
     ) -> BoxFuture<'a, Result<(), BoxError>> {
-        let Some(b) = &self.batch else {
+        let Some(b) = self.logged_batch(&record) else {
             return self.save(invocation_id, record);
         };
-        lock(&self.saves).push(record.clone());
         lock(&b.buffered).1 = Some(record);
         Box::pin(async { Ok(()) })
     }
