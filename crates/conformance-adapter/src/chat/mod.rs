@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::failure::{Check, Failure};
 use crate::ge::harness::lock;
-use crate::harness::{case_graph, patched, CaseGraph};
+use crate::harness::{case_graph, patched, CaseGraph, HARNESS_CASE_KEYS};
 use crate::session_log::RecordingStore;
 use crate::yaml::Y;
 
@@ -114,19 +114,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let mut value = patched(case);
     retype(&mut value);
     let case = &Y::root(&value, case.file);
-    case.check_keys(&[
-        "name",
-        "description",
-        "harness",
-        "state",
-        "entry",
-        "nodes",
-        "edges",
-        "session_store",
-        "chat_turns",
-        "signal_arrivals",
-        "invariants",
-    ])?;
+    case.check_keys_of(&[HARNESS_CASE_KEYS, &["chat_turns", "signal_arrivals"]])?;
     let CaseGraph {
         recorder,
         graph,

@@ -179,19 +179,27 @@ pub(crate) fn case_graph(doc: &Y<'_>, case: &Y<'_>, same: bool) -> Check<CaseGra
     })
 }
 
+/// Keys the harness and chat-harness cases share (besides the graph's own).
+pub(crate) const HARNESS_CASE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "harness",
+    "state",
+    "entry",
+    "nodes",
+    "edges",
+    "session_store",
+    "invariants",
+];
+
 pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     let same = case.value == doc.value;
     let patched = patched(case);
     let case = &Y::root(&patched, case.file);
     case.check_keys_of(&[
         INLINE_GRAPH_CASE_KEYS,
-        &[
-            "harness",
-            "session_store",
-            "checkpointer",
-            "transmissions",
-            "invariants",
-        ],
+        HARNESS_CASE_KEYS,
+        &["checkpointer", "transmissions"],
     ])?;
     let CaseGraph {
         recorder,
