@@ -202,12 +202,11 @@ async fn hosted<W: RerankWire>(
 }
 
 impl<W: RerankWire> RerankProvider for W {
-    fn model(&self) -> &str {
-        &self.endpoint().model
-    }
-
-    fn provider_name(&self) -> &str {
-        W::WIRE.system
+    fn send<'a>(
+        &'a self,
+        request: &'a RerankRequest,
+    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
+        self.call(request)
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
@@ -218,10 +217,11 @@ impl<W: RerankWire> RerankProvider for W {
         })
     }
 
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        self.call(request)
+    fn model(&self) -> &str {
+        &self.endpoint().model
+    }
+
+    fn provider_name(&self) -> &str {
+        W::WIRE.system
     }
 }
