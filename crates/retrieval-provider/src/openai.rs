@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::builder::ProviderBuilder;
+use crate::builder::{Chunked, ProviderBuilder};
 use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
@@ -27,13 +27,6 @@ pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
 pub type OpenAiEmbeddingsBuilder = ProviderBuilder<OpenAiEmbeddings>;
 
 impl ProviderBuilder<OpenAiEmbeddings> {
-    /// The per-request input cap (default and maximum 2048; lower for servers with a
-    /// smaller batch limit).
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Client-side prefixes for an asymmetric model behind the endpoint: prepended to
     /// every input when `input_type` is `query` / `document` (§8.3 *`input_type`*).
     pub fn prefixes(mut self, query: impl Into<String>, document: impl Into<String>) -> Self {
@@ -66,6 +59,8 @@ pub struct OpenAiEmbeddings {
     query_prefix: Option<String>,
     document_prefix: Option<String>,
 }
+
+impl Chunked for OpenAiEmbeddings {}
 
 impl OpenAiEmbeddings {
     /// Starts a builder bound to `model`.

@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 
 use super::DEFAULT_ORIGIN;
-use crate::builder::ProviderBuilder;
+use crate::builder::{Chunked, ProviderBuilder};
 use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
@@ -40,13 +40,6 @@ const TRUNCATE_NONE: &str = "NONE";
 pub type CohereEmbeddingsBuilder = ProviderBuilder<CohereEmbeddings>;
 
 impl ProviderBuilder<CohereEmbeddings> {
-    /// The per-request input cap (default and maximum 96; lower for a gateway with a
-    /// smaller batch limit).
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Builds the provider.
     ///
     /// # Errors
@@ -67,6 +60,8 @@ pub struct CohereEmbeddings {
     endpoint: Endpoint,
     chunk_size: usize,
 }
+
+impl Chunked for CohereEmbeddings {}
 
 /// The wire `input_type` for an OA `input_type` (absent: the bulk-indexing default).
 fn wire_input_type(input_type: Option<&str>) -> Result<&'static str, RetrievalError> {

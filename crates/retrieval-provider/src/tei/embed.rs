@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::builder::ProviderBuilder;
+use crate::builder::{Chunked, ProviderBuilder};
 use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
@@ -22,13 +22,6 @@ use crate::{extras, vectors, wire};
 pub type TeiEmbeddingsBuilder = ProviderBuilder<TeiEmbeddings>;
 
 impl ProviderBuilder<TeiEmbeddings> {
-    /// The per-request input cap: the instance's `max-client-batch-size` (default
-    /// 32). Longer calls are split into consecutive chunks and stitched.
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Maps an `input_type` (e.g. `query`) to one of the model's configured TEI
     /// prompts (e.g. `query`, or `passage` for `document`), sent as `prompt_name`.
     pub fn prompt_name(mut self, input_type: impl Into<String>, prompt: impl Into<String>) -> Self {
@@ -73,6 +66,8 @@ pub struct TeiEmbeddings {
     query_prefix: Option<String>,
     document_prefix: Option<String>,
 }
+
+impl Chunked for TeiEmbeddings {}
 
 impl TeiEmbeddings {
     /// Starts a builder bound to `model` (TEI serves one model; the name is what

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::builder::ProviderBuilder;
+use crate::builder::{Chunked, ProviderBuilder};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
 use crate::mapping::{Ready, RerankWire, Wire};
@@ -26,13 +26,6 @@ use crate::{extras, wire};
 pub type TeiRerankBuilder = ProviderBuilder<TeiRerank>;
 
 impl ProviderBuilder<TeiRerank> {
-    /// The per-request document cap: the instance's `max-client-batch-size`
-    /// (default 32). Larger pools are chunked and stitched.
-    pub fn chunk_size(mut self, documents: usize) -> Self {
-        self.chunk_size = documents;
-        self
-    }
-
     /// Builds the provider.
     ///
     /// # Errors
@@ -53,6 +46,8 @@ pub struct TeiRerank {
     endpoint: Endpoint,
     chunk_size: usize,
 }
+
+impl Chunked for TeiRerank {}
 
 /// TEI's result entries: `{index, score, text?}`.
 const SHAPE: ResultShape = ResultShape {
