@@ -5,8 +5,9 @@
 //! One builder type serves every provider: [`ProviderBuilder<P>`] builds the provider
 //! `P` ([`TeiEmbeddingsBuilder`](crate::TeiEmbeddingsBuilder), ...,
 //! [`CohereRerankBuilder`](crate::CohereRerankBuilder) are its instances). The setters
-//! every provider takes are written here once; a provider's own setters (`chunk_size`,
-//! `prefixes`, `prompt_name`) and its `build()` live in the provider's module. The
+//! every provider takes are written here once, and so is `chunk_size` for the chunking
+//! providers (the ones marked `Chunked`); a provider's own setters (`prefixes`,
+//! `prompt_name`) and its `build()` live in the provider's module. The
 //! client options, the response-size cap and a caller-supplied `reqwest::Client` are
 //! one [`Transport`], shared with `openarmature-llm`.
 
@@ -96,6 +97,28 @@ impl<P> ProviderBuilder<P> {
     /// caller-configured `reqwest::Client` ([`Transport::client`]).
     pub fn transport(mut self, transport: Transport) -> Self {
         self.conn.transport = transport;
+        self
+    }
+}
+
+mod sealed {
+    /// A provider that splits a long call into chunks of at most its builder's
+    /// `chunk_size` (implemented in this crate only).
+    pub trait Chunked {}
+}
+
+pub(crate) use sealed::Chunked;
+
+impl<P: Chunked> ProviderBuilder<P> {
+    /// The per-request input (rerank: document) cap; longer calls are split into
+    /// consecutive chunks and stitched. Default and maximum 2048 for
+    /// [`OpenAiEmbeddings`](crate::OpenAiEmbeddings) and 96 for
+    /// [`CohereEmbeddings`](crate::CohereEmbeddings) (lower for a server or gateway with
+    /// a smaller batch limit); for [`TeiEmbeddings`](crate::TeiEmbeddings) and
+    /// [`TeiRerank`](crate::TeiRerank) the instance's `max-client-batch-size` (default
+    /// 32).
+    pub fn chunk_size(mut self, size: usize) -> Self {
+        self.chunk_size = size;
         self
     }
 }

@@ -8,14 +8,14 @@
 //! reports it); the top-level `id` is the response id. The response model is the
 //! echoed `model` when present, else the bound model.
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use crate::builder::ProviderBuilder;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
-use crate::scored::{self, ResultShape};
+use crate::mapping::{RerankWire, Wire};
+use crate::rerank::{RerankRequest, RerankUsage};
+use crate::scored::ResultShape;
 use crate::{extras, wire};
 
 mod embed;
@@ -67,21 +67,6 @@ impl CohereRerank {
         extras::append(&mut body, &request.config.extras, &[]);
         Value::Object(body)
     }
-
-    async fn call(&self, request: &RerankRequest) -> Result<RerankResponse, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/v2/rerank", &self.wire_body(request))
-            .await?;
-        let results = scored::parse(raw.get("results"), SHAPE)?;
-        let billed = raw.get("meta").and_then(|m| m.get("billed_units"));
-        let usage = RerankUsage {
-            search_units: wire::count(billed.and_then(|b| b.get("search_units"))),
-            input_tokens: wire::count(billed.and_then(|b| b.get("input_tokens"))),
-        };
-        let usage = (usage.search_units.is_some() || usage.input_tokens.is_some()).then_some(usage);
-        hosted_answer(request, &self.endpoint.model, results, usage, raw)
-    }
 }
 
 /// The `{model, query, documents, top_n?}` head the hosted rerank wires share.
@@ -96,47 +81,28 @@ pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Va
     body
 }
 
-/// A hosted rerank answer, checked (§6): the echoed model (else `bound_model`) and
-/// the top-level `id`.
-///
-/// # Errors
-/// As [`RerankResponse::checked`].
-pub(crate) fn hosted_answer(
-    request: &RerankRequest,
-    bound_model: &str,
-    results: Vec<crate::rerank::ScoredDocument>,
-    usage: Option<RerankUsage>,
-    raw: Value,
-) -> Result<RerankResponse, RetrievalError> {
-    RerankResponse::checked(
-        results,
-        request.documents.len(),
-        request.top_k,
-        wire::model(raw.get("model")).unwrap_or_else(|| bound_model.to_owned()),
-        usage,
-        wire::identifier(raw.get("id")),
-        raw,
-    )
-}
+impl RerankWire for CohereRerank {
+    const WIRE: Wire = Wire::new("cohere", "/v2/rerank");
 
-impl RerankProvider for CohereRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
+    const SHAPE: ResultShape = SHAPE;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn provider_name(&self) -> &str {
-        "cohere"
+    fn body(&self, request: &RerankRequest, _: &[String]) -> Result<Value, RetrievalError> {
+        Ok(self.wire_body(request))
     }
 
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(self.endpoint.probe_model())
-    }
-
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
+    /// `meta.billed_units`: `search_units`, and `input_tokens` when a compatible
+    /// server reports it.
+    fn usage(&self, raw: &Value) -> Option<RerankUsage> {
+        let billed = raw.get("meta").and_then(|m| m.get("billed_units"));
+        let usage = RerankUsage {
+            search_units: wire::count(billed.and_then(|b| b.get("search_units"))),
+            input_tokens: wire::count(billed.and_then(|b| b.get("input_tokens"))),
+        };
+        (usage.search_units.is_some() || usage.input_tokens.is_some()).then_some(usage)
     }
 }
 

@@ -61,6 +61,7 @@ mod error;
 mod extras;
 mod http;
 pub mod jina;
+mod mapping;
 pub mod openai;
 mod rerank;
 mod scored;

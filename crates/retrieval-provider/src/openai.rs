@@ -9,15 +9,14 @@
 //! Calls over the per-request input cap (2048) are split into consecutive chunks with
 //! identical other fields and stitched back in input order.
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use crate::builder::ProviderBuilder;
-use crate::embedding::EmbeddingResponse;
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider};
+use crate::builder::{Chunked, ProviderBuilder};
+use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
+use crate::mapping::{EmbeddingWire, Wire};
+use crate::stitch::Chunk;
 use crate::{extras, wire};
 
 /// OpenAI's per-request input cap.
@@ -28,13 +27,6 @@ pub const MAX_INPUTS_PER_REQUEST: usize = 2048;
 pub type OpenAiEmbeddingsBuilder = ProviderBuilder<OpenAiEmbeddings>;
 
 impl ProviderBuilder<OpenAiEmbeddings> {
-    /// The per-request input cap (default and maximum 2048; lower for servers with a
-    /// smaller batch limit).
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Client-side prefixes for an asymmetric model behind the endpoint: prepended to
     /// every input when `input_type` is `query` / `document` (§8.3 *`input_type`*).
     pub fn prefixes(mut self, query: impl Into<String>, document: impl Into<String>) -> Self {
@@ -68,6 +60,8 @@ pub struct OpenAiEmbeddings {
     document_prefix: Option<String>,
 }
 
+impl Chunked for OpenAiEmbeddings {}
+
 impl OpenAiEmbeddings {
     /// Starts a builder bound to `model`.
     pub fn builder(model: impl Into<String>) -> OpenAiEmbeddingsBuilder {
@@ -100,44 +94,25 @@ impl OpenAiEmbeddings {
         extras::append(&mut body, &config.extras, &[]);
         Ok(Value::Object(body))
     }
-
-    async fn chunk(
-        &self,
-        input: &[String],
-        config: &EmbeddingConfig,
-    ) -> Result<Chunk, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/v1/embeddings", &self.wire_body(input, config)?)
-            .await?;
-        Chunk::from_data(raw, "prompt_tokens")
-    }
 }
 
-impl EmbeddingProvider for OpenAiEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
+impl EmbeddingWire for OpenAiEmbeddings {
+    const WIRE: Wire = Wire::new("openai", "/v1/embeddings");
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
     }
 
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(self.endpoint.probe_model())
+    fn chunk_cap(&self) -> Option<usize> {
+        Some(self.chunk_size)
     }
 
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            self.chunk_size,
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
+    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
+        Chunk::from_data(raw, "prompt_tokens")
     }
 }
 

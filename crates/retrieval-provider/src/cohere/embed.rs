@@ -15,15 +15,15 @@
 //! response id; Cohere echoes no model, so the response model is the bound one.
 //! Calls over Cohere's 96-input cap are chunked and stitched.
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::DEFAULT_ORIGIN;
-use crate::builder::ProviderBuilder;
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::builder::{Chunked, ProviderBuilder};
+use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
+use crate::mapping::{EmbeddingWire, Wire};
+use crate::stitch::Chunk;
 use crate::{extras, vectors, wire};
 
 /// Cohere `/v2/embed`'s per-request input cap.
@@ -40,13 +40,6 @@ const TRUNCATE_NONE: &str = "NONE";
 pub type CohereEmbeddingsBuilder = ProviderBuilder<CohereEmbeddings>;
 
 impl ProviderBuilder<CohereEmbeddings> {
-    /// The per-request input cap (default and maximum 96; lower for a gateway with a
-    /// smaller batch limit).
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Builds the provider.
     ///
     /// # Errors
@@ -67,6 +60,8 @@ pub struct CohereEmbeddings {
     endpoint: Endpoint,
     chunk_size: usize,
 }
+
+impl Chunked for CohereEmbeddings {}
 
 /// The wire `input_type` for an OA `input_type` (absent: the bulk-indexing default).
 fn wire_input_type(input_type: Option<&str>) -> Result<&'static str, RetrievalError> {
@@ -135,16 +130,24 @@ impl CohereEmbeddings {
         extras::append(&mut body, bag, &[]);
         Ok(Value::Object(body))
     }
+}
 
-    async fn chunk(
-        &self,
-        input: &[String],
-        config: &EmbeddingConfig,
-    ) -> Result<Chunk, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/v2/embed", &self.wire_body(input, config)?)
-            .await?;
+impl EmbeddingWire for CohereEmbeddings {
+    const WIRE: Wire = Wire::new("cohere", "/v2/embed");
+
+    fn chunk_cap(&self) -> Option<usize> {
+        Some(self.chunk_size)
+    }
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
+    }
+
+    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
         let floats = raw
             .get("embeddings")
             .and_then(|e| e.get(FLOAT))
@@ -159,33 +162,6 @@ impl CohereEmbeddings {
             model: wire::model(raw.get("model")),
             raw,
         })
-    }
-}
-
-impl EmbeddingProvider for CohereEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        "cohere"
-    }
-
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(self.endpoint.probe_model())
-    }
-
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            self.chunk_size,
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
     }
 }
 

@@ -9,15 +9,15 @@
 //! vectors, the usage record (`total_tokens`: embedding has no output tokens) and
 //! the model.
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
 use crate::builder::ProviderBuilder;
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
+use crate::mapping::{EmbeddingWire, Ready, Wire};
+use crate::stitch::Chunk;
 use crate::{extras, wire};
 
 /// Builds a [`JinaEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
@@ -84,49 +84,22 @@ impl JinaEmbeddings {
         extras::append(&mut body, &config.extras, &[]);
         Ok(Value::Object(body))
     }
-
-    async fn chunk(
-        &self,
-        input: &[String],
-        config: &EmbeddingConfig,
-    ) -> Result<Chunk, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/v1/embeddings", &self.wire_body(input, config)?)
-            .await?;
-        Chunk::from_data(raw, "total_tokens")
-    }
 }
 
-impl EmbeddingProvider for JinaEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
+// Jina batches server-side: one request, never chunked (no `chunk_cap`).
+impl EmbeddingWire for JinaEmbeddings {
+    const WIRE: Wire = Wire::new(SYSTEM, "/v1/embeddings").ready(Ready::Call);
+
+    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
+        Chunk::from_data(raw, "total_tokens")
     }
 
-    fn provider_name(&self) -> &str {
-        SYSTEM
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(async move {
-            self.chunk(&["ready".to_owned()], &EmbeddingConfig::new())
-                .await
-                .map(|_| ())
-        })
-    }
-
-    // Jina batches server-side: one request, never chunked.
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            input.len(),
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
     }
 }
 

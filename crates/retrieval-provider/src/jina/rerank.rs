@@ -9,16 +9,16 @@
 //! number / boolean / array `provider_invalid_response`), `usage.total_tokens` as
 //! `RerankUsage::input_tokens` (Jina meters rerank by tokens) and the model.
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{DEFAULT_ORIGIN, SYSTEM};
 use crate::builder::ProviderBuilder;
-use crate::cohere::{hosted_answer, query_body};
+use crate::cohere::query_body;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::rerank::{RerankProvider, RerankRequest, RerankResponse, RerankUsage};
-use crate::scored::{self, ResultShape};
+use crate::mapping::{Ready, RerankWire, Wire};
+use crate::rerank::{RerankRequest, RerankUsage};
+use crate::scored::ResultShape;
 use crate::{extras, wire};
 
 /// Builds a [`JinaRerank`] provider: the shared [`ProviderBuilder`] setters (key, base
@@ -71,43 +71,28 @@ impl JinaRerank {
         extras::append(&mut body, extras_bag, &[]);
         Ok(Value::Object(body))
     }
-
-    async fn call(&self, request: &RerankRequest) -> Result<RerankResponse, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/v1/rerank", &self.wire_body(request)?)
-            .await?;
-        let results = scored::parse(raw.get("results"), SHAPE)?;
-        let tokens = wire::count(raw.get("usage").and_then(|u| u.get("total_tokens")));
-        let usage = tokens.map(|t| RerankUsage {
-            search_units: None,
-            input_tokens: Some(t),
-        });
-        hosted_answer(request, &self.endpoint.model, results, usage, raw)
-    }
 }
 
-impl RerankProvider for JinaRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
+impl RerankWire for JinaRerank {
+    const WIRE: Wire = Wire::new(SYSTEM, "/v1/rerank").ready(Ready::Call);
 
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
-
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(async move {
-            let probe = RerankRequest::new("ready", ["ready"]);
-            self.call(&probe).await.map(|_| ())
+    /// `usage.total_tokens`, as input tokens (Jina meters rerank by tokens).
+    fn usage(&self, raw: &Value) -> Option<RerankUsage> {
+        let tokens = wire::count(raw.get("usage").and_then(|u| u.get("total_tokens")));
+        tokens.map(|t| RerankUsage {
+            search_units: None,
+            input_tokens: Some(t),
         })
     }
 
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
+    fn body(&self, request: &RerankRequest, _: &[String]) -> Result<Value, RetrievalError> {
+        self.wire_body(request)
+    }
+
+    const SHAPE: ResultShape = SHAPE;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 }
 

@@ -6,15 +6,15 @@
 //! query / document prefix; absent, neither is applied. The answer is the bare vector
 //! array, in input order.
 
-use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::builder::ProviderBuilder;
-use crate::embedding::{EmbeddingConfig, EmbeddingProvider, EmbeddingResponse};
+use crate::builder::{Chunked, ProviderBuilder};
+use crate::embedding::EmbeddingConfig;
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::stitch::{self, Chunk};
+use crate::mapping::{EmbeddingWire, Ready, Wire};
+use crate::stitch::Chunk;
 use crate::{extras, vectors, wire};
 
 /// Builds a [`TeiEmbeddings`] provider: the shared [`ProviderBuilder`] setters (key,
@@ -22,13 +22,6 @@ use crate::{extras, vectors, wire};
 pub type TeiEmbeddingsBuilder = ProviderBuilder<TeiEmbeddings>;
 
 impl ProviderBuilder<TeiEmbeddings> {
-    /// The per-request input cap: the instance's `max-client-batch-size` (default
-    /// 32). Longer calls are split into consecutive chunks and stitched.
-    pub fn chunk_size(mut self, inputs: usize) -> Self {
-        self.chunk_size = inputs;
-        self
-    }
-
     /// Maps an `input_type` (e.g. `query`) to one of the model's configured TEI
     /// prompts (e.g. `query`, or `passage` for `document`), sent as `prompt_name`.
     pub fn prompt_name(mut self, input_type: impl Into<String>, prompt: impl Into<String>) -> Self {
@@ -74,6 +67,8 @@ pub struct TeiEmbeddings {
     document_prefix: Option<String>,
 }
 
+impl Chunked for TeiEmbeddings {}
+
 impl TeiEmbeddings {
     /// Starts a builder bound to `model` (TEI serves one model; the name is what
     /// events and spans report).
@@ -117,16 +112,25 @@ impl TeiEmbeddings {
         extras::append(&mut body, &config.extras, &[TRUNCATE]);
         Ok(Value::Object(body))
     }
+}
 
-    async fn chunk(
-        &self,
-        input: &[String],
-        config: &EmbeddingConfig,
-    ) -> Result<Chunk, RetrievalError> {
-        let raw = self
-            .endpoint
-            .post("/embed", &self.wire_body(input, config)?)
-            .await?;
+impl EmbeddingWire for TeiEmbeddings {
+    const WIRE: Wire = Wire::new(SYSTEM, "/embed").ready(Ready::Path("/info"));
+
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
+    }
+
+    fn chunk_cap(&self) -> Option<usize> {
+        Some(self.chunk_size)
+    }
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// TEI answers with the bare vector array: no usage, id or model.
+    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
         Ok(Chunk {
             vectors: vectors::decode_bare(&raw)?,
             input_tokens: None,
@@ -134,33 +138,6 @@ impl TeiEmbeddings {
             model: None,
             raw,
         })
-    }
-}
-
-impl EmbeddingProvider for TeiEmbeddings {
-    fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
-    fn provider_name(&self) -> &str {
-        SYSTEM
-    }
-
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(self.endpoint.probe("/info"))
-    }
-
-    fn send<'a>(
-        &'a self,
-        input: &'a [String],
-        config: &'a EmbeddingConfig,
-    ) -> BoxFuture<'a, Result<EmbeddingResponse, RetrievalError>> {
-        Box::pin(stitch::embed_in_chunks(
-            input,
-            self.chunk_size,
-            &self.endpoint.model,
-            move |chunk| self.chunk(chunk, config),
-        ))
     }
 }
 

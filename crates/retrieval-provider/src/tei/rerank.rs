@@ -13,10 +13,11 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_CHUNK_SIZE, DEFAULT_ORIGIN, SYSTEM, TRUNCATE};
-use crate::builder::ProviderBuilder;
+use crate::builder::{Chunked, ProviderBuilder};
 use crate::endpoint::Endpoint;
 use crate::error::RetrievalError;
-use crate::rerank::{RerankConfig, RerankProvider, RerankRequest, RerankResponse};
+use crate::mapping::{Ready, RerankWire, Wire};
+use crate::rerank::{RerankConfig, RerankRequest, RerankResponse};
 use crate::scored::{self, ResultShape};
 use crate::{extras, wire};
 
@@ -25,13 +26,6 @@ use crate::{extras, wire};
 pub type TeiRerankBuilder = ProviderBuilder<TeiRerank>;
 
 impl ProviderBuilder<TeiRerank> {
-    /// The per-request document cap: the instance's `max-client-batch-size`
-    /// (default 32). Larger pools are chunked and stitched.
-    pub fn chunk_size(mut self, documents: usize) -> Self {
-        self.chunk_size = documents;
-        self
-    }
-
     /// Builds the provider.
     ///
     /// # Errors
@@ -52,6 +46,8 @@ pub struct TeiRerank {
     endpoint: Endpoint,
     chunk_size: usize,
 }
+
+impl Chunked for TeiRerank {}
 
 /// TEI's result entries: `{index, score, text?}`.
 const SHAPE: ResultShape = ResultShape {
@@ -87,63 +83,64 @@ impl TeiRerank {
         extras::append(&mut body, &config.extras, &[]);
         Ok(Value::Object(body))
     }
-
-    async fn call(&self, request: &RerankRequest) -> Result<RerankResponse, RetrievalError> {
-        let mut results = Vec::with_capacity(request.documents.len());
-        let mut raws = Vec::new();
-        for (n, texts) in request.documents.chunks(self.chunk_size).enumerate() {
-            let body = self.wire_body(&request.query, texts, &request.config)?;
-            let raw = self.endpoint.post("/rerank", &body).await?;
-            let offset = n * self.chunk_size;
-            for mut result in scored::parse(Some(&raw), SHAPE)? {
-                if result.index >= texts.len() {
-                    return Err(RetrievalError::invalid_response(format!(
-                        "result index {} is out of range for a chunk of {} documents",
-                        result.index,
-                        texts.len()
-                    )));
-                }
-                result.index += offset;
-                results.push(result);
-            }
-            raws.push(raw);
-        }
-        let mut response = RerankResponse::checked(
-            results,
-            request.documents.len(),
-            None,
-            self.endpoint.model.clone(),
-            None,
-            None,
-            wire::stitch_raw(raws),
-        )?;
-        if let Some(k) = request.top_k {
-            response
-                .results
-                .truncate(usize::try_from(k).unwrap_or(usize::MAX));
-        }
-        Ok(response)
-    }
 }
 
-impl RerankProvider for TeiRerank {
-    fn model(&self) -> &str {
-        &self.endpoint.model
+impl RerankWire for TeiRerank {
+    const WIRE: Wire = Wire::new(SYSTEM, "/rerank").ready(Ready::Path("/info"));
+
+    fn body(&self, request: &RerankRequest, texts: &[String]) -> Result<Value, RetrievalError> {
+        self.wire_body(&request.query, texts, &request.config)
     }
 
-    fn provider_name(&self) -> &str {
-        SYSTEM
+    const SHAPE: ResultShape = SHAPE;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
-        Box::pin(self.endpoint.probe("/info"))
-    }
-
-    fn send<'a>(
+    /// Chunk-and-stitch: one request per chunk of documents, the chunk-relative
+    /// indices re-based, all results sorted together, `top_k` applied last.
+    fn call<'a>(
         &'a self,
         request: &'a RerankRequest,
     ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        Box::pin(self.call(request))
+        let route = Self::WIRE.route();
+        Box::pin(async move {
+            let mut results = Vec::with_capacity(request.documents.len());
+            let mut raws = Vec::new();
+            for (n, texts) in request.documents.chunks(self.chunk_size).enumerate() {
+                let body = self.body(request, texts)?;
+                let raw = self.endpoint.post(route, &body).await?;
+                let offset = n * self.chunk_size;
+                for mut result in scored::parse(Some(&raw), SHAPE)? {
+                    if result.index >= texts.len() {
+                        return Err(RetrievalError::invalid_response(format!(
+                            "result index {} is out of range for a chunk of {} documents",
+                            result.index,
+                            texts.len()
+                        )));
+                    }
+                    result.index += offset;
+                    results.push(result);
+                }
+                raws.push(raw);
+            }
+            let mut response = RerankResponse::checked(
+                results,
+                request.documents.len(),
+                None,
+                self.endpoint.model.clone(),
+                None,
+                None,
+                wire::stitch_raw(raws),
+            )?;
+            if let Some(k) = request.top_k {
+                response
+                    .results
+                    .truncate(usize::try_from(k).unwrap_or(usize::MAX));
+            }
+            Ok(response)
+        })
     }
 }
 
