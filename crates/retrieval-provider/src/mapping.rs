@@ -202,11 +202,12 @@ async fn hosted<W: RerankWire>(
 }
 
 impl<W: RerankWire> RerankProvider for W {
-    fn send<'a>(
-        &'a self,
-        request: &'a RerankRequest,
-    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
-        self.call(request)
+    fn model(&self) -> &str {
+        &self.endpoint().model
+    }
+
+    fn provider_name(&self) -> &str {
+        W::WIRE.system
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), RetrievalError>> {
@@ -217,11 +218,10 @@ impl<W: RerankWire> RerankProvider for W {
         })
     }
 
-    fn model(&self) -> &str {
-        &self.endpoint().model
-    }
-
-    fn provider_name(&self) -> &str {
-        W::WIRE.system
+    fn send<'a>(
+        &'a self,
+        request: &'a RerankRequest,
+    ) -> BoxFuture<'a, Result<RerankResponse, RetrievalError>> {
+        self.call(request)
     }
 }
