@@ -83,7 +83,6 @@ pub(crate) fn query_body(model: &str, request: &RerankRequest) -> Map<String, Va
 
 impl RerankWire for CohereRerank {
     const WIRE: Wire = Wire::new("cohere", "/v2/rerank");
-
     const SHAPE: ResultShape = SHAPE;
 
     fn endpoint(&self) -> &Endpoint {

@@ -103,12 +103,12 @@ impl EmbeddingWire for OpenAiEmbeddings {
         &self.endpoint
     }
 
-    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
-        self.wire_body(input, config)
-    }
-
     fn chunk_cap(&self) -> Option<usize> {
         Some(self.chunk_size)
+    }
+
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
     }
 
     fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {

@@ -135,12 +135,12 @@ impl CohereEmbeddings {
 impl EmbeddingWire for CohereEmbeddings {
     const WIRE: Wire = Wire::new("cohere", "/v2/embed");
 
-    fn chunk_cap(&self) -> Option<usize> {
-        Some(self.chunk_size)
-    }
-
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    fn chunk_cap(&self) -> Option<usize> {
+        Some(self.chunk_size)
     }
 
     fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {

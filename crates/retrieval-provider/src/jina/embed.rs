@@ -90,16 +90,16 @@ impl JinaEmbeddings {
 impl EmbeddingWire for JinaEmbeddings {
     const WIRE: Wire = Wire::new(SYSTEM, "/v1/embeddings").ready(Ready::Call);
 
-    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
-        Chunk::from_data(raw, "total_tokens")
-    }
-
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
     fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
         self.wire_body(input, config)
+    }
+
+    fn decode(&self, raw: Value) -> Result<Chunk, RetrievalError> {
+        Chunk::from_data(raw, "total_tokens")
     }
 }
 

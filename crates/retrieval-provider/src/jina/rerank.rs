@@ -75,6 +75,15 @@ impl JinaRerank {
 
 impl RerankWire for JinaRerank {
     const WIRE: Wire = Wire::new(SYSTEM, "/v1/rerank").ready(Ready::Call);
+    const SHAPE: ResultShape = SHAPE;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn body(&self, request: &RerankRequest, _: &[String]) -> Result<Value, RetrievalError> {
+        self.wire_body(request)
+    }
 
     /// `usage.total_tokens`, as input tokens (Jina meters rerank by tokens).
     fn usage(&self, raw: &Value) -> Option<RerankUsage> {
@@ -83,16 +92,6 @@ impl RerankWire for JinaRerank {
             search_units: None,
             input_tokens: Some(t),
         })
-    }
-
-    fn body(&self, request: &RerankRequest, _: &[String]) -> Result<Value, RetrievalError> {
-        self.wire_body(request)
-    }
-
-    const SHAPE: ResultShape = SHAPE;
-
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
     }
 }
 

@@ -117,16 +117,16 @@ impl TeiEmbeddings {
 impl EmbeddingWire for TeiEmbeddings {
     const WIRE: Wire = Wire::new(SYSTEM, "/embed").ready(Ready::Path("/info"));
 
-    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
-        self.wire_body(input, config)
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
     fn chunk_cap(&self) -> Option<usize> {
         Some(self.chunk_size)
     }
 
-    fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+    fn body(&self, input: &[String], config: &EmbeddingConfig) -> Result<Value, RetrievalError> {
+        self.wire_body(input, config)
     }
 
     /// TEI answers with the bare vector array: no usage, id or model.

@@ -87,15 +87,14 @@ impl TeiRerank {
 
 impl RerankWire for TeiRerank {
     const WIRE: Wire = Wire::new(SYSTEM, "/rerank").ready(Ready::Path("/info"));
-
-    fn body(&self, request: &RerankRequest, texts: &[String]) -> Result<Value, RetrievalError> {
-        self.wire_body(&request.query, texts, &request.config)
-    }
-
     const SHAPE: ResultShape = SHAPE;
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    fn body(&self, request: &RerankRequest, texts: &[String]) -> Result<Value, RetrievalError> {
+        self.wire_body(&request.query, texts, &request.config)
     }
 
     /// Chunk-and-stitch: one request per chunk of documents, the chunk-relative
