@@ -127,3 +127,24 @@ impl<N: AroundNode> Node<DynState> for Around<N> {
         self.0.inner().check(name, parent)
     }
 }
+
+/// A fixture's log level (`TRACE` … `FATAL`, with the `WARNING` and `CRITICAL` aliases)
+/// as an OpenTelemetry severity.
+pub(crate) fn severity(y: &Y<'_>) -> Result<opentelemetry::logs::Severity, AdapterError> {
+    use opentelemetry::logs::Severity;
+    Ok(match y.str()? {
+        "TRACE" => Severity::Trace,
+        "DEBUG" => Severity::Debug,
+        "INFO" => Severity::Info,
+        "WARN" | "WARNING" => Severity::Warn,
+        "ERROR" => Severity::Error,
+        "FATAL" | "CRITICAL" => Severity::Fatal,
+        other => {
+            return Err(AdapterError::DirectiveUnknown {
+                file: y.file.to_path_buf(),
+                directive: format!("log level `{other}`"),
+                location: y.location().to_owned(),
+            })
+        }
+    })
+}

@@ -17,7 +17,7 @@ pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use openarmature_graph::{CompiledGraph, DynState};
+use openarmature_graph::DynState;
 use openarmature_harness::SignalTarget;
 use openarmature_harness_chat::{ChatHarness, ChatTurnOutcome};
 use serde_json::Value;
@@ -78,17 +78,11 @@ async fn stored(store: Option<&RecordingStore>, session_id: &str) -> Option<Valu
 }
 
 /// Runs `turn` with the bookkeeping a record needs.
-async fn record<F>(
-    rig_store: Option<&RecordingStore>,
-    graph: &CompiledGraph<DynState>,
-    recorder: &crate::ge::harness::Harness,
-    session_id: &str,
-    sent: Option<Value>,
-    turn: F,
-) -> ChatRecord
+async fn record<F>(case: &CaseGraph, session_id: &str, sent: Option<Value>, turn: F) -> ChatRecord
 where
     F: std::future::Future<Output = ChatTurnOutcome>,
 {
+    let (rig_store, graph, recorder) = (case.store.as_deref(), &case.graph, &case.recorder);
     let loads = || rig_store.map_or(0, RecordingStore::loads);
     let stored_before = stored(rig_store, session_id).await;
     let (before, loads_before) = (lock(&recorder.order).len(), loads());
@@ -115,19 +109,13 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
     retype(&mut value);
     let case = &Y::root(&value, case.file);
     case.check_keys_of(&[HARNESS_CASE_KEYS, &["chat_turns", "signal_arrivals"]])?;
-    let CaseGraph {
-        recorder,
-        graph,
-        store,
-        coordinator,
-        stateless,
-    } = case_graph(doc, case, same)?;
-    if stateless {
+    let rig = case_graph(doc, case, same)?;
+    if rig.stateless {
         return Err("harness-chat is sessioned-mode only (§1), the case asks for stateless".into());
     }
-    let mut harness = ChatHarness::new(graph.clone()).map_err(Failure::setup)?;
-    if let Some(c) = coordinator {
-        harness = harness.coordinator(c);
+    let mut harness = ChatHarness::new(rig.graph.clone()).map_err(Failure::setup)?;
+    if let Some(c) = &rig.coordinator {
+        harness = harness.coordinator(c.clone());
     }
     let heard: Arc<Mutex<HashMap<String, Vec<ChatTurnOutcome>>>> = Arc::default();
     let mut turns = Vec::new();
@@ -155,9 +143,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
         }
         let message = t.req("user_message").and_then(|m| m.json())?;
         let rec = record(
-            store.as_deref(),
-            &graph,
-            &recorder,
+            &rig,
             &session_id,
             Some(message.clone()),
             harness.send_json(&session_id, &message),
@@ -184,9 +170,7 @@ pub(crate) async fn run_case(doc: &Y<'_>, case: &Y<'_>) -> Check {
                 .map(|t| t.session_id.clone())
                 .unwrap_or_default();
             let rec = record(
-                store.as_deref(),
-                &graph,
-                &recorder,
+                &rig,
                 &session,
                 None,
                 harness.signal(SignalTarget::SignalId(signal_id.clone()), payload),

@@ -764,6 +764,15 @@ fn build_request(spec: &CallSpec<'_>) -> Result<Result<CompletionRequest, LlmErr
     Ok(Ok(request))
 }
 
+/// Keys a call's `retry` block may carry (the resilience runner adds `budget`).
+pub(crate) const RETRY_KEYS: &[&str] = &[
+    "max_attempts",
+    "backoff",
+    "classifier",
+    "per_attempt_override",
+    "reask",
+];
+
 async fn execute(
     spec: &CallSpec<'_>,
     provider: &Arc<dyn Provider>,
@@ -830,13 +839,7 @@ async fn execute(
             run.caller_config = request.config.clone();
             run.response_schema = request.response_schema.clone();
             if let Some(r) = spec.call.get("retry") {
-                r.check_keys(&[
-                    "max_attempts",
-                    "backoff",
-                    "classifier",
-                    "per_attempt_override",
-                    "reask",
-                ])?;
+                r.check_keys(RETRY_KEYS)?;
                 let retry = LlmRetryConfig::from(base_retry(&r, &sleeps)?);
                 let (retry, shape) = retry_extras(&r, retry, &corrections)?;
                 run.retry = Some(shape);

@@ -122,18 +122,6 @@ impl PureFn {
     }
 }
 
-fn severity(y: &Y<'_>) -> Result<Severity, AdapterError> {
-    Ok(match y.str()? {
-        "TRACE" => Severity::Trace,
-        "DEBUG" => Severity::Debug,
-        "INFO" => Severity::Info,
-        "WARN" | "WARNING" => Severity::Warn,
-        "ERROR" => Severity::Error,
-        "FATAL" | "CRITICAL" => Severity::Fatal,
-        other => return Err(unknown(y, format!("log level `{other}`"))),
-    })
-}
-
 /// A node wrapped with the extension's directives.
 struct ObsNode {
     name: String,
@@ -274,7 +262,7 @@ impl Extension for ObsExtension {
         if let Some(log) = spec.get("emits_log") {
             log.check_keys(&["message", "level"])?;
             let level = match log.get("level") {
-                Some(l) => severity(&l)?,
+                Some(l) => crate::shared::severity(&l)?,
                 None => Severity::Info,
             };
             logs.push((level, log.req("message")?.str()?.to_owned()));

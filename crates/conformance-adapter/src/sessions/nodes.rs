@@ -33,23 +33,6 @@ pub(super) struct SessionNodes {
     pub(super) saves: Arc<AtomicUsize>,
 }
 
-fn severity(y: &Y<'_>) -> Result<Severity, AdapterError> {
-    Ok(match y.str()? {
-        "TRACE" => Severity::Trace,
-        "DEBUG" => Severity::Debug,
-        "INFO" => Severity::Info,
-        "WARN" | "WARNING" => Severity::Warn,
-        "ERROR" => Severity::Error,
-        other => {
-            return Err(AdapterError::DirectiveUnknown {
-                file: y.file.to_path_buf(),
-                directive: format!("log level `{other}`"),
-                location: y.location().to_owned(),
-            })
-        }
-    })
-}
-
 impl Extension for SessionNodes {
     fn node_keys(&self) -> &'static [&'static str] {
         &[SAVE, LOG]
@@ -69,7 +52,7 @@ impl Extension for SessionNodes {
             Some(l) => {
                 l.check_keys(&["message", "level"])?;
                 let level = match l.get("level") {
-                    Some(level) => severity(&level)?,
+                    Some(level) => crate::shared::severity(&level)?,
                     None => Severity::Info,
                 };
                 let otel = self

@@ -86,14 +86,7 @@ fn llm_retry(
     let Some(r) = spec.call.get("retry") else {
         return Ok(None);
     };
-    r.check_keys(&[
-        "max_attempts",
-        "backoff",
-        "classifier",
-        "per_attempt_override",
-        "reask",
-        "budget",
-    ])?;
+    r.check_keys_of(&[crate::llm::RETRY_KEYS, &["budget"]])?;
     let retry = LlmRetryConfig::from(retry_record(&r, ctx.ext, sleeps, ctx.endpoint)?);
     let (retry, shape) = retry_extras(&r, retry, corrections)?;
     Ok(Some((retry, shape)))
