@@ -5,6 +5,7 @@
 use openarmature_core::vocab::prompt::PromptContext;
 use openarmature_core::vocab::retrieval::{EmbeddingRequestSummary, RerankRequestSummary};
 use openarmature_graph::{CallSite, ObserverEvent};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::typed::{request_context, request_identity, site_fields};
@@ -36,10 +37,15 @@ fn context(
 
 /// The outcome fields both successful retrieval events open with:
 /// `[response_model, response_id, usage]`.
-fn outcome_identity(m: &mut Map<String, Value>, [model, id, usage]: [Value; 3]) {
-    m.insert("response_model".into(), model);
-    m.insert("response_id".into(), id);
-    m.insert("usage".into(), usage);
+fn outcome_identity(
+    m: &mut Map<String, Value>,
+    model: impl Serialize,
+    id: impl Serialize,
+    usage: impl Serialize,
+) {
+    m.insert("response_model".into(), json!(model));
+    m.insert("response_id".into(), json!(id));
+    m.insert("usage".into(), json!(usage));
 }
 
 /// The fields every retrieval record opens with.
@@ -62,12 +68,7 @@ pub(crate) fn record(event: &ObserverEvent, caller_metadata: Value) -> Option<Va
             opening(&mut m, "EmbeddingEvent", &e.site);
             embedding_request(&mut m, &e.request);
             let o = &e.outcome;
-            let ids = [
-                json!(o.response_model),
-                json!(o.response_id),
-                json!(o.usage),
-            ];
-            outcome_identity(&mut m, ids);
+            outcome_identity(&mut m, &o.response_model, &o.response_id, o.usage);
             m.insert("dimensions".into(), json!(o.dimensions));
             m.insert("output_vectors".into(), json!(&*o.output_vectors));
             e.latency_ms
@@ -82,12 +83,7 @@ pub(crate) fn record(event: &ObserverEvent, caller_metadata: Value) -> Option<Va
             opening(&mut m, "RerankEvent", &e.site);
             rerank_request(&mut m, &e.request);
             let o = &e.outcome;
-            let ids = [
-                json!(o.response_model),
-                json!(o.response_id),
-                json!(o.usage),
-            ];
-            outcome_identity(&mut m, ids);
+            outcome_identity(&mut m, &o.response_model, &o.response_id, o.usage);
             m.insert("result_count".into(), json!(o.result_count()));
             m.insert("output_results".into(), json!(o.output_results));
             e.latency_ms
