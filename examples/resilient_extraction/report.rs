@@ -181,7 +181,7 @@ pub fn render(collector: &Collector, waits: &Waits, usage: &[InvocationUsage]) -
             }
             ObserverEvent::LlmAttempt(e) => {
                 let i = *call_index
-                    .entry(e.request.call_id.clone())
+                    .entry(e.request.call_id.to_string())
                     .or_insert_with(|| {
                         calls.push(CallRow {
                             label: label(
@@ -198,12 +198,12 @@ pub fn render(collector: &Collector, waits: &Waits, usage: &[InvocationUsage]) -
                 calls[i].attempts.push((*at, e.clone()));
             }
             ObserverEvent::LlmCompletion(e) => {
-                if let Some(&i) = call_index.get(&e.request.call_id) {
+                if let Some(&i) = call_index.get(&*e.request.call_id) {
                     calls[i].outcome = Some(Ok(tokens(&e.response.usage)));
                 }
             }
             ObserverEvent::LlmFailed(e) => {
-                if let Some(&i) = call_index.get(&e.request.call_id) {
+                if let Some(&i) = call_index.get(&*e.request.call_id) {
                     calls[i].outcome = Some(Err(e.failure.error_category.clone()));
                 }
             }

@@ -110,11 +110,12 @@ pub use metadata::{
 };
 pub use middleware::{run_chain, ChainTarget, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx, NodeFuture};
+pub use observer::sync_observer_fn;
 pub use observer::{
     observer_fn, CaughtException, EmptyPhaseSet, EventError, FailureIsolationEvent, FanOutConfig,
     FnObserver, InvocationCompleted, InvocationStarted, NodeConfig, NodeEvent, Observer,
     ObserverErrorSink, ObserverEvent, ParallelBranchesConfig, Phase, PhaseSet, Registration,
-    StateRef,
+    StateRef, SyncFnObserver,
 };
 pub use openarmature_core::{CallSite, Extensions, Lineage};
 pub use queue::{timeout_from_secs, DrainSummary, InvalidTimeout};

@@ -400,6 +400,53 @@ impl ObserverEvent {
 pub trait Observer: Send + Sync + 'static {
     /// Handles one event. The queue awaits this before delivering anything else.
     fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>>;
+
+    /// Handles one event at once, without a future, when this observer's handling
+    /// never waits: `Some(outcome)` is the delivery's outcome and the queue does not call
+    /// [`Observer::on_event`] for this event; `None` (the default) hands the event to
+    /// `on_event`. An observer whose `on_event` returns a ready future implements both
+    /// the same way, which saves the boxed future per delivered event.
+    fn on_event_now(&self, event: &Arc<ObserverEvent>) -> Option<Result<(), BoxError>> {
+        let _ = event;
+        None
+    }
+}
+
+/// An [`Observer`] made from a plain (non-async) closure (see [`sync_observer_fn`]):
+/// each event is handled where it is delivered, with no future per event.
+pub struct SyncFnObserver<F>(F);
+
+/// Wraps a closure that handles an event without waiting as an [`Observer`].
+///
+/// # Examples
+/// ```
+/// use openarmature_graph::{sync_observer_fn, ObserverEvent};
+/// let obs = sync_observer_fn(|event: &std::sync::Arc<ObserverEvent>| {
+///     if let Some(node) = event.as_node() {
+///         println!("{} {}", node.phase.as_str(), node.node_name);
+///     }
+///     Ok(())
+/// });
+/// # let _ = obs;
+/// ```
+pub fn sync_observer_fn<F>(f: F) -> SyncFnObserver<F>
+where
+    F: Fn(&Arc<ObserverEvent>) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    SyncFnObserver(f)
+}
+
+impl<F> Observer for SyncFnObserver<F>
+where
+    F: Fn(&Arc<ObserverEvent>) -> Result<(), BoxError> + Send + Sync + 'static,
+{
+    fn on_event(&self, event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        Box::pin(std::future::ready((self.0)(&event)))
+    }
+
+    fn on_event_now(&self, event: &Arc<ObserverEvent>) -> Option<Result<(), BoxError>> {
+        Some((self.0)(event))
+    }
 }
 
 /// An [`Observer`] made from an async closure (see [`observer_fn`]).

@@ -44,6 +44,7 @@ use openarmature_core::vocab::llm::{
     LlmFailedEvent, LlmFailure, LlmRequestSummary, LlmResponseSummary, RetryReason,
 };
 use openarmature_core::vocab::prompt::PromptContext;
+use openarmature_core::vocab::Deferred;
 use openarmature_graph::ambient;
 use openarmature_graph::{CallSite, CategorizedError, Category, NodeCtx, ObserverEvent};
 use serde_json::{json, Map, Value};
@@ -114,10 +115,15 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     stream: bool,
     caller: Option<&UnboundedSender<StreamEvent>>,
 ) -> Result<Response, LlmError> {
-    // A v4 UUID from the thread-local CSPRNG (no `getrandom` syscall per call).
-    let call_id = uuid::Builder::from_random_bytes(rand::random())
-        .into_uuid()
-        .to_string();
+    // A v4 UUID from the thread-local CSPRNG (no `getrandom` syscall per call), written
+    // on the stack and shared by every summary of the call (one allocation).
+    let mut text = uuid::Uuid::encode_buffer();
+    let call_id: Arc<str> = Arc::from(
+        &*uuid::Builder::from_random_bytes(rand::random())
+            .into_uuid()
+            .hyphenated()
+            .encode_lower(&mut text),
+    );
     // The calling node: the request's explicit context, else the running node's
     // (graph-engine's ambient context), so a call made in a node body reports to it.
     let ambient = request
@@ -132,19 +138,18 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     // Typed events are built only when an observer will receive them.
     let node = node_ctx.filter(|ctx| ctx.has_observers());
     let site = node.map(NodeCtx::call_site);
-    let logical_call_id = if site.is_some() || request.attempt_observer.is_some() {
-        match (node_ctx, ordinal) {
+    let logical_call_id: Option<Arc<str>> = (site.is_some() || request.attempt_observer.is_some())
+        .then(|| match (node_ctx, ordinal) {
             (Some(ctx), Some(ordinal)) => crate::resilience::accounting::logical_call_id(
                 ctx.invocation_id(),
                 &ctx.lineage(),
                 ctx.step(),
                 ordinal,
-            ),
-            _ => format!(":{call_id}"),
-        }
-    } else {
-        String::new()
-    };
+            )
+            .into(),
+            _ => format!(":{call_id}").into(),
+        });
+    let (provider_name, model) = provider.event_names();
     let retry = request.retry.as_ref();
     let mut lane = CallLane {
         provider,
@@ -153,8 +158,12 @@ pub(crate) async fn run<P: Provider + ?Sized>(
         caller,
         node_ctx,
         observed: node.zip(site.as_ref()),
-        call_id: &call_id,
-        logical_call_id: &logical_call_id,
+        names: EventNames {
+            provider: &provider_name,
+            model: &model,
+            call_id: &call_id,
+            logical_call_id: logical_call_id.as_ref(),
+        },
         call_started: Instant::now(),
         working: None,
         reason: None,
@@ -174,6 +183,15 @@ pub(crate) async fn run<P: Provider + ?Sized>(
     drive(retry.map(|r| &r.base), &mut lane).await
 }
 
+/// The strings a call's request summaries share (cloned by reference count).
+#[derive(Clone, Copy)]
+struct EventNames<'a> {
+    provider: &'a Arc<str>,
+    model: &'a Arc<str>,
+    call_id: &'a Arc<str>,
+    logical_call_id: Option<&'a Arc<str>>,
+}
+
 /// The LLM call-level [`RetryLane`]: one value per `complete()` call.
 struct CallLane<'a, P: ?Sized> {
     provider: &'a P,
@@ -184,8 +202,8 @@ struct CallLane<'a, P: ?Sized> {
     node_ctx: Option<&'a NodeCtx>,
     /// The calling node and its call site, when an observer will receive events.
     observed: Option<(&'a NodeCtx, &'a CallSite)>,
-    call_id: &'a str,
-    logical_call_id: &'a str,
+    /// The shared strings every request summary of the call holds.
+    names: EventNames<'a>,
     call_started: Instant,
     /// The working transcript: `None` until the first reask appends to a copy.
     working: Option<Vec<Message>>,
@@ -208,15 +226,11 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
     /// The request summary of the call itself (the caller's messages and config).
     fn call_summary(&mut self) -> Arc<LlmRequestSummary> {
         self.same_summary.take().unwrap_or_else(|| {
-            Arc::new(
-                request_summary(
-                    self.provider,
-                    self.call_id,
-                    &self.request.messages,
-                    &self.request.config,
-                )
-                .with_logical_call_id(self.logical_call_id),
-            )
+            Arc::new(request_summary(
+                self.names,
+                &self.request.messages,
+                &self.request.config,
+            ))
         })
     }
 
@@ -251,8 +265,8 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
 
         if let Some(observer) = &request.attempt_observer {
             observer.on_attempt(&AttemptRecord {
-                call_id: self.call_id,
-                logical_call_id: self.logical_call_id,
+                call_id: self.names.call_id,
+                logical_call_id: self.names.logical_call_id.map_or("", |id| id),
                 attempt_index: index,
                 retry_reason: self.reason,
                 messages,
@@ -273,10 +287,7 @@ impl<P: Provider + ?Sized> CallLane<'_, P> {
                     response: error.structured_output().map(failed_response_summary),
                 },
             };
-            let summary = Arc::new(
-                request_summary(self.provider, self.call_id, messages, &config)
-                    .with_logical_call_id(self.logical_call_id),
-            );
+            let summary = Arc::new(request_summary(self.names, messages, &config));
             self.same_summary =
                 (self.working.is_none() && config == request.config).then(|| Arc::clone(&summary));
             ctx.dispatch_event(ObserverEvent::LlmAttempt(LlmAttemptEvent::new(
@@ -395,26 +406,31 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn request_summary<P: Provider + ?Sized>(
-    provider: &P,
-    call_id: &str,
+fn request_summary(
+    names: EventNames<'_>,
     messages: &[Message],
     config: &RuntimeConfig,
 ) -> LlmRequestSummary {
     // The event forms of the messages and the parameters are built when an observer
-    // first reads them (on the delivery worker); the call keeps owned copies.
-    let owned = messages.to_vec();
-    let params = config.clone();
-    LlmRequestSummary::from_parts(
-        provider.provider_name(),
-        provider.model(),
-        call_id,
-        EventMessages::lazy(move || owned.iter().map(event_message).collect()),
-        EventMap::lazy(move || params.declared_params()),
+    // first reads them (on the delivery worker); the call keeps owned copies, both in
+    // the one cell the two parts share.
+    let (input_messages, request_params): (EventMessages, EventMap) = Deferred::lazy_pair(
+        (messages.to_vec(), config.clone()),
+        |(messages, _)| messages.iter().map(event_message).collect(),
+        |(_, config)| config.declared_params(),
+    );
+    let mut summary = LlmRequestSummary::from_parts(
+        Arc::clone(names.provider),
+        Arc::clone(names.model),
+        Arc::clone(names.call_id),
+        input_messages,
+        request_params,
         config.extras.clone(),
     )
     // The prompt bound where the call is made (prompt-management §12).
-    .with_prompt_context(ambient::get_or_default::<PromptContext>())
+    .with_prompt_context(ambient::get_or_default::<PromptContext>());
+    summary.logical_call_id = names.logical_call_id.cloned();
+    summary
 }
 
 fn response_summary(response: &Response) -> LlmResponseSummary {
@@ -434,7 +450,7 @@ fn response_summary(response: &Response) -> LlmResponseSummary {
         response.response_model().map(str::to_owned),
         response.response_id().map(str::to_owned),
         response.usage,
-        Some(response.finish_reason.as_str().to_owned()),
+        Some(response.finish_reason.as_str().into()),
         response.message.text(),
         tool_calls,
     )
@@ -445,7 +461,7 @@ fn failed_response_summary(failure: &StructuredOutputInvalid) -> LlmResponseSumm
         failure.response_model.clone(),
         failure.response_id.clone(),
         failure.usage,
-        Some(failure.finish_reason.as_str().to_owned()),
+        Some(failure.finish_reason.as_str().into()),
         Some(failure.output_content.clone()),
         None,
     )

@@ -229,6 +229,14 @@ pub trait Provider: Send + Sync {
     /// The provider identifier reported on events (`gen_ai.system`, e.g. `openai`).
     fn provider_name(&self) -> &str;
 
+    /// [`Provider::provider_name`] and [`Provider::model`] as the shared strings the
+    /// typed LLM events hold. The default copies both (two allocations per call); the
+    /// built-in providers keep them shared and clone them by reference count, and a
+    /// wrapper should forward to its inner provider.
+    fn event_names(&self) -> (Arc<str>, Arc<str>) {
+        (Arc::from(self.provider_name()), Arc::from(self.model()))
+    }
+
     /// Checks that the bound model is reachable and serving (§5 `ready()`).
     ///
     /// # Errors

@@ -68,6 +68,10 @@ impl<P: Provider> Provider for RateLimitedProvider<P> {
         self.inner.provider_name()
     }
 
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        self.inner.event_names()
+    }
+
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
         self.inner.ready()
     }

@@ -225,7 +225,7 @@ pub(super) fn request_context(
 }
 
 fn request_fields(m: &mut Map<String, Value>, r: &LlmRequestSummary) {
-    request_identity(m, json!(r.provider), json!(r.model), json!(r.call_id));
+    request_identity(m, json!(&*r.provider), json!(&*r.model), json!(&*r.call_id));
     m.insert("input_messages".into(), json!(&*r.input_messages));
     request_context(
         m,

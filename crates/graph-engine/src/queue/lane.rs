@@ -279,12 +279,16 @@ async fn deliver_one(envelope: &mut Envelope, sink: &ObserverErrorSink) {
             *next = index + 1;
             continue;
         }
-        // A panic while creating the future or while polling it is contained.
-        let event = Arc::clone(event);
+        // A panic while handling the event at once, creating the future or polling it
+        // is contained. An observer that handles the event at once makes no future.
         let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| {
-            registration.observer.on_event(event)
+            let observer = &registration.observer;
+            observer
+                .on_event_now(event)
+                .ok_or_else(|| observer.on_event(Arc::clone(event)))
         })) {
-            Ok(call) => AssertUnwindSafe(call).catch_unwind().await,
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(call)) => AssertUnwindSafe(call).catch_unwind().await,
             Err(panic) => Err(panic),
         };
         match outcome {

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use openarmature_graph::{
-    observer_fn, state, timeout_from_secs, BoxError, CompiledGraph, DrainSummary, GraphBuilder,
-    InvokeOptions, NodeCtx, NodeError, Observer, ObserverEvent, Phase, PhaseSet, Registration, END,
+    observer_fn, state, sync_observer_fn, timeout_from_secs, BoxError, CompiledGraph, DrainSummary,
+    GraphBuilder, InvokeOptions, NodeCtx, NodeError, Observer, ObserverEvent, Phase, PhaseSet,
+    Registration, END,
 };
 use serde_json::{json, Value};
 
@@ -306,6 +307,79 @@ async fn observer_panicking_synchronously_in_on_event_is_isolated() {
             .count(),
         6
     );
+}
+
+/// Handles events at once (`on_event_now`) and counts any call of `on_event`, which
+/// the queue must then not make.
+struct HandlesAtOnce {
+    seen: Arc<AtomicUsize>,
+    futures: Arc<AtomicUsize>,
+}
+
+impl Observer for HandlesAtOnce {
+    fn on_event(&self, _event: Arc<ObserverEvent>) -> BoxFuture<'_, Result<(), BoxError>> {
+        self.futures.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn on_event_now(&self, _event: &Arc<ObserverEvent>) -> Option<Result<(), BoxError>> {
+        self.seen.fetch_add(1, Ordering::SeqCst);
+        Some(Ok(()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn observers_handling_events_at_once_keep_order_isolation_and_make_no_future() {
+    let reports: Reports = Arc::new(Mutex::new(Vec::new()));
+    let log = new_log();
+    let (seen, futures) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let sync_log = Arc::clone(&log);
+    let graph = builder()
+        .observer(labeller("first", Arc::clone(&log)))
+        .observer(Registration::new(
+            "sync",
+            sync_observer_fn(move |_e: &Arc<ObserverEvent>| {
+                sync_log.lock().unwrap().push("sync".to_owned());
+                Ok(())
+            }),
+        ))
+        .observer(Registration::new(
+            "sync-erroring",
+            sync_observer_fn(|_e: &Arc<ObserverEvent>| Err("sync says no".into())),
+        ))
+        .observer(Registration::new(
+            "sync-panicking",
+            sync_observer_fn(|_e: &Arc<ObserverEvent>| {
+                panic!("sync observer panic (expected by the test)")
+            }),
+        ))
+        .observer(Registration::new(
+            "at-once",
+            HandlesAtOnce {
+                seen: Arc::clone(&seen),
+                futures: Arc::clone(&futures),
+            },
+        ))
+        .observer(labeller("last", Arc::clone(&log)))
+        .on_observer_error(sink(Arc::clone(&reports)))
+        .compile()
+        .unwrap();
+    graph.invoke(Trail::default()).await.unwrap();
+    assert_eq!(guarded(graph.drain(None)).await, CLEAN);
+    let log = log.lock().unwrap();
+    assert_eq!(log.len(), 18);
+    assert!(
+        log.chunks(3).all(|c| c == ["first", "sync", "last"]),
+        "{log:?}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 6);
+    assert_eq!(futures.load(Ordering::SeqCst), 0);
+    let reports = reports.lock().unwrap();
+    let count = |name: &str| reports.iter().filter(|(n, _)| n == name).count();
+    assert_eq!((count("sync-erroring"), count("sync-panicking")), (6, 6));
+    assert!(reports
+        .iter()
+        .any(|(n, m)| n == "sync-erroring" && m == "sync says no"));
 }
 
 #[tokio::test(start_paused = true)]

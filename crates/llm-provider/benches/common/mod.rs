@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use openarmature_graph::{
-    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, NodeError, ObserverEvent,
-    Registration, END,
+    observer_fn, state, sync_observer_fn, CompiledGraph, GraphBuilder, NodeCtx, NodeError,
+    ObserverEvent, Registration, END,
 };
 use openarmature_llm::{
     CompletionRequest, Message, OpenAiProvider, Provider, RuntimeConfig, Transport, WireRequest,
@@ -266,10 +266,21 @@ impl Fixture {
 
     /// (d) One node issuing `n` concurrent `complete()` calls inside itself; with
     /// `observed`, a no-op observer is attached (typed LLM events built and
-    /// delivered; the parts built on first read stay unbuilt).
+    /// delivered; the parts built on first read stay unbuilt). With `SYNC_OBSERVER` set
+    /// in the environment the no-op observer handles events at once
+    /// (`sync_observer_fn`, no future per event, as the OTel observer and the run
+    /// report do); otherwise it is an async `observer_fn`.
     pub fn graph(&self, n: usize, observed: bool) -> CompiledGraph<Calls> {
         let graph = self.graph_plain(n);
-        if observed {
+        if observed && std::env::var_os("SYNC_OBSERVER").is_some() {
+            graph.attach_observer(Registration::new(
+                "noop",
+                sync_observer_fn(|event| {
+                    black_box(event);
+                    Ok(())
+                }),
+            ));
+        } else if observed {
             graph.attach_observer(Registration::new(
                 "noop",
                 observer_fn(|event| async move {

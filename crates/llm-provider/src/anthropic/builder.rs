@@ -48,10 +48,10 @@ impl ProviderBuilder<AnthropicProvider> {
             )?,
             messages_url: format!("{base}/messages"),
             model_url: format!("{base}/models/{model_segment}"),
-            model: self.model,
+            model: self.model.into(),
             capabilities: self.capabilities,
             streaming: self.stream_extension,
-            provider_name: self.provider_name,
+            provider_name: self.provider_name.into(),
             fallback_directive: self.fallback_directive,
         })
     }

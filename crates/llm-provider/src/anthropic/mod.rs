@@ -108,11 +108,11 @@ pub struct AnthropicProvider {
     client: WireClient,
     messages_url: String,
     model_url: String,
-    model: String,
+    model: std::sync::Arc<str>,
     capabilities: ModelCapabilities,
     /// Extension 0006 switched on.
     streaming: bool,
-    provider_name: String,
+    provider_name: std::sync::Arc<str>,
     fallback_directive: String,
 }
 
@@ -278,6 +278,13 @@ impl Provider for AnthropicProvider {
 
     fn provider_name(&self) -> &str {
         &self.provider_name
+    }
+
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        (
+            std::sync::Arc::clone(&self.provider_name),
+            std::sync::Arc::clone(&self.model),
+        )
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {

@@ -54,9 +54,9 @@ impl ProviderBuilder<GeminiProvider> {
             stream_url: format!("{model_url}:streamGenerateContent?alt=sse"),
             streaming: self.stream_extension,
             model_url,
-            model,
+            model: model.into(),
             capabilities: self.capabilities,
-            provider_name: self.provider_name,
+            provider_name: self.provider_name.into(),
             fallback_directive: self.fallback_directive,
         })
     }

@@ -83,9 +83,9 @@ pub struct GeminiProvider {
     /// Extension 0006 switched on.
     pub(super) streaming: bool,
     pub(super) model_url: String,
-    pub(super) model: String,
+    pub(super) model: std::sync::Arc<str>,
     pub(super) capabilities: ModelCapabilities,
-    pub(super) provider_name: String,
+    pub(super) provider_name: std::sync::Arc<str>,
     pub(super) fallback_directive: String,
 }
 
@@ -229,6 +229,13 @@ impl Provider for GeminiProvider {
 
     fn provider_name(&self) -> &str {
         &self.provider_name
+    }
+
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        (
+            std::sync::Arc::clone(&self.provider_name),
+            std::sync::Arc::clone(&self.model),
+        )
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {

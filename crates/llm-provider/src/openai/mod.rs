@@ -90,9 +90,9 @@ impl ProviderBuilder<OpenAiProvider> {
             client: WireClient::new(self.transport, self.api_key, KeyHeader::Bearer, Vec::new())?,
             chat_url: format!("{base}/chat/completions"),
             models_url: format!("{base}/models"),
-            model: self.model,
+            model: self.model.into(),
             capabilities: self.capabilities,
-            provider_name: self.provider_name,
+            provider_name: self.provider_name.into(),
             fallback_directive: self.fallback_directive,
         })
     }
@@ -106,9 +106,9 @@ pub struct OpenAiProvider {
     client: WireClient,
     chat_url: String,
     models_url: String,
-    model: String,
+    model: std::sync::Arc<str>,
     capabilities: ModelCapabilities,
-    provider_name: String,
+    provider_name: std::sync::Arc<str>,
     fallback_directive: String,
 }
 
@@ -244,7 +244,7 @@ impl OpenAiProvider {
             .ok_or_else(|| LlmError::invalid_response("model listing has no `data` list"))?;
         let entry = entries
             .iter()
-            .find(|e| e.get("id").and_then(Value::as_str) == Some(self.model.as_str()))
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(&*self.model))
             .ok_or_else(|| {
                 LlmError::new(
                     ErrorCategory::ProviderInvalidModel,
@@ -285,6 +285,13 @@ impl Provider for OpenAiProvider {
 
     fn provider_name(&self) -> &str {
         &self.provider_name
+    }
+
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        (
+            std::sync::Arc::clone(&self.provider_name),
+            std::sync::Arc::clone(&self.model),
+        )
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {

@@ -142,6 +142,10 @@ impl<P: Provider> Provider for Scoped<'_, P> {
         self.provider.inner.provider_name()
     }
 
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        self.provider.inner.event_names()
+    }
+
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
         self.provider.inner.ready()
     }
@@ -158,6 +162,10 @@ impl<P: Provider> Provider for ResilientProvider<P> {
 
     fn provider_name(&self) -> &str {
         self.inner.provider_name()
+    }
+
+    fn event_names(&self) -> (std::sync::Arc<str>, std::sync::Arc<str>) {
+        self.inner.event_names()
     }
 
     fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {

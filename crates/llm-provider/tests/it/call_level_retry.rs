@@ -365,7 +365,7 @@ async fn a_call_in_a_node_dispatches_attempt_and_terminal_events() {
     assert_eq!(a0.request.call_id, done.request.call_id);
     assert_eq!(&*done.site.node_name, "ask");
     assert_eq!(done.site.lineage.attempt_index, 0, "node-level index");
-    assert_eq!(done.request.model, "gpt-test");
+    assert_eq!(&*done.request.model, "gpt-test");
     assert_eq!(done.response.output_content.as_deref(), Some("hello"));
     assert_eq!(done.response.usage.total_tokens, Some(4));
     // The node's completed event comes after the LLM events.

@@ -250,7 +250,7 @@ async fn a_streamed_call_in_a_node_dispatches_token_events_before_its_completion
     let ObserverEvent::LlmCompletion(done) = &*seen[completion] else {
         unreachable!()
     };
-    assert_eq!(done.request.call_id, tokens[0].call_id);
+    assert_eq!(&*done.request.call_id, tokens[0].call_id);
 }
 
 /// A mapping without streaming: the trait's defaults.

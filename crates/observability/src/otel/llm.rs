@@ -149,7 +149,7 @@ fn response_attributes(r: &LlmResponseSummary, genai: bool, attrs: &mut Vec<KeyV
     if let Some(reason) = &r.finish_reason {
         attrs.push(KeyValue::new(
             attr::GEN_AI_RESPONSE_FINISH_REASONS,
-            strings(vec![reason.clone()]),
+            strings(vec![reason.to_string()]),
         ));
     }
     for (key, v) in [

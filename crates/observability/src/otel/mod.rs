@@ -610,4 +610,9 @@ impl Observer for OtelObserver {
         self.handle(&event);
         Box::pin(std::future::ready(Ok(())))
     }
+
+    fn on_event_now(&self, event: &Arc<ObserverEvent>) -> Option<Result<(), BoxError>> {
+        self.handle(event);
+        Some(Ok(()))
+    }
 }

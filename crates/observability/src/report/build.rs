@@ -181,7 +181,7 @@ impl Builder {
         let begin = end.checked_sub(latency).unwrap_or(end);
         self.saw(begin);
         self.saw(end);
-        let call_id = e.request.call_id.clone();
+        let call_id = e.request.call_id.to_string();
 
         if let Some(prev) = self.calls.get(&call_id) {
             let mut wait = Self::row(RowKind::Wait, &node, depth, lineage.attempt_index);
@@ -275,7 +275,7 @@ impl Builder {
             ObserverEvent::LlmCompletion(e) => {
                 let t = tokens(&e.response.usage);
                 self.summary.tokens_final += t;
-                if let Some(node) = self.call_tokens.get(&e.request.call_id) {
+                if let Some(node) = self.call_tokens.get(&*e.request.call_id) {
                     if let Some(entry) = self.tokens.get_mut(node) {
                         entry.final_tokens += t;
                     }

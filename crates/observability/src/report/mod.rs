@@ -126,4 +126,9 @@ impl Observer for RunReport {
         self.record(event);
         Box::pin(std::future::ready(Ok(())))
     }
+
+    fn on_event_now(&self, event: &Arc<ObserverEvent>) -> Option<Result<(), BoxError>> {
+        self.record(Arc::clone(event));
+        Some(Ok(()))
+    }
 }

@@ -88,7 +88,14 @@ pub fn request(call_id: &str) -> LlmRequestSummary {
 
 /// A reply summary with `usage` and finish reason `finish`, nothing else.
 pub fn reply(usage: LlmUsage, finish: &str) -> LlmResponseSummary {
-    LlmResponseSummary::new(None, None, usage, Some(finish.into()), None, None)
+    LlmResponseSummary::new(
+        None,
+        None,
+        usage,
+        Some(finish.to_owned().into()),
+        None,
+        None,
+    )
 }
 
 /// Reports, from inside the node, attempt 0 of `request` completing with `response`

@@ -8,6 +8,7 @@
 //! terminal [`LlmCompletionEvent`] or [`LlmFailedEvent`], all on the node's serial
 //! queue before the node's own `completed` event.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -42,17 +43,18 @@ impl RetryReason {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LlmRequestSummary {
-    /// The provider identifier (`gen_ai.system`, e.g. `openai`).
-    pub provider: String,
-    /// The bound model the request was made against.
-    pub model: String,
+    /// The provider identifier (`gen_ai.system`, e.g. `openai`); shared with the
+    /// provider that made the call (no copy per call).
+    pub provider: Arc<str>,
+    /// The bound model the request was made against (shared like `provider`).
+    pub model: Arc<str>,
     /// Minted per `complete()` call; shared by every attempt of the call.
-    pub call_id: String,
+    pub call_id: Arc<str>,
     /// Extension 0001 (attempt accounting): the logical call this `complete()` call
     /// belongs to, stable across both retry lanes — a node-level retry that re-issues
     /// the call gets a new `call_id` but the same logical call id. `None` when the
-    /// emitter did not derive one.
-    pub logical_call_id: Option<String>,
+    /// emitter did not derive one. Shared by every summary of the call.
+    pub logical_call_id: Option<Arc<str>>,
     /// The message list sent, in llm-provider §3 shape, inline image bytes redacted
     /// (rendered on first read; see [`EventMessages`]). Shared: the attempt and
     /// terminal events of one call point at the same list.
@@ -71,9 +73,9 @@ impl LlmRequestSummary {
     /// A request summary with an empty prompt context: the emitter sets the one
     /// bound where the call is made with [`LlmRequestSummary::with_prompt_context`].
     pub fn new(
-        provider: impl Into<String>,
-        model: impl Into<String>,
-        call_id: impl Into<String>,
+        provider: impl Into<Arc<str>>,
+        model: impl Into<Arc<str>>,
+        call_id: impl Into<Arc<str>>,
         input_messages: Vec<Value>,
         request_params: Map<String, Value>,
         request_extras: Map<String, Value>,
@@ -91,9 +93,9 @@ impl LlmRequestSummary {
     /// [`LlmRequestSummary::new`] with the messages and parameters given as
     /// [`Deferred`](crate::vocab::Deferred) parts (built when an observer first reads them).
     pub fn from_parts(
-        provider: impl Into<String>,
-        model: impl Into<String>,
-        call_id: impl Into<String>,
+        provider: impl Into<Arc<str>>,
+        model: impl Into<Arc<str>>,
+        call_id: impl Into<Arc<str>>,
         input_messages: EventMessages,
         request_params: EventMap,
         request_extras: Map<String, Value>,
@@ -132,7 +134,7 @@ impl LlmRequestSummary {
     }
 
     /// Sets the logical call id (extension 0001).
-    pub fn with_logical_call_id(mut self, logical_call_id: impl Into<String>) -> Self {
+    pub fn with_logical_call_id(mut self, logical_call_id: impl Into<Arc<str>>) -> Self {
         self.logical_call_id = Some(logical_call_id.into());
         self
     }
@@ -148,8 +150,9 @@ pub struct LlmResponseSummary {
     pub response_id: Option<String>,
     /// Token usage (always a record; counters may be `None`).
     pub usage: LlmUsage,
-    /// The normalized finish reason (`stop`, `length`, ...).
-    pub finish_reason: Option<String>,
+    /// The normalized finish reason (`stop`, `length`, ...): a static name for the
+    /// normalized reasons (no allocation per call).
+    pub finish_reason: Option<Cow<'static, str>>,
     /// The assistant's text content, verbatim (`None` for a tool-call-only reply).
     pub output_content: Option<String>,
     /// The assistant's tool calls as `{id, name, arguments}` records (`None` when none).
@@ -162,7 +165,7 @@ impl LlmResponseSummary {
         response_model: Option<String>,
         response_id: Option<String>,
         usage: LlmUsage,
-        finish_reason: Option<String>,
+        finish_reason: Option<Cow<'static, str>>,
         output_content: Option<String>,
         output_tool_calls: Option<Vec<Value>>,
     ) -> Self {

@@ -97,7 +97,7 @@ fn reported<'a>(
         logical: request.logical_call_id.as_deref(),
     };
     let attempt = AttemptUsage {
-        call_id: request.call_id.clone(),
+        call_id: request.call_id.to_string(),
         node_attempt_index: Some(site.lineage.attempt_index),
         attempt_index,
         succeeded,

@@ -314,8 +314,8 @@ async fn events_carry_the_logical_call_id_the_aggregator_reports() {
     let recorder = openarmature_graph::observer_fn(move |e: Arc<ObserverEvent>| {
         if let ObserverEvent::LlmAttempt(a) = &*e {
             sink.lock().unwrap().push((
-                a.request.call_id.clone(),
-                a.request.logical_call_id.clone(),
+                a.request.call_id.to_string(),
+                a.request.logical_call_id.as_deref().map(str::to_owned),
                 a.site.lineage.attempt_index,
                 a.attempt_index,
             ));
