@@ -136,6 +136,8 @@ mod sse;
 mod stream;
 #[cfg(test)]
 mod test_support;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod tool;
 mod tool_scope;
 pub mod typed;

@@ -468,6 +468,14 @@ pub(crate) fn text_parts(blocks: &[ContentBlock]) -> Vec<&str> {
 }
 
 impl AssistantMessage {
+    /// A text answer without tool calls.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        AssistantMessage {
+            content: Some(Content::Text(text.into())),
+            tool_calls: Vec::new(),
+        }
+    }
+
     /// The content as text: the string form, or the concatenated text blocks.
     pub fn text(&self) -> Option<String> {
         match &self.content {

@@ -66,6 +66,23 @@ pub struct Response {
 }
 
 impl Response {
+    /// A response carrying `message`: finish reason `tool_calls` when it calls tools
+    /// (else `stop`), no usage, an empty raw body (what a test double answers).
+    pub fn of(message: AssistantMessage) -> Self {
+        let finish = if message.tool_calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        };
+        Response::new(
+            message,
+            finish,
+            Usage::default(),
+            serde_json::json!({}),
+            None,
+        )
+    }
+
     /// A response.
     pub fn new(
         message: AssistantMessage,

@@ -40,7 +40,7 @@ struct Fixture {
 
 /// A model that asks for weather and a delete in one message, then answers.
 fn fixture() -> Fixture {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("c1", "weather", json!({"city": "Oslo"})),
             ("c2", "delete", json!({"path": "/tmp/x"})),
@@ -119,7 +119,7 @@ async fn an_approved_call_runs_once_and_earlier_calls_do_not_rerun() {
         ]
     );
     assert_eq!(done.state.approval, None, "the decision is used up");
-    assert_eq!(f.model.seen().len(), 2);
+    assert_eq!(f.model.requests().len(), 2);
     let events = events.lock().unwrap().clone();
     assert_eq!(
         events,
@@ -152,7 +152,7 @@ async fn a_denied_call_does_not_run_and_the_model_is_told_why() {
         .unwrap()
         .contains("not today"));
     // The model's second call saw the denial.
-    let seen = f.model.seen();
+    let seen = f.model.requests();
     assert_eq!(tool_results(&seen[1].messages)[1], results[1]);
     let events = events.lock().unwrap().clone();
     assert_eq!(
@@ -185,7 +185,7 @@ async fn a_tool_can_ask_for_approval_itself() {
     struct Transfer {
         amount: u64,
     }
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("t1", "transfer", json!({"amount": 5})),
             ("t2", "transfer", json!({"amount": 500})),
@@ -237,7 +237,7 @@ async fn a_tool_can_ask_for_approval_itself() {
 
 #[tokio::test]
 async fn two_calls_needing_approval_suspend_one_after_the_other() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("d1", "delete", json!({"path": "/a"})),
             ("d2", "delete", json!({"path": "/b"})),

@@ -15,7 +15,7 @@ fn start(text: &str) -> Conversation {
 
 #[tokio::test]
 async fn the_definition_comes_from_the_argument_schema() {
-    let agent = Agent::builder(Scripted::new(vec![]))
+    let agent = Agent::builder(scripted(vec![]))
         .tool(add_tool(&counter()))
         .build()
         .unwrap();
@@ -35,7 +35,7 @@ async fn the_definition_comes_from_the_argument_schema() {
 
 #[tokio::test]
 async fn bad_arguments_and_unknown_tools_become_results_the_model_recovers_from() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("c1", "add", json!({"a": "two", "b": 3})),
             ("c2", "add", json!({"a": 2})),
@@ -75,7 +75,7 @@ async fn bad_arguments_and_unknown_tools_become_results_the_model_recovers_from(
     assert!(third["error"]["message"].as_str().unwrap().contains("add"));
     assert_eq!(results[3].1, r#"{"sum":5}"#);
     // The second model call saw the three errors.
-    assert_eq!(tool_results(&model.seen()[1].messages).len(), 3);
+    assert_eq!(tool_results(&model.requests()[1].messages).len(), 3);
 
     let events = events.lock().unwrap().clone();
     let failed: Vec<(String, Value)> = events
@@ -108,7 +108,7 @@ async fn nested_argument_types_are_checked_against_their_referenced_schemas() {
     let order = openarmature_agent::Tool::from_fn("order", "Orders", |o: Order, _ctx| async move {
         Ok::<_, openarmature_agent::ToolError>(format!("{} x{}", o.item.sku, o.qty))
     });
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[("o1", "order", json!({"item": {"sku": 5}, "qty": 1}))]),
         calls(&[("o2", "order", json!({"item": {"sku": "A7"}, "qty": 2}))]),
         answer("ordered"),
@@ -132,7 +132,7 @@ async fn arguments_that_did_not_parse_are_reported_to_the_model() {
         arguments: None,
         ..ToolCall::new("u1", "add", Default::default())
     };
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         AssistantMessage {
             content: None,
             tool_calls: vec![unparsed],

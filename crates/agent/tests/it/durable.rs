@@ -50,7 +50,7 @@ fn worker(
 async fn another_worker_resumes_the_approval_from_the_checkpointer() {
     let store = InMemoryCheckpointer::new();
     let (notes, sends) = (counter(), counter());
-    let model = Scripted::new(vec![calls(&[
+    let model = scripted(vec![calls(&[
         ("n1", "note", json!({"text": "draft"})),
         ("s1", "send", json!({"text": "hello"})),
     ])]);
@@ -67,7 +67,7 @@ async fn another_worker_resumes_the_approval_from_the_checkpointer() {
     // A second worker with its own tools (fresh counters), its own model connection
     // and the same store.
     let (notes2, sends2) = (counter(), counter());
-    let model2 = Scripted::new(vec![answer("Sent.")]);
+    let model2 = scripted(vec![answer("Sent.")]);
     let second = worker(&store, &notes2, &sends2, Arc::clone(&model2));
     let payload = Approval::approve("s1").payload_for::<Conversation>();
     let done = second
@@ -79,7 +79,7 @@ async fn another_worker_resumes_the_approval_from_the_checkpointer() {
     assert_eq!((count(&notes2), count(&sends2)), (0, 1));
     assert_eq!(done.state.final_answer().as_deref(), Some("Sent."));
     assert_eq!(
-        model2.seen().len(),
+        model2.requests().len(),
         1,
         "the resumed run called the model once"
     );

@@ -42,7 +42,7 @@ impl AgentState for Ticket {
 
 #[tokio::test]
 async fn the_agent_runs_between_the_users_own_nodes() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[("c1", "weather", json!({"city": "Rome"}))]),
         answer("It is sunny in Rome."),
     ]);

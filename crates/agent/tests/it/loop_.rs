@@ -14,7 +14,7 @@ fn start(text: &str) -> Conversation {
 
 #[tokio::test]
 async fn two_tools_run_in_order_and_the_model_answers_with_their_results() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("c1", "weather", json!({"city": "Paris"})),
             ("c2", "add", json!({"a": 2, "b": 40})),
@@ -53,7 +53,7 @@ async fn two_tools_run_in_order_and_the_model_answers_with_their_results() {
     let roles: Vec<&str> = done.state.messages.iter().map(Message::role).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant"]);
 
-    let seen = model.seen();
+    let seen = model.requests();
     assert_eq!(seen.len(), 2, "one model call per turn");
     assert_eq!(seen[0].tools, ["weather", "add"]);
     assert_eq!(seen[0].messages[0], Message::system("Be brief."));
@@ -80,7 +80,7 @@ async fn two_tools_run_in_order_and_the_model_answers_with_their_results() {
 
 #[tokio::test]
 async fn the_turn_limit_stops_a_model_that_never_answers() {
-    let model = Scripted::always(calls(&[("c", "add", json!({"a": 1, "b": 1}))]));
+    let model = always(calls(&[("c", "add", json!({"a": 1, "b": 1}))]));
     let adds = counter();
     let agent = Agent::builder(model.clone())
         .tool(add_tool(&adds))
@@ -93,7 +93,7 @@ async fn the_turn_limit_stops_a_model_that_never_answers() {
         .invoke(start("loop"))
         .await
         .unwrap_err();
-    assert_eq!(model.seen().len(), 3, "exactly max_turns model calls");
+    assert_eq!(model.requests().len(), 3, "exactly max_turns model calls");
     assert_eq!(count(&adds), 3);
     assert_eq!(category_of(err.cause()), Some(TURN_LIMIT_EXCEEDED));
     assert_eq!(
@@ -107,7 +107,7 @@ async fn the_turn_limit_stops_a_model_that_never_answers() {
 
 #[tokio::test]
 async fn the_turn_count_restarts_at_each_user_message() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[("c1", "add", json!({"a": 1, "b": 1}))]),
         answer("2"),
     ]);
@@ -131,18 +131,18 @@ async fn the_turn_count_restarts_at_each_user_message() {
 
 #[tokio::test]
 async fn bad_configuration_is_a_typed_error() {
-    let dup = Agent::builder(Scripted::new(vec![]))
+    let dup = Agent::builder(scripted(vec![]))
         .tool(add_tool(&counter()))
         .tool(add_tool(&counter()))
         .build()
         .unwrap_err();
     assert!(matches!(dup, AgentError::Configuration(ref m) if m.contains("add")));
-    let zero = Agent::builder(Scripted::new(vec![])).max_turns(0).build();
+    let zero = Agent::builder(scripted(vec![])).max_turns(0).build();
     assert!(matches!(zero, Err(AgentError::Configuration(_))));
     let scalar = openarmature_agent::Tool::from_fn("n", "d", |n: i64, _ctx| async move {
         Ok::<_, openarmature_agent::ToolError>(n)
     });
-    let err = Agent::builder(Scripted::new(vec![]))
+    let err = Agent::builder(scripted(vec![]))
         .tool(scalar)
         .build()
         .unwrap_err();
@@ -155,13 +155,13 @@ async fn bad_configuration_is_a_typed_error() {
 #[tokio::test]
 async fn model_calls_stream_only_when_asked() {
     for stream in [false, true] {
-        let model = Scripted::new(vec![answer("hi")]);
+        let model = scripted(vec![answer("hi")]);
         let agent = Agent::builder(model.clone())
             .stream(stream)
             .build()
             .unwrap();
         let out = agent.graph().unwrap().invoke(start("hello")).await.unwrap();
         assert_eq!(out.final_answer().as_deref(), Some("hi"));
-        assert_eq!(model.seen()[0].stream, stream);
+        assert_eq!(model.requests()[0].stream, stream);
     }
 }

@@ -22,7 +22,7 @@ fn attr(span: &SpanData, key: &str) -> Option<OtelValue> {
 
 #[tokio::test]
 async fn each_tool_call_is_a_span_under_its_tools_step() {
-    let model = Scripted::new(vec![
+    let model = scripted(vec![
         calls(&[
             ("c1", "weather", json!({"city": "Lima"})),
             ("c2", "add", json!({"a": "x", "b": 1})),

@@ -1,107 +1,34 @@
-//! A scripted in-process model (implements the llm crate's `Provider`) and an event
-//! recorder.
+//! A scripted in-process model (the llm crate's test provider) and an event recorder.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_agent::{Tool, ToolError};
 use openarmature_graph::{observer_fn, ObserverEvent, Registration};
-use openarmature_llm::{
-    AssistantMessage, DeltaSink, FinishReason, LlmError, Message, Provider, Response, ToolCall,
-    Usage, WireRequest,
-};
+use openarmature_llm::testing::ScriptedProvider;
+use openarmature_llm::{AssistantMessage, Message, Response, ToolCall};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// One request the model saw: its messages and the names of the tools offered.
-#[derive(Debug, Clone)]
-pub struct Seen {
-    pub messages: Vec<Message>,
-    pub tools: Vec<String>,
-    pub stream: bool,
-}
+/// The scripted in-process model: `openarmature-llm`'s test provider (provider `test`,
+/// model `scripted`, streaming), which records every request it is sent.
+pub type Scripted = ScriptedProvider;
 
-/// Replies from a script, in order; records every request. An exhausted script is a
+/// A model replying from `replies`, in order; an exhausted script is a
 /// `provider_invalid_response`.
-#[derive(Default)]
-pub struct Scripted {
-    script: Mutex<VecDeque<AssistantMessage>>,
-    seen: Mutex<Vec<Seen>>,
-    repeat_last: Option<AssistantMessage>,
+pub fn scripted(replies: Vec<AssistantMessage>) -> Arc<Scripted> {
+    Arc::new(named(ScriptedProvider::replying(replies)))
 }
 
-impl Scripted {
-    pub fn new(replies: Vec<AssistantMessage>) -> Arc<Self> {
-        Arc::new(Scripted {
-            script: Mutex::new(replies.into()),
-            ..Scripted::default()
-        })
-    }
-
-    /// A model that answers every request with `reply`.
-    pub fn always(reply: AssistantMessage) -> Arc<Self> {
-        Arc::new(Scripted {
-            repeat_last: Some(reply),
-            ..Scripted::default()
-        })
-    }
-
-    pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
+/// A model that answers every request with `reply`.
+pub fn always(reply: AssistantMessage) -> Arc<Scripted> {
+    Arc::new(named(ScriptedProvider::answering(move || {
+        Box::pin(std::future::ready(Ok(Response::of(reply.clone()))))
+    })))
 }
 
-impl Provider for Scripted {
-    fn model(&self) -> &str {
-        "scripted"
-    }
-
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn supports_streaming(&self) -> bool {
-        true
-    }
-
-    fn send_stream<'a>(
-        &'a self,
-        request: WireRequest<'a>,
-        _sink: &'a dyn DeltaSink,
-    ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        self.send(request)
-    }
-
-    fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        self.seen.lock().unwrap().push(Seen {
-            messages: request.messages.to_vec(),
-            tools: request.tools.iter().map(|t| t.name.clone()).collect(),
-            stream: request.stream,
-        });
-        let next = self.script.lock().unwrap().pop_front();
-        let reply = next.or_else(|| self.repeat_last.clone());
-        Box::pin(async move {
-            let message = reply.ok_or_else(|| LlmError::invalid_response("script exhausted"))?;
-            let finish = if message.tool_calls.is_empty() {
-                FinishReason::Stop
-            } else {
-                FinishReason::ToolCalls
-            };
-            Ok(Response::new(
-                message,
-                finish,
-                Usage::default(),
-                Value::Null,
-                None,
-            ))
-        })
-    }
+fn named(model: ScriptedProvider) -> ScriptedProvider {
+    model.named("test", "scripted").streaming(true)
 }
 
 /// An assistant message calling `(id, name, arguments)` tools.
@@ -120,10 +47,7 @@ pub fn calls(list: &[(&str, &str, Value)]) -> AssistantMessage {
 
 /// A final text answer.
 pub fn answer(text: &str) -> AssistantMessage {
-    AssistantMessage {
-        content: Some(text.into()),
-        tool_calls: Vec::new(),
-    }
+    AssistantMessage::from_text(text)
 }
 
 /// Tool results in a history, as `(tool_call_id, content)`.

@@ -23,7 +23,9 @@ use openarmature_testkit::ManualClock;
 use opentelemetry_sdk::trace::SpanData;
 
 use crate::support::single_node;
-use crate::support::{int, ok_response, span_capture, text, usage, Doc, DocUpdate, TestProvider};
+use crate::support::{
+    int, ok_response, span_capture, text, usage, Doc, DocUpdate, ScriptedProvider,
+};
 
 fn ok() -> Result<Response, LlmError> {
     Ok(ok_response(usage(Some(3), Some(1), Some(4))))
@@ -42,7 +44,7 @@ async fn the_logical_call_id_is_stable_across_both_retry_lanes() {
     // Node attempt 0: call #0 gets a 503 and is retried at call level (reply); call
     // #1 gets a 503 (no call-level retry), failing the node. Node attempt 1: both
     // calls are re-issued and answered. Five LLM spans, two logical calls.
-    let llm = Arc::new(TestProvider::scripted(vec![
+    let llm = Arc::new(ScriptedProvider::new(vec![
         down(),
         ok(),
         down(),
@@ -146,7 +148,7 @@ async fn breaker_transitions_are_span_events_on_the_calling_node_span() {
     .clock(Arc::new(clock.clone()));
     let endpoint = Arc::new(Endpoint::new(key).breaker(breaker));
     let llm = Arc::new(ResilientProvider::new(
-        TestProvider::scripted(vec![down(), ok()]),
+        ScriptedProvider::new(vec![down(), ok()]),
         endpoint,
     ));
     // The node degrades on a failed call (its span stays OK).

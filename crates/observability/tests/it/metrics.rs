@@ -17,7 +17,7 @@ use openarmature_prompt::prompt_context::{scope_prompt, PromptIdentity, TokenBud
 
 use crate::metrics_support::{dims, drive, of, Doc, DocUpdate, Point};
 use crate::support::single_node;
-use crate::support::{ok_response, usage, TestProvider};
+use crate::support::{ok_response, usage, ScriptedProvider};
 
 fn response(usage: Usage) -> Result<Response, LlmError> {
     Ok(ok_response(usage))
@@ -43,7 +43,7 @@ impl Default for Setup {
 
 /// One node making one LLM call against `script`; returns the exported points.
 async fn run(setup: Setup, script: Vec<Result<Response, LlmError>>) -> Vec<Point> {
-    let llm = Arc::new(TestProvider::scripted(script));
+    let llm = Arc::new(ScriptedProvider::new(script));
     let Setup {
         enable,
         llm_spans,

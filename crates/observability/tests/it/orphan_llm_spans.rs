@@ -27,7 +27,7 @@ use openarmature_pipeline::{Branch, FanOutNode, ParallelBranchesNode, SubgraphBr
 use opentelemetry_sdk::trace::SpanData;
 
 use crate::support::single_node;
-use crate::support::{ok_response, span_capture, text, TestProvider};
+use crate::support::{ok_response, span_capture, text, ScriptedProvider};
 
 state! {
     /// The invoked graph's state.
@@ -61,8 +61,8 @@ state! {
 }
 
 /// Answers every call with the same completion, after yielding once.
-fn always() -> TestProvider {
-    TestProvider::answering(|| {
+fn always() -> ScriptedProvider {
+    ScriptedProvider::answering(|| {
         Box::pin(async {
             tokio::task::yield_now().await;
             Ok(ok_response(Usage::default()))

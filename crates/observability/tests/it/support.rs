@@ -3,17 +3,13 @@
 //! test provider for the real `openarmature-llm` call loop.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
 use openarmature_graph::{state, NodeCtx, ObserverEvent};
-use openarmature_llm::{
-    AssistantMessage, Content, FinishReason, LlmError, Provider, Response, Usage, WireRequest,
-};
+use openarmature_llm::{AssistantMessage, Response, Usage};
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 
@@ -118,56 +114,9 @@ pub fn report_completed(
 
 /// A wire reply with text "ok", finish reason `stop` and `usage`.
 pub fn ok_response(usage: Usage) -> Response {
-    Response::new(
-        AssistantMessage {
-            content: Some(Content::Text("ok".into())),
-            tool_calls: Vec::new(),
-        },
-        FinishReason::Stop,
-        usage,
-        serde_json::json!({}),
-        None,
-    )
+    let mut response = Response::of(AssistantMessage::from_text("ok"));
+    response.usage = usage;
+    response
 }
 
-type Answer = Box<dyn Fn() -> BoxFuture<'static, Result<Response, LlmError>> + Send + Sync>;
-
-/// A provider (model `m`, provider `test`) whose wire attempts `answer` gives.
-pub struct TestProvider(Answer);
-
-impl TestProvider {
-    /// Answers from a script, one entry per wire attempt (panics when exhausted).
-    pub fn scripted(script: Vec<Result<Response, LlmError>>) -> Self {
-        let script = Mutex::new(VecDeque::from(script));
-        TestProvider(Box::new(move || {
-            let next = script
-                .lock()
-                .unwrap()
-                .pop_front()
-                .expect("script exhausted");
-            Box::pin(async move { next })
-        }))
-    }
-
-    /// Answers every attempt with what `answer` returns.
-    pub fn answering(
-        answer: impl Fn() -> BoxFuture<'static, Result<Response, LlmError>> + Send + Sync + 'static,
-    ) -> Self {
-        TestProvider(Box::new(answer))
-    }
-}
-
-impl Provider for TestProvider {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        (self.0)()
-    }
-}
+pub use openarmature_llm::testing::ScriptedProvider;

@@ -1,9 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use openarmature_core::vocab::llm::{
     LlmAttemptEvent, LlmAttemptOutcome, LlmRequestSummary, LlmResponseSummary, LlmUsage,
 };
@@ -17,10 +15,11 @@ use serde_json::{json, Map, Value};
 
 use super::*;
 use crate::error::StructuredOutputInvalid;
-use crate::message::{AssistantMessage, Content, Message};
-use crate::provider::{CompletionRequest, Provider, WireRequest};
+use crate::message::{AssistantMessage, Message};
+use crate::provider::{CompletionRequest, Provider};
 use crate::response::{FinishReason, Response, Usage};
 use crate::retry::LlmRetryConfig;
+use crate::testing::ScriptedProvider;
 use crate::LlmError;
 
 state! {
@@ -42,16 +41,9 @@ fn usage(input: u64, output: u64) -> Usage {
 }
 
 fn ok(input: u64, output: u64) -> Result<Response, LlmError> {
-    Ok(Response::new(
-        AssistantMessage {
-            content: Some(Content::Text("{}".into())),
-            tool_calls: Vec::new(),
-        },
-        FinishReason::Stop,
-        usage(input, output),
-        json!({}),
-        None,
-    ))
+    let mut response = Response::of(AssistantMessage::from_text("{}"));
+    response.usage = usage(input, output);
+    Ok(response)
 }
 
 fn invalid(input: u64, output: u64) -> Result<Response, LlmError> {
@@ -74,33 +66,8 @@ fn down() -> Result<Response, LlmError> {
 }
 
 /// Answers from a script, one entry per send.
-struct Scripted(Mutex<VecDeque<Result<Response, LlmError>>>);
-
-impl Scripted {
-    fn new(script: Vec<Result<Response, LlmError>>) -> Arc<Self> {
-        Arc::new(Scripted(Mutex::new(script.into())))
-    }
-}
-
-impl Provider for Scripted {
-    fn model(&self) -> &str {
-        "m"
-    }
-    fn provider_name(&self) -> &str {
-        "test"
-    }
-    fn ready(&self) -> BoxFuture<'_, Result<(), LlmError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(&'a self, _r: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        let next = self
-            .0
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("script exhausted");
-        Box::pin(async move { next })
-    }
+fn scripted(script: Vec<Result<Response, LlmError>>) -> Arc<ScriptedProvider> {
+    Arc::new(ScriptedProvider::new(script))
 }
 
 fn zero() -> RetryConfig {
@@ -114,7 +81,7 @@ fn reask_retry(n: u32) -> LlmRetryConfig {
 /// A graph whose node `ask` makes `calls` calls (each with `retry`), under an
 /// optional node-level retry.
 async fn run_graph(
-    provider: Arc<Scripted>,
+    provider: Arc<ScriptedProvider>,
     calls: usize,
     retry: Option<LlmRetryConfig>,
     node_retry: Option<u32>,
@@ -172,7 +139,7 @@ fn t(input: u64, output: u64) -> TokenCounts {
 
 #[tokio::test]
 async fn final_and_billed_for_the_issue_example() {
-    let p = Scripted::new(vec![invalid(500, 0), ok(500, 1200)]);
+    let p = scripted(vec![invalid(500, 0), ok(500, 1200)]);
     let (usage, id) = run_graph(p, 1, Some(reask_retry(2)), None).await;
     let inv = usage.invocation(&id).unwrap();
     assert_eq!(inv.calls.len(), 1);
@@ -192,7 +159,7 @@ async fn final_and_billed_for_the_issue_example() {
 
 #[tokio::test]
 async fn the_same_example_outside_a_graph() {
-    let p = Scripted::new(vec![invalid(500, 0), ok(500, 1200)]);
+    let p = scripted(vec![invalid(500, 0), ok(500, 1200)]);
     let usage = UsageAggregator::new();
     let request = CompletionRequest::new(vec![Message::user("hi")])
         .retry(reask_retry(2))
@@ -253,7 +220,7 @@ async fn call_ordinals_restart_with_every_attempt_of_a_node_execution() {
 async fn node_retries_map_onto_the_same_logical_calls_by_ordinal() {
     // Node attempt 0: call #0 succeeds (10/1), call #1 fails; node attempt 1: both
     // succeed. Two logical calls, each with one call id per node attempt.
-    let p = Scripted::new(vec![ok(10, 1), down(), ok(20, 2), ok(30, 3)]);
+    let p = scripted(vec![ok(10, 1), down(), ok(20, 2), ok(30, 3)]);
     let (usage, id) = run_graph(p, 2, None, Some(2)).await;
     let inv = usage.invocation(&id).unwrap();
     assert_eq!(inv.calls.len(), 2, "{inv:#?}");
@@ -284,7 +251,7 @@ async fn events_carry_the_logical_call_id_the_aggregator_reports() {
     // Node attempt 0: call #0 fails once and is retried at call level (succeeds),
     // call #1 fails (no call-level retry) and fails the node; node attempt 1: both
     // succeed. Every event carries its call's logical id, minted at the call site.
-    let p = Scripted::new(vec![down(), ok(1, 1), down(), ok(2, 2), ok(3, 3)]);
+    let p = scripted(vec![down(), ok(1, 1), down(), ok(2, 2), ok(3, 3)]);
     let usage = UsageAggregator::new();
     // (call id, logical call id, node attempt, call attempt) per attempt event.
     type Seen = Vec<(String, Option<String>, u32, u32)>;
@@ -360,7 +327,7 @@ async fn events_carry_the_logical_call_id_the_aggregator_reports() {
 
 #[tokio::test]
 async fn calls_outside_a_graph_report_their_own_logical_call() {
-    let p = Scripted::new(vec![down(), ok(1, 1)]);
+    let p = scripted(vec![down(), ok(1, 1)]);
     let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
     let sink = Arc::clone(&seen);
     let request = CompletionRequest::new(vec![Message::user("a")])
