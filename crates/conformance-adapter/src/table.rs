@@ -133,6 +133,13 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::METRIC_INVARIANT_NAMES,
     },
+    NamedChecks {
+        table: "obs::orphan_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::ORPHAN_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use super::spans::{attr, attr_str, Forest};
 use super::{typed, Run};
 
 use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
 
 /// Runs `each` over every orphan call.
 fn each(run: &Run<'_>, each: impl Fn(&Forest, &Call<'_>) -> Check) -> Check {
@@ -169,31 +170,58 @@ fn not_under_enclosing_dispatch(f: &Forest, c: &Call<'_>) -> Check {
     under_own_wrapper(f, c)
 }
 
+/// The orphan invariants (their values already required to be `true` by the caller).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    (
+        "orphan_llm_span_parents_under_inner_fan_out_instance",
+        |run| each(run, under_inner_instance),
+    ),
+    (
+        "orphan_llm_span_not_under_coincidentally_indexed_sibling",
+        |run| each(run, not_under_coinciding_sibling),
+    ),
+    (
+        "orphan_llm_span_not_under_fan_out_node_or_invocation",
+        |run| each(run, under_own_wrapper),
+    ),
+    (
+        "orphan_llm_span_not_under_dispatcher_node_or_invocation",
+        |run| each(run, under_own_wrapper),
+    ),
+    ("orphan_llm_span_not_under_node_or_invocation", |run| {
+        each(run, under_own_wrapper)
+    }),
+    ("orphan_llm_span_sibling_of_calling_node_span", |run| {
+        each(run, |_, c| sibling_of_caller(run, c))
+    }),
+    ("orphan_llm_span_sibling_of_guard_node_span", |run| {
+        each(run, |_, c| sibling_of_caller(run, c))
+    }),
+    (
+        "orphan_llm_span_parents_under_branch_dispatch_span",
+        |run| each(run, under_dispatch),
+    ),
+    (
+        "orphan_llm_span_routed_to_correct_branch_by_name",
+        routed_by_name,
+    ),
+    (
+        "orphan_llm_span_parents_under_innermost_fan_out_instance",
+        |run| each(run, under_innermost_instance),
+    ),
+    (
+        "orphan_llm_span_not_under_work_branch_dispatch_span",
+        |run| each(run, not_under_enclosing_dispatch),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The orphan invariant `name` (its value already required to be `true` by the
 /// caller), or `None` when it is not one of these.
 pub(super) fn check(name: &str, run: &Run<'_>) -> Option<Check> {
-    Some(match name {
-        "orphan_llm_span_parents_under_inner_fan_out_instance" => each(run, under_inner_instance),
-        "orphan_llm_span_not_under_coincidentally_indexed_sibling" => {
-            each(run, not_under_coinciding_sibling)
-        }
-        "orphan_llm_span_not_under_fan_out_node_or_invocation"
-        | "orphan_llm_span_not_under_dispatcher_node_or_invocation"
-        | "orphan_llm_span_not_under_node_or_invocation" => each(run, under_own_wrapper),
-        "orphan_llm_span_sibling_of_calling_node_span"
-        | "orphan_llm_span_sibling_of_guard_node_span" => {
-            each(run, |_, c| sibling_of_caller(run, c))
-        }
-        "orphan_llm_span_parents_under_branch_dispatch_span" => each(run, under_dispatch),
-        "orphan_llm_span_routed_to_correct_branch_by_name" => routed_by_name(run),
-        "orphan_llm_span_parents_under_innermost_fan_out_instance" => {
-            each(run, under_innermost_instance)
-        }
-        "orphan_llm_span_not_under_work_branch_dispatch_span" => {
-            each(run, not_under_enclosing_dispatch)
-        }
-        _ => return None,
-    })
+    lookup(TABLE, name).map(|verdict| verdict(run))
 }
 
 /// The orphan parents under a fan-out instance span, and that span is its own wrapper.
