@@ -134,6 +134,13 @@ const REGISTRY: &[NamedChecks] = &[
         names: crate::obs::METRIC_INVARIANT_NAMES,
     },
     NamedChecks {
+        table: "obs::lineage_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LINEAGE_INVARIANT_NAMES,
+    },
+    NamedChecks {
         table: "obs::orphan_invariants",
         capability: "observability",
         keys: &["invariants"],

@@ -31,6 +31,7 @@ use super::Run;
 
 use super::invariants::truthy;
 use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
 
 /// One boundary crossed on the way in: a fan-out instance or a parallel branch.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -414,33 +415,58 @@ fn disambiguated_by_dispatch(f: &Forest) -> Check {
     ensure(shared, || "no same-named node spans across branches".into())
 }
 
-/// The lineage invariant `name`, or `None` when it is not one of these.
+/// `v` is the count `got` (of `what`).
+fn count(v: &Value, got: usize, what: &str) -> Check {
+    ensure(v.as_u64() == u64::try_from(got).ok(), || {
+        format!("{got} {what}, expected {v}")
+    })
+}
+
+/// The lineage invariants, each with its value; those about a situation only accept
+/// `true`.
+const TABLE: &Table<fn(&Value, &Run<'_>) -> Check> = &[
+    ("llm_provider_span_count", |v, run| {
+        count(v, run.llm_spans().len(), "LLM spans")
+    }),
+    ("inner_node_span_count", |v, run| {
+        count(v, inner_node_spans(run.forest), "inner node spans")
+    }),
+    (
+        "unique_fan_out_indices_per_node_span_under",
+        |v, run| match v.as_str() {
+            Some(node) => unique_per_node_span(run.forest, node),
+            None => Err(format!("expected a node name, got {v}").into()),
+        },
+    ),
+    ("dispatch_spans_close_in_declaration_order", |v, run| {
+        close_in_order(run.forest, v)
+    }),
+    (
+        "no_inner_spans_dropped_under_concurrent_nesting",
+        |v, run| truthy(v).and(none_dropped(run)),
+    ),
+    (
+        "llm_span_parents_under_own_lineage_calling_node",
+        |v, run| truthy(v).and(exact_calling_node(run)),
+    ),
+    (
+        "same_named_inner_spans_disambiguated_by_dispatch_parent",
+        |v, run| truthy(v).and(disambiguated_by_dispatch(run.forest)),
+    ),
+    ("dispatch_spans_close_before_node_span", |v, run| {
+        truthy(v).and(close_before_node(run.forest))
+    }),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// The lineage invariant `name` (or an orphan one, its value required to be `true`),
+/// or `None` when it is not one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    let f = run.forest;
-    let count = |got: usize, what: &str| {
-        ensure(v.as_u64() == u64::try_from(got).ok(), || {
-            format!("{got} {what}, expected {v}")
-        })
-    };
-    let verdict = match name {
-        "llm_provider_span_count" => {
-            return Some(count(run.llm_spans().len(), "LLM spans"));
-        }
-        "inner_node_span_count" => {
-            return Some(count(inner_node_spans(f), "inner node spans"));
-        }
-        "unique_fan_out_indices_per_node_span_under" => {
-            return Some(match v.as_str() {
-                Some(node) => unique_per_node_span(f, node),
-                None => Err(format!("expected a node name, got {v}").into()),
-            });
-        }
-        "dispatch_spans_close_in_declaration_order" => return Some(close_in_order(f, v)),
-        "no_inner_spans_dropped_under_concurrent_nesting" => none_dropped(run),
-        "llm_span_parents_under_own_lineage_calling_node" => exact_calling_node(run),
-        "same_named_inner_spans_disambiguated_by_dispatch_parent" => disambiguated_by_dispatch(f),
-        "dispatch_spans_close_before_node_span" => close_before_node(f),
-        other => super::orphan_invariants::check(other, run)?,
-    };
+    if let Some(verdict) = lookup(TABLE, name) {
+        return Some(verdict(v, run));
+    }
+    let verdict = super::orphan_invariants::check(name, run)?;
     Some(truthy(v).and(verdict))
 }

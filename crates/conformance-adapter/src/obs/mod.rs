@@ -136,6 +136,7 @@ mod typed;
 mod usage_invariants;
 mod wrapper_llm;
 
+pub(crate) use lineage_invariants::TABLE_NAMES as LINEAGE_INVARIANT_NAMES;
 pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
 pub(crate) use orphan_invariants::TABLE_NAMES as ORPHAN_INVARIANT_NAMES;
 pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
