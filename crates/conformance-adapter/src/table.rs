@@ -147,6 +147,22 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::ORPHAN_INVARIANT_NAMES,
     },
+    NamedChecks {
+        table: "obs::attempts",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::ATTEMPT_INVARIANT_NAMES,
+    },
+    // The `<node>_node_attempt_indices_seen` / `<branch>_callable_branch_attempt_indices_seen`
+    // families are matched by suffix, not listed.
+    NamedChecks {
+        table: "obs::attempts::observer_event_invariants",
+        capability: "observability",
+        keys: &["observer_event_invariants"],
+        complete: false,
+        names: crate::obs::OBSERVER_EVENT_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ use serde_json::Value;
 use super::spans::{attr, attr_str};
 use super::Run;
 use crate::failure::{ensure, Check, Failure};
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -114,51 +115,76 @@ fn event_invariant(name: &str, v: &Value, run: &Run<'_>) -> Check {
         ensure(!got.is_empty(), || format!("no `{branch}` branch events"))?;
         return ensure(got == want_set(v)?, || format!("`{branch}` at {got:?}"));
     }
-    ensure(v == &Value::Bool(true), || {
-        format!("expected `true` as the invariant's value, got {v}")
-    })?;
+    truthy(v)?;
     let paired = with_enclosing_attempt(&events);
-    match name {
-        "callable_branch_events_report_current_attempt_index" => {
-            ensure(paired.iter().any(|(e, _)| e.attempt_index != 0), || {
-                "every callable-branch event reports attempt 0".into()
-            })?;
-            for (e, enclosing) in &paired {
-                ensure(Some(e.attempt_index) == *enclosing, || {
-                    format!(
-                        "`{}` {} reports attempt {} inside node attempt {enclosing:?}",
-                        e.node_name,
-                        e.phase.as_str(),
-                        e.attempt_index
-                    )
-                })?;
-            }
-            Ok(())
-        }
-        "callable_branch_started_and_completed_carry_attempt_index_one_on_retry" => {
-            let retry: Vec<&(&NodeEvent, Option<u32>)> =
-                paired.iter().filter(|(_, at)| *at == Some(1)).collect();
-            let branches: BTreeSet<&str> = retry.iter().map(|(e, _)| &*e.node_name).collect();
-            ensure(!branches.is_empty(), || {
-                "no callable-branch event in attempt 1".into()
-            })?;
-            for b in branches {
-                for phase in [Phase::Started, Phase::Completed] {
-                    ensure(
-                        retry.iter().any(|(e, _)| {
-                            &*e.node_name == b && e.phase == phase && e.attempt_index == 1
-                        }),
-                        || format!("no `{b}` {} event with attempt 1", phase.as_str()),
-                    )?;
-                }
-            }
-            Ok(())
-        }
-        other => Err(Failure::unsupported(format!(
-            "fixture_directive_unknown: observer event invariant `{other}` has no check"
+    match lookup(EVENT_TABLE, name) {
+        Some(verdict) => verdict(&paired),
+        None => Err(Failure::unsupported(format!(
+            "fixture_directive_unknown: observer event invariant `{name}` has no check"
         ))),
     }
 }
+
+/// Each callable-branch event with the attempt of the node attempt it ran in.
+type Paired<'r> = [(&'r NodeEvent, Option<u32>)];
+
+/// Every callable-branch event carries its enclosing node attempt's index, and some
+/// carry one other than 0.
+fn report_current_attempt(paired: &Paired<'_>) -> Check {
+    ensure(paired.iter().any(|(e, _)| e.attempt_index != 0), || {
+        "every callable-branch event reports attempt 0".into()
+    })?;
+    for (e, enclosing) in paired {
+        ensure(Some(e.attempt_index) == *enclosing, || {
+            format!(
+                "`{}` {} reports attempt {} inside node attempt {enclosing:?}",
+                e.node_name,
+                e.phase.as_str(),
+                e.attempt_index
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// On attempt 1, every callable branch has a `started` and a `completed` event with
+/// attempt index 1.
+fn attempt_one_on_retry(paired: &Paired<'_>) -> Check {
+    let retry: Vec<&(&NodeEvent, Option<u32>)> =
+        paired.iter().filter(|(_, at)| *at == Some(1)).collect();
+    let branches: BTreeSet<&str> = retry.iter().map(|(e, _)| &*e.node_name).collect();
+    ensure(!branches.is_empty(), || {
+        "no callable-branch event in attempt 1".into()
+    })?;
+    for b in branches {
+        for phase in [Phase::Started, Phase::Completed] {
+            ensure(
+                retry
+                    .iter()
+                    .any(|(e, _)| &*e.node_name == b && e.phase == phase && e.attempt_index == 1),
+                || format!("no `{b}` {} event with attempt 1", phase.as_str()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The fixed names of `expected.observer_event_invariants` (each value must be
+/// `true`); the `<node>_node_attempt_indices_seen` and
+/// `<branch>_callable_branch_attempt_indices_seen` families are matched by suffix.
+const EVENT_TABLE: &Table<fn(&Paired<'_>) -> Check> = &[
+    (
+        "callable_branch_events_report_current_attempt_index",
+        report_current_attempt,
+    ),
+    (
+        "callable_branch_started_and_completed_carry_attempt_index_one_on_retry",
+        attempt_one_on_retry,
+    ),
+];
+
+/// The names [`EVENT_TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const EVENT_TABLE_NAMES: fn() -> Vec<&'static str> = || names(EVENT_TABLE);
 
 /// `expected.observer_event_invariants`.
 pub(crate) fn check_expected(expected: &Y<'_>, run: &Run<'_>) -> Check {
@@ -241,38 +267,52 @@ fn dispatch_attempts_follow_events(run: &Run<'_>) -> Check {
     })
 }
 
+/// `v` is `true` (the only value these checks accept).
+fn truthy(v: &Value) -> Check {
+    ensure(v == &Value::Bool(true), || {
+        format!("expected `true` as the invariant's value, got {v}")
+    })
+}
+
+/// `v` parallel-branches node spans, siblings, one per attempt.
+fn sibling_node_spans_per_attempt(v: &Value, run: &Run<'_>) -> Check {
+    let nodes = pb_nodes(run);
+    let parents: BTreeSet<String> = nodes.iter().map(|n| n.parent_span_id.to_string()).collect();
+    let attempts: BTreeSet<Option<u64>> = nodes.iter().map(|n| attempt(n)).collect();
+    ensure(
+        v.as_u64() == u64::try_from(nodes.len()).ok()
+            && parents.len() == 1
+            && attempts.len() == nodes.len(),
+        || {
+            format!(
+                "{} parallel-branches node spans (attempts {attempts:?}, {} parents), expected {v} siblings",
+                nodes.len(),
+                parents.len()
+            )
+        },
+    )
+}
+
+/// The attempt invariants of the OTel `invariants:` block, each with its value.
+const TABLE: &Table<fn(&Value, &Run<'_>) -> Check> = &[
+    (
+        "sibling_parallel_branches_node_spans_per_attempt",
+        sibling_node_spans_per_attempt,
+    ),
+    (
+        "retry_callable_branch_dispatch_span_attempt_index_is_one",
+        |v, run| truthy(v).and_then(|()| retry_dispatch_attempt_is_one(run)),
+    ),
+    (
+        "callable_branch_attempt_index_sourced_from_node_event_not_zero",
+        |v, run| truthy(v).and_then(|()| dispatch_attempts_follow_events(run)),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The attempt invariant `name`, or `None` when it is not one of these.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    let truthy = || {
-        ensure(v == &Value::Bool(true), || {
-            format!("expected `true` as the invariant's value, got {v}")
-        })
-    };
-    Some(match name {
-        "sibling_parallel_branches_node_spans_per_attempt" => {
-            let nodes = pb_nodes(run);
-            let parents: BTreeSet<String> =
-                nodes.iter().map(|n| n.parent_span_id.to_string()).collect();
-            let attempts: BTreeSet<Option<u64>> = nodes.iter().map(|n| attempt(n)).collect();
-            ensure(
-                v.as_u64() == u64::try_from(nodes.len()).ok()
-                    && parents.len() == 1
-                    && attempts.len() == nodes.len(),
-                || {
-                    format!(
-                        "{} parallel-branches node spans (attempts {attempts:?}, {} parents), expected {v} siblings",
-                        nodes.len(),
-                        parents.len()
-                    )
-                },
-            )
-        }
-        "retry_callable_branch_dispatch_span_attempt_index_is_one" => {
-            truthy().and_then(|()| retry_dispatch_attempt_is_one(run))
-        }
-        "callable_branch_attempt_index_sourced_from_node_event_not_zero" => {
-            truthy().and_then(|()| dispatch_attempts_follow_events(run))
-        }
-        _ => return None,
-    })
+    lookup(TABLE, name).map(|verdict| verdict(v, run))
 }
