@@ -154,6 +154,13 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::ATTEMPT_INVARIANT_NAMES,
     },
+    NamedChecks {
+        table: "obs::meta::checks",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::META_INVARIANT_NAMES,
+    },
     // The `<node>_node_attempt_indices_seen` / `<branch>_callable_branch_attempt_indices_seen`
     // families are matched by suffix, not listed.
     NamedChecks {

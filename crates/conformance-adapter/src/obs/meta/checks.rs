@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::{Record, Site};
 use crate::failure::{mismatch, Check};
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 
 pub(crate) fn truthy(v: &Value) -> Check {
     match v {
@@ -83,73 +84,115 @@ fn pairs<'r>(records: &'r [Record]) -> Vec<(Augment<'r>, Capture<'r>)> {
     out
 }
 
+/// Every read holds the caller's baseline (`stable`: and some read is in a retried
+/// attempt).
+fn caller_baseline(records: &[Record], caller: &Map<String, Value>, stable: bool) -> Check {
+    let caps = nonempty(captures(records), "read")?;
+    if stable && !caps.iter().any(|c| c.1.attempt > 0) {
+        return mismatch("no read in a retried attempt");
+    }
+    match caps.iter().find(|c| !contains(c.2, caller)) {
+        Some(c) => mismatch(format!(
+            "read {:?} in `{}` lacks the baseline",
+            c.2, c.1.node
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A read after a write in the same node sees the write.
+fn read_after_write(records: &[Record]) -> Check {
+    let after: Vec<_> = pairs(records)
+        .into_iter()
+        .filter(|(a, c)| a.0 < c.0)
+        .collect();
+    match nonempty(after, "write-then-read in one node")?
+        .iter()
+        .find(|(a, c)| !contains(c.2, a.2))
+    {
+        Some((a, c)) => mismatch(format!("read {:?} misses the earlier write {:?}", c.2, a.2)),
+        None => Ok(()),
+    }
+}
+
+/// A read before a write in the same node does not see it.
+fn read_before_write(records: &[Record], caller: &Map<String, Value>) -> Check {
+    let before: Vec<_> = pairs(records)
+        .into_iter()
+        .filter(|(a, c)| c.0 < a.0)
+        .collect();
+    for (a, c) in nonempty(before, "read-then-write in one node")? {
+        if let Some(k) = a.2.keys().find(|k| c.2.get(*k) != caller.get(*k)) {
+            return mismatch(format!("the earlier read sees the later write of `{k}`"));
+        }
+    }
+    Ok(())
+}
+
+/// A check of these fixtures: the invariant's value, the run, its directive records.
+type Named = fn(&Value, &Run<'_>, &[Record]) -> Check;
+
+/// The named invariants of these fixtures (each value must be `true`).
+const TABLE: &Table<Named> = &[
+    ("read_returns_caller_baseline", |v, run, records| {
+        truthy(v).and_then(|()| caller_baseline(records, &run.caller_metadata(), false))
+    }),
+    (
+        "caller_baseline_stable_across_attempts",
+        |v, run, records| {
+            truthy(v).and_then(|()| caller_baseline(records, &run.caller_metadata(), true))
+        },
+    ),
+    ("read_returns_in_node_write", |v, _, records| {
+        truthy(v).and_then(|()| read_after_write(records))
+    }),
+    ("capture_after_augment_sees_write", |v, _, records| {
+        truthy(v).and_then(|()| read_after_write(records))
+    }),
+    ("capture_before_augment_misses_write", |v, run, records| {
+        truthy(v).and_then(|()| read_before_write(records, &run.caller_metadata()))
+    }),
+    ("read_returns_immutable_mapping", |v, run, records| {
+        truthy(v).and_then(|()| immutable_reads(records, run))
+    }),
+    (
+        "per_instance_reads_isolated_from_siblings",
+        |v, _, records| truthy(v).and_then(|()| instance_isolation(records)),
+    ),
+    (
+        "outermost_read_sees_pre_fan_out_baseline_only",
+        |v, run, records| {
+            truthy(v).and_then(|()| outermost_after_join(records, &run.caller_metadata()))
+        },
+    ),
+    (
+        "no_global_aggregator_layered_across_join",
+        |v, run, records| {
+            truthy(v).and_then(|()| outermost_after_join(records, &run.caller_metadata()))
+        },
+    ),
+    (
+        "prior_failed_attempt_writes_discarded",
+        |v, run, records| {
+            truthy(v).and_then(|()| failed_attempts_discarded(records, &run.caller_metadata()))
+        },
+    ),
+    (
+        "successful_attempt_writes_visible_downstream",
+        |v, _, records| truthy(v).and_then(|()| visible_downstream(records)),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The named invariants of these fixtures; `None` for other names.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
     let records = run.meta.records();
-    let caller = run.caller_metadata();
-    let result = match name {
-        "read_returns_caller_baseline" | "caller_baseline_stable_across_attempts" => truthy(v)
-            .and_then(|()| {
-                let caps = nonempty(captures(&records), "read")?;
-                if name == "caller_baseline_stable_across_attempts"
-                    && !caps.iter().any(|c| c.1.attempt > 0)
-                {
-                    return mismatch("no read in a retried attempt");
-                }
-                match caps.iter().find(|c| !contains(c.2, &caller)) {
-                    Some(c) => mismatch(format!(
-                        "read {:?} in `{}` lacks the baseline",
-                        c.2, c.1.node
-                    )),
-                    None => Ok(()),
-                }
-            }),
-        "read_returns_in_node_write" | "capture_after_augment_sees_write" => {
-            truthy(v).and_then(|()| {
-                let after: Vec<_> = pairs(&records)
-                    .into_iter()
-                    .filter(|(a, c)| a.0 < c.0)
-                    .collect();
-                match nonempty(after, "write-then-read in one node")?
-                    .iter()
-                    .find(|(a, c)| !contains(c.2, a.2))
-                {
-                    Some((a, c)) => {
-                        mismatch(format!("read {:?} misses the earlier write {:?}", c.2, a.2))
-                    }
-                    None => Ok(()),
-                }
-            })
-        }
-        "capture_before_augment_misses_write" => truthy(v).and_then(|()| {
-            let before: Vec<_> = pairs(&records)
-                .into_iter()
-                .filter(|(a, c)| c.0 < a.0)
-                .collect();
-            for (a, c) in nonempty(before, "read-then-write in one node")? {
-                if let Some(k) = a.2.keys().find(|k| c.2.get(*k) != caller.get(*k)) {
-                    return mismatch(format!("the earlier read sees the later write of `{k}`"));
-                }
-            }
-            Ok(())
-        }),
-        "read_returns_immutable_mapping" => truthy(v).and_then(|()| immutable_reads(&records, run)),
-        "per_instance_reads_isolated_from_siblings" => {
-            truthy(v).and_then(|()| instance_isolation(&records))
-        }
-        "outermost_read_sees_pre_fan_out_baseline_only"
-        | "no_global_aggregator_layered_across_join" => {
-            truthy(v).and_then(|()| outermost_after_join(&records, &caller))
-        }
-        "prior_failed_attempt_writes_discarded" => {
-            truthy(v).and_then(|()| failed_attempts_discarded(&records, &caller))
-        }
-        "successful_attempt_writes_visible_downstream" => {
-            truthy(v).and_then(|()| visible_downstream(&records))
-        }
-        _ => return super::query_checks::check(name, v, run, &records),
-    };
-    Some(result)
+    match lookup(TABLE, name) {
+        Some(verdict) => Some(verdict(v, run, &records)),
+        None => super::query_checks::check(name, v, run, &records),
+    }
 }
 
 /// Every top-level read equals the value its field holds in the final state: the
