@@ -13,109 +13,183 @@ use crate::matchers::json_eq;
 use crate::obs::spans::attr;
 use crate::obs::typed::usage_json;
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 
-/// Checks `name`, or `None` when it is not an LLM-span invariant.
-#[allow(clippy::too_many_lines)]
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
-    let cache_read = a::LLM_CACHE_READ_INPUT_TOKENS;
-    let cache_creation = a::LLM_CACHE_CREATION_INPUT_TOKENS;
-    Some(match name {
-        // 026
-        "caller_metadata_cross_cutting" => caller_metadata_everywhere(run),
-        // 040–042: cache attributes against the response's usage record.
-        "cache_read_attribute_equals_usage_field" => one_span(run).and_then(|s| {
-            let usage = one_usage(run)?;
-            let want = field(&usage, "cached_tokens");
-            let got = cache_attr(s, cache_read).unwrap_or(Value::Null);
-            ensure(!want.is_null() && json_eq(&got, want), || {
-                format!("cache_read attribute {got}, usage.cached_tokens {want}")
-            })
-        }),
-        "cache_creation_attribute_absent_for_openai_compatible" => one_span(run).and_then(|s| {
-            let usage = one_usage(run)?;
-            ensure(
-                cache_attr(s, cache_creation).is_none()
-                    && field(&usage, "cache_creation_tokens").is_null(),
-                || "cache_creation is populated".into(),
-            )
-        }),
-        "cache_attribute_absent_when_field_unpopulated" | "absent_distinct_from_zero" => {
+const CACHE_READ: &str = a::LLM_CACHE_READ_INPUT_TOKENS;
+const CACHE_CREATION: &str = a::LLM_CACHE_CREATION_INPUT_TOKENS;
+
+/// The LLM-span invariants (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    // 026
+    ("caller_metadata_cross_cutting", caller_metadata_everywhere),
+    // 040–042: cache attributes against the response's usage record.
+    (
+        "cache_read_attribute_equals_usage_field",
+        cache_read_equals_usage,
+    ),
+    (
+        "cache_creation_attribute_absent_for_openai_compatible",
+        |run| {
             one_span(run).and_then(|s| {
                 let usage = one_usage(run)?;
                 ensure(
-                    field(&usage, "cached_tokens").is_null()
-                        && cache_attr(s, cache_read).is_none()
-                        && cache_attr(s, cache_creation).is_none(),
-                    || format!("usage {usage}; cache_read {:?}", cache_attr(s, cache_read)),
+                    cache_attr(s, CACHE_CREATION).is_none()
+                        && field(&usage, "cache_creation_tokens").is_null(),
+                    || "cache_creation is populated".into(),
                 )
             })
-        }
-        "cache_read_attribute_emits_zero_when_reported" | "reported_zero_distinct_from_absent" => {
-            one_span(run).and_then(|s| {
-                let usage = one_usage(run)?;
-                let got = cache_attr(s, cache_read);
-                ensure(
-                    field(&usage, "cached_tokens") == &Value::from(0)
-                        && got.as_ref().is_some_and(|g| json_eq(g, &Value::from(0))),
-                    || format!("usage {usage}; cache_read {got:?}"),
-                )
-            })
-        }
-        // 057
-        "exactly_one_llm_span_when_retry_absent" => one_span(run).map(|_| ()),
-        "attempt_index_defaults_to_zero" => one_span(run).and_then(|s| {
+        },
+    ),
+    (
+        "cache_attribute_absent_when_field_unpopulated",
+        cache_absent_when_unpopulated,
+    ),
+    ("absent_distinct_from_zero", cache_absent_when_unpopulated),
+    (
+        "cache_read_attribute_emits_zero_when_reported",
+        cache_read_zero_when_reported,
+    ),
+    (
+        "reported_zero_distinct_from_absent",
+        cache_read_zero_when_reported,
+    ),
+    // 057
+    ("exactly_one_llm_span_when_retry_absent", |run| {
+        one_span(run).map(|_| ())
+    }),
+    ("attempt_index_defaults_to_zero", |run| {
+        one_span(run).and_then(|s| {
             let got = attr(s, a::LLM_ATTEMPT_INDEX);
             ensure(got == Some(Value::from(0)), || {
                 format!("attempt_index {got:?}")
             })
-        }),
-        "baseline_attributes_still_emit_alongside_attempt_index" => one_span(run).and_then(|s| {
-            [
-                a::LLM_MODEL,
-                a::LLM_FINISH_REASON,
-                a::LLM_USAGE_PROMPT_TOKENS,
-                a::LLM_USAGE_COMPLETION_TOKENS,
-                a::LLM_USAGE_TOTAL_TOKENS,
-                a::LLM_ATTEMPT_INDEX,
-            ]
-            .iter()
-            .try_for_each(|k| ensure(attr(s, k).is_some(), || format!("`{k}` is missing")))
-        }),
-        // 085–087: §5.5.10 tool-call identity projections.
-        "tool_call_names_and_ids_index_aligned"
-        | "tool_call_arrays_in_request_order"
-        | "count_equals_names_length"
-        | "identity_projections_survive_payload_off"
-        | "identity_projections_present_regardless_of_flag" => tool_call_identity(run),
-        "tool_call_attributes_omitted_when_none_requested" => one_span(run).and_then(|s| {
-            ensure(tool_calls_of(run)?.is_empty(), || {
-                "the reply requested tools".into()
-            })?;
-            [
-                a::LLM_OUTPUT_TOOL_CALLS_COUNT,
-                a::LLM_OUTPUT_TOOL_CALLS_NAMES,
-                a::LLM_OUTPUT_TOOL_CALLS_IDS,
-            ]
-            .iter()
-            .try_for_each(|k| ensure(attr(s, k).is_none(), || format!("`{k}` is present")))
-        }),
-        "gated_output_tool_calls_suppressed_when_payload_off" => one_span(run).and_then(|s| {
-            ensure(attr(s, a::LLM_OUTPUT_TOOL_CALLS).is_none(), || {
-                "the gated output.tool_calls is present".into()
+        })
+    }),
+    (
+        "baseline_attributes_still_emit_alongside_attempt_index",
+        baseline_attributes,
+    ),
+    // 085–087: §5.5.10 tool-call identity projections.
+    ("tool_call_names_and_ids_index_aligned", tool_call_identity),
+    ("tool_call_arrays_in_request_order", tool_call_identity),
+    ("count_equals_names_length", tool_call_identity),
+    (
+        "identity_projections_survive_payload_off",
+        tool_call_identity,
+    ),
+    (
+        "identity_projections_present_regardless_of_flag",
+        tool_call_identity,
+    ),
+    (
+        "tool_call_attributes_omitted_when_none_requested",
+        tool_call_attributes_omitted,
+    ),
+    (
+        "gated_output_tool_calls_suppressed_when_payload_off",
+        |run| {
+            one_span(run).and_then(|s| {
+                ensure(attr(s, a::LLM_OUTPUT_TOOL_CALLS).is_none(), || {
+                    "the gated output.tool_calls is present".into()
+                })
             })
-        }),
-        // 124: the error span keeps the response side (proposal 0082).
-        "error_span_carries_output_usage_finish_reason" => error_span(run, true, true),
-        "error_status_and_exception_event_unchanged"
-        | "finish_reason_usage_and_error_status_unchanged_under_payload_disabled" => {
-            error_span(run, false, true)
-        }
-        "output_content_redacted_under_payload_disabled" => one_span(run).and_then(|s| {
+        },
+    ),
+    // 124: the error span keeps the response side (proposal 0082).
+    ("error_span_carries_output_usage_finish_reason", |run| {
+        error_span(run, true, true)
+    }),
+    ("error_status_and_exception_event_unchanged", |run| {
+        error_span(run, false, true)
+    }),
+    (
+        "finish_reason_usage_and_error_status_unchanged_under_payload_disabled",
+        |run| error_span(run, false, true),
+    ),
+    ("output_content_redacted_under_payload_disabled", |run| {
+        one_span(run).and_then(|s| {
             ensure(attr(s, a::LLM_OUTPUT_CONTENT).is_none(), || {
                 "output.content is present with payload off".into()
             })
-        }),
-        _ => return None,
+        })
+    }),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// Checks `name`, or `None` when it is not an LLM-span invariant.
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
+    lookup(TABLE, name).map(|verdict| verdict(run))
+}
+
+/// 040: the cache-read attribute equals the usage's `cached_tokens`.
+fn cache_read_equals_usage(run: &Run<'_>) -> Check {
+    one_span(run).and_then(|s| {
+        let usage = one_usage(run)?;
+        let want = field(&usage, "cached_tokens");
+        let got = cache_attr(s, CACHE_READ).unwrap_or(Value::Null);
+        ensure(!want.is_null() && json_eq(&got, want), || {
+            format!("cache_read attribute {got}, usage.cached_tokens {want}")
+        })
+    })
+}
+
+/// 040–042: no cache attribute when the usage reports no cached tokens.
+fn cache_absent_when_unpopulated(run: &Run<'_>) -> Check {
+    one_span(run).and_then(|s| {
+        let usage = one_usage(run)?;
+        ensure(
+            field(&usage, "cached_tokens").is_null()
+                && cache_attr(s, CACHE_READ).is_none()
+                && cache_attr(s, CACHE_CREATION).is_none(),
+            || format!("usage {usage}; cache_read {:?}", cache_attr(s, CACHE_READ)),
+        )
+    })
+}
+
+/// 040–042: a reported zero is emitted as zero.
+fn cache_read_zero_when_reported(run: &Run<'_>) -> Check {
+    one_span(run).and_then(|s| {
+        let usage = one_usage(run)?;
+        let got = cache_attr(s, CACHE_READ);
+        ensure(
+            field(&usage, "cached_tokens") == &Value::from(0)
+                && got.as_ref().is_some_and(|g| json_eq(g, &Value::from(0))),
+            || format!("usage {usage}; cache_read {got:?}"),
+        )
+    })
+}
+
+/// 057: the baseline LLM attributes are on the span with the attempt index.
+fn baseline_attributes(run: &Run<'_>) -> Check {
+    one_span(run).and_then(|s| {
+        [
+            a::LLM_MODEL,
+            a::LLM_FINISH_REASON,
+            a::LLM_USAGE_PROMPT_TOKENS,
+            a::LLM_USAGE_COMPLETION_TOKENS,
+            a::LLM_USAGE_TOTAL_TOKENS,
+            a::LLM_ATTEMPT_INDEX,
+        ]
+        .iter()
+        .try_for_each(|k| ensure(attr(s, k).is_some(), || format!("`{k}` is missing")))
+    })
+}
+
+/// 085–087: no tool-call projection when the reply requested no tools.
+fn tool_call_attributes_omitted(run: &Run<'_>) -> Check {
+    one_span(run).and_then(|s| {
+        ensure(tool_calls_of(run)?.is_empty(), || {
+            "the reply requested tools".into()
+        })?;
+        [
+            a::LLM_OUTPUT_TOOL_CALLS_COUNT,
+            a::LLM_OUTPUT_TOOL_CALLS_NAMES,
+            a::LLM_OUTPUT_TOOL_CALLS_IDS,
+        ]
+        .iter()
+        .try_for_each(|k| ensure(attr(s, k).is_none(), || format!("`{k}` is present")))
     })
 }
 
