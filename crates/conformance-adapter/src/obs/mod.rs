@@ -139,7 +139,9 @@ mod wrapper_llm;
 pub(crate) use attempts::EVENT_TABLE_NAMES as OBSERVER_EVENT_INVARIANT_NAMES;
 pub(crate) use attempts::TABLE_NAMES as ATTEMPT_INVARIANT_NAMES;
 pub(crate) use lineage_invariants::TABLE_NAMES as LINEAGE_INVARIANT_NAMES;
-pub(crate) use llm_invariants::SPAN_NAMES as LLM_SPAN_INVARIANT_NAMES;
+pub(crate) use llm_invariants::{
+    EVENT_NAMES as LLM_EVENT_INVARIANT_NAMES, SPAN_NAMES as LLM_SPAN_INVARIANT_NAMES,
+};
 pub(crate) use meta::checks::TABLE_NAMES as META_INVARIANT_NAMES;
 pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
 pub(crate) use orphan_invariants::TABLE_NAMES as ORPHAN_INVARIANT_NAMES;

@@ -12,49 +12,27 @@ use crate::failure::{mismatch, Check};
 use crate::matchers::json_eq;
 use crate::obs::typed::usage_json;
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 
-/// Checks `name`, or `None` when it is not a typed-event invariant.
-#[allow(clippy::too_many_lines)]
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
-    Some(match name {
-        // 050 / 051
-        "exactly_one_llm_completion_event_observed" => {
-            exactly(&completions(run), 1, "LlmCompletionEvent")
-        }
-        "event_typed_fields_match_provider_response" => fields_match_response(run),
-        "identity_scoping_fields_populated" => identity_populated(run),
-        "type_discrimination_filter_works"
-        | "type_filtered_count_independent_of_sentinel_emission" => {
-            let total = completions(run).len();
-            let filtered: Vec<_> = run
-                .collectors
-                .iter()
-                .filter(|c| c.filter().is_some())
-                .collect();
-            if filtered.is_empty() {
-                mismatch("no type-filtered observer")
-            } else {
-                filtered.iter().try_for_each(|c| {
-                    let recs = c.records();
-                    let t = c.filter().unwrap_or_default();
-                    ensure(
-                        !recs.is_empty()
-                            && recs.len() == of_type(&recs, t).len()
-                            && (t != "LlmCompletionEvent" || recs.len() == total),
-                        || {
-                            format!(
-                                "`{}` holds {} events for {total} completions",
-                                c.name,
-                                recs.len()
-                            )
-                        },
-                    )
-                })
-            }
-        }
-        // 052
-        "opt_in_disabled_yields_null_caller_metadata" => run
-            .collectors
+/// The typed-event invariants (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    // 050 / 051
+    ("exactly_one_llm_completion_event_observed", |run| {
+        exactly(&completions(run), 1, "LlmCompletionEvent")
+    }),
+    (
+        "event_typed_fields_match_provider_response",
+        fields_match_response,
+    ),
+    ("identity_scoping_fields_populated", identity_populated),
+    ("type_discrimination_filter_works", type_filtered),
+    (
+        "type_filtered_count_independent_of_sentinel_emission",
+        type_filtered,
+    ),
+    // 052
+    ("opt_in_disabled_yields_null_caller_metadata", |run| {
+        run.collectors
             .iter()
             .filter(|c| !c.includes_caller_metadata())
             .flat_map(|c| c.records())
@@ -63,56 +41,123 @@ pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
                 ensure(field(&r, "caller_invocation_metadata").is_null(), || {
                     "caller metadata populated without the opt-in".into()
                 })
-            }),
-        "opt_in_enabled_yields_snapshot_caller_metadata" | "snapshot_is_immutable_mapping" => {
-            // The snapshot is the engine's shared `Arc<Map>` of the invocation's
-            // metadata: immutable by type (no mutating API), so equality is the check.
-            let want = Value::Object(run.caller_metadata());
-            let recs: Vec<Value> = run
-                .collectors
-                .iter()
-                .filter(|c| c.includes_caller_metadata())
-                .flat_map(|c| c.records())
-                .filter(|r| field(r, "event_type") == "LlmCompletionEvent")
-                .collect();
-            ensure(!recs.is_empty(), || "no opted-in completion event".into()).and_then(|()| {
-                recs.iter().try_for_each(|r| {
-                    ensure(
-                        json_eq(field(r, "caller_invocation_metadata"), &want),
-                        || {
-                            format!(
-                                "snapshot {} is not {want}",
-                                field(r, "caller_invocation_metadata")
-                            )
-                        },
-                    )
-                })
             })
-        }
-        // 053
-        "no_typed_event_on_failure" => exactly(&completions(run), 0, "LlmCompletionEvent")
-            .and_then(|()| ensure(failed_calls(run) > 0, || "no call failed".into())),
-        "failure_surfaces_via_exception_path" => raised(run).map(|_| ()),
-        // 054 / 055
-        "per_instance_fan_out_index_populated" => completions(run).iter().try_for_each(|e| {
+    }),
+    (
+        "opt_in_enabled_yields_snapshot_caller_metadata",
+        caller_metadata_snapshot,
+    ),
+    ("snapshot_is_immutable_mapping", caller_metadata_snapshot),
+    // 053
+    ("no_typed_event_on_failure", |run| {
+        exactly(&completions(run), 0, "LlmCompletionEvent")
+            .and_then(|()| ensure(failed_calls(run) > 0, || "no call failed".into()))
+    }),
+    ("failure_surfaces_via_exception_path", |run| {
+        raised(run).map(|_| ())
+    }),
+    // 054 / 055
+    ("per_instance_fan_out_index_populated", |run| {
+        completions(run).iter().try_for_each(|e| {
             ensure(field(e, "fan_out_index").is_u64(), || {
                 format!("fan_out_index in {e}")
             })
-        }),
-        "sibling_instances_have_distinct_fan_out_index" => distinct(run, "fan_out_index"),
-        "branch_name_null_outside_parallel_branches" => all_null(run, "branch_name"),
-        "per_branch_branch_name_populated" => completions(run).iter().try_for_each(|e| {
+        })
+    }),
+    ("sibling_instances_have_distinct_fan_out_index", |run| {
+        distinct(run, "fan_out_index")
+    }),
+    ("branch_name_null_outside_parallel_branches", |run| {
+        all_null(run, "branch_name")
+    }),
+    ("per_branch_branch_name_populated", |run| {
+        completions(run).iter().try_for_each(|e| {
             ensure(field(e, "branch_name").is_string(), || {
                 format!("branch_name in {e}")
             })
-        }),
-        "sibling_branches_have_distinct_branch_name" => distinct(run, "branch_name"),
-        "fan_out_index_null_outside_fan_out" => all_null(run, "fan_out_index"),
-        // 056
-        "typed_event_arrives_within_calling_node_span" => arrives_within_node(run, "within"),
-        "typed_event_arrives_after_node_started" => arrives_within_node(run, "after"),
-        "typed_event_arrives_before_node_completed" => arrives_within_node(run, "before"),
-        _ => return None,
+        })
+    }),
+    ("sibling_branches_have_distinct_branch_name", |run| {
+        distinct(run, "branch_name")
+    }),
+    ("fan_out_index_null_outside_fan_out", |run| {
+        all_null(run, "fan_out_index")
+    }),
+    // 056
+    ("typed_event_arrives_within_calling_node_span", |run| {
+        arrives_within_node(run, "within")
+    }),
+    ("typed_event_arrives_after_node_started", |run| {
+        arrives_within_node(run, "after")
+    }),
+    ("typed_event_arrives_before_node_completed", |run| {
+        arrives_within_node(run, "before")
+    }),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// Checks `name`, or `None` when it is not a typed-event invariant.
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
+    lookup(TABLE, name).map(|verdict| verdict(run))
+}
+
+/// 050 / 051: every type-filtered observer holds only its type (all the completions, for
+/// `LlmCompletionEvent`).
+fn type_filtered(run: &Run<'_>) -> Check {
+    let total = completions(run).len();
+    let filtered: Vec<_> = run
+        .collectors
+        .iter()
+        .filter(|c| c.filter().is_some())
+        .collect();
+    if filtered.is_empty() {
+        mismatch("no type-filtered observer")
+    } else {
+        filtered.iter().try_for_each(|c| {
+            let recs = c.records();
+            let t = c.filter().unwrap_or_default();
+            ensure(
+                !recs.is_empty()
+                    && recs.len() == of_type(&recs, t).len()
+                    && (t != "LlmCompletionEvent" || recs.len() == total),
+                || {
+                    format!(
+                        "`{}` holds {} events for {total} completions",
+                        c.name,
+                        recs.len()
+                    )
+                },
+            )
+        })
+    }
+}
+
+/// 052: the opted-in completion events carry the invocation's caller metadata.
+fn caller_metadata_snapshot(run: &Run<'_>) -> Check {
+    // The snapshot is the engine's shared `Arc<Map>` of the invocation's
+    // metadata: immutable by type (no mutating API), so equality is the check.
+    let want = Value::Object(run.caller_metadata());
+    let recs: Vec<Value> = run
+        .collectors
+        .iter()
+        .filter(|c| c.includes_caller_metadata())
+        .flat_map(|c| c.records())
+        .filter(|r| field(r, "event_type") == "LlmCompletionEvent")
+        .collect();
+    ensure(!recs.is_empty(), || "no opted-in completion event".into()).and_then(|()| {
+        recs.iter().try_for_each(|r| {
+            ensure(
+                json_eq(field(r, "caller_invocation_metadata"), &want),
+                || {
+                    format!(
+                        "snapshot {} is not {want}",
+                        field(r, "caller_invocation_metadata")
+                    )
+                },
+            )
+        })
     })
 }
 
