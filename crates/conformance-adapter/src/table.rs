@@ -175,6 +175,13 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::LLM_EVENT_INVARIANT_NAMES,
     },
+    NamedChecks {
+        table: "obs::llm_invariants::call_checks",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LLM_CALL_INVARIANT_NAMES,
+    },
     // The `<node>_node_attempt_indices_seen` / `<branch>_callable_branch_attempt_indices_seen`
     // families are matched by suffix, not listed.
     NamedChecks {

@@ -16,6 +16,7 @@ mod event_checks;
 mod span_checks;
 mod stream_checks;
 
+pub(crate) use call_checks::TABLE_NAMES as CALL_NAMES;
 pub(crate) use event_checks::TABLE_NAMES as EVENT_NAMES;
 pub(crate) use span_checks::TABLE_NAMES as SPAN_NAMES;
 
