@@ -182,6 +182,13 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::LLM_CALL_INVARIANT_NAMES,
     },
+    NamedChecks {
+        table: "obs::llm_invariants::stream_checks",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LLM_STREAM_INVARIANT_NAMES,
+    },
     // The `<node>_node_attempt_indices_seen` / `<branch>_callable_branch_attempt_indices_seen`
     // families are matched by suffix, not listed.
     NamedChecks {

@@ -19,6 +19,7 @@ mod stream_checks;
 pub(crate) use call_checks::TABLE_NAMES as CALL_NAMES;
 pub(crate) use event_checks::TABLE_NAMES as EVENT_NAMES;
 pub(crate) use span_checks::TABLE_NAMES as SPAN_NAMES;
+pub(crate) use stream_checks::TABLE_NAMES as STREAM_NAMES;
 
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;

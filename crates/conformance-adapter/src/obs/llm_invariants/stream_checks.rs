@@ -14,6 +14,7 @@ use super::super::Run;
 use super::{completions, ensure, exactly, failures, field, raised, records};
 
 use crate::failure::{mismatch, Check};
+use crate::table::{lookup, names, Table};
 
 /// The token events, in delivery order.
 fn tokens(run: &Run<'_>) -> Vec<Value> {
@@ -334,86 +335,168 @@ fn span_output_assembled(run: &Run<'_>) -> Check {
     )
 }
 
-/// Checks `name`, or `None` when it is not a streaming invariant.
-pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
-    let verdict = match name {
-        "n_content_chunks_emit_n_token_events" | "only_content_kind_token_events_emitted" => {
-            only_content_tokens(run)
-        }
-        "chunk_index_monotonic_from_zero" | "chunk_index_restarts_at_zero_per_call" => {
-            chunk_indices_from_zero(run)
-        }
-        "ordered_reasoning_then_content_chunk_indices" => {
-            chunk_indices_from_zero(run).and_then(|()| reasoning_first(run))
-        }
-        "ordered_deltas_concatenate_to_assembled_content"
-        | "content_assembles_into_message_content" => content_concatenates(run),
-        "all_token_event_call_ids_match_terminal_completion_event"
-        | "token_event_call_id_matches_terminal_completion_event" => tokens_link_to_terminal(run),
-        "exactly_one_terminal_llm_completion_event"
-        | "exactly_one_llm_completion_event"
-        | "no_per_attempt_typed_event_for_caught_transient" => {
-            exactly(&completions(run), 1, "LlmCompletionEvent")
-                .and_then(|()| exactly(&failures(run), 0, "LlmFailedEvent"))
-        }
-        "zero_token_events_on_non_streamed_call"
-        | "atomic_path_unchanged_by_streaming_capability" => {
-            exactly(&tokens(run), 0, "LlmTokenEvent")
-                .and_then(|()| exactly(&completions(run), 1, "LlmCompletionEvent"))
-        }
-        "tool_call_argument_deltas_emit_no_token_events" | "no_tool_call_kind_token_events" => {
-            no_argument_fragment_tokens(run)
-        }
-        "terminal_output_tool_calls_reassembled_complete_and_parsed"
-        | "reassembled_tool_calls_identical_to_non_streamed" => reassembled_tool_calls(run),
-        "partial_token_events_fire_before_failure" => partial_then_failure(run),
-        "exactly_one_terminal_llm_failed_event" => exactly(&failures(run), 1, "LlmFailedEvent"),
-        "zero_llm_completion_events_on_failed_stream" => {
-            exactly(&completions(run), 0, "LlmCompletionEvent")
-        }
-        "no_llm_token_failed_event_variant_exists" => exactly(
+/// One terminal completion event, no failure event.
+fn one_completion_no_failure(run: &Run<'_>) -> Check {
+    exactly(&completions(run), 1, "LlmCompletionEvent")
+        .and_then(|()| exactly(&failures(run), 0, "LlmFailedEvent"))
+}
+
+/// No token event, one completion event.
+fn no_tokens_one_completion(run: &Run<'_>) -> Check {
+    exactly(&tokens(run), 0, "LlmTokenEvent")
+        .and_then(|()| exactly(&completions(run), 1, "LlmCompletionEvent"))
+}
+
+/// The streaming invariants (each value must be `true`).
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[
+    ("n_content_chunks_emit_n_token_events", only_content_tokens),
+    (
+        "only_content_kind_token_events_emitted",
+        only_content_tokens,
+    ),
+    ("chunk_index_monotonic_from_zero", chunk_indices_from_zero),
+    (
+        "chunk_index_restarts_at_zero_per_call",
+        chunk_indices_from_zero,
+    ),
+    ("ordered_reasoning_then_content_chunk_indices", |run| {
+        chunk_indices_from_zero(run).and_then(|()| reasoning_first(run))
+    }),
+    (
+        "ordered_deltas_concatenate_to_assembled_content",
+        content_concatenates,
+    ),
+    (
+        "content_assembles_into_message_content",
+        content_concatenates,
+    ),
+    (
+        "all_token_event_call_ids_match_terminal_completion_event",
+        tokens_link_to_terminal,
+    ),
+    (
+        "token_event_call_id_matches_terminal_completion_event",
+        tokens_link_to_terminal,
+    ),
+    (
+        "exactly_one_terminal_llm_completion_event",
+        one_completion_no_failure,
+    ),
+    (
+        "exactly_one_llm_completion_event",
+        one_completion_no_failure,
+    ),
+    (
+        "no_per_attempt_typed_event_for_caught_transient",
+        one_completion_no_failure,
+    ),
+    (
+        "zero_token_events_on_non_streamed_call",
+        no_tokens_one_completion,
+    ),
+    (
+        "atomic_path_unchanged_by_streaming_capability",
+        no_tokens_one_completion,
+    ),
+    (
+        "tool_call_argument_deltas_emit_no_token_events",
+        no_argument_fragment_tokens,
+    ),
+    (
+        "no_tool_call_kind_token_events",
+        no_argument_fragment_tokens,
+    ),
+    (
+        "terminal_output_tool_calls_reassembled_complete_and_parsed",
+        reassembled_tool_calls,
+    ),
+    (
+        "reassembled_tool_calls_identical_to_non_streamed",
+        reassembled_tool_calls,
+    ),
+    (
+        "partial_token_events_fire_before_failure",
+        partial_then_failure,
+    ),
+    ("exactly_one_terminal_llm_failed_event", |run| {
+        exactly(&failures(run), 1, "LlmFailedEvent")
+    }),
+    ("zero_llm_completion_events_on_failed_stream", |run| {
+        exactly(&completions(run), 0, "LlmCompletionEvent")
+    }),
+    ("no_llm_token_failed_event_variant_exists", |run| {
+        exactly(
             &super::of_type(&records(run), "LlmTokenFailedEvent"),
             0,
             "LlmTokenFailedEvent",
-        ),
-        "exception_propagates_out_of_complete" => exception_propagates(run),
-        "token_events_group_by_call_id_into_two_streams" => {
-            let n = streams(run).len();
-            ensure(n == 2, || format!("{n} token streams"))
-        }
-        "call1_token_events_share_call1_completion_call_id" => {
-            nth_stream_matches_nth_completion(run, 0)
-        }
-        "call2_token_events_share_call2_completion_call_id" => {
-            nth_stream_matches_nth_completion(run, 1)
-        }
-        "two_call_ids_distinct_and_non_null" => {
-            let ids: BTreeSet<String> = completions(run)
-                .iter()
-                .map(|c| str_of(c, "call_id").to_owned())
-                .filter(|c| !c.is_empty())
-                .collect();
-            ensure(ids.len() == 2, || format!("call ids {ids:?}"))
-        }
-        "all_token_events_share_one_call_id" => {
-            let n = streams(run).len();
-            ensure(n == 1, || format!("{n} call ids among the token events"))
-        }
-        "all_token_events_node_level_attempt_index_zero"
-        | "wire_retry_does_not_advance_node_level_attempt_index" => node_level_index_zero(run),
-        "assembled_response_reflects_successful_attempt_only" => successful_attempt_only(run),
-        "exactly_one_llm_complete_span_under_stream" | "no_per_token_child_spans" => {
-            one_span_no_children(run)
-        }
-        "span_output_is_full_assembled_content" => span_output_assembled(run),
-        "reasoning_content_field_recognized_as_reasoning_kind" => {
-            reasoning_tokens_match(run, "reasoning_content")
-        }
-        "reasoning_field_recognized_as_reasoning_kind" => reasoning_tokens_match(run, "reasoning"),
-        "both_reasoning_field_names_produce_identical_token_events" => any_reasoning_field(run),
-        "reasoning_deltas_precede_content_deltas" => reasoning_first(run),
-        "reasoning_assembles_into_terminal_thinking_block" => thinking_block(run),
-        _ => return None,
-    };
-    Some(verdict)
+        )
+    }),
+    ("exception_propagates_out_of_complete", exception_propagates),
+    ("token_events_group_by_call_id_into_two_streams", |run| {
+        let n = streams(run).len();
+        ensure(n == 2, || format!("{n} token streams"))
+    }),
+    ("call1_token_events_share_call1_completion_call_id", |run| {
+        nth_stream_matches_nth_completion(run, 0)
+    }),
+    ("call2_token_events_share_call2_completion_call_id", |run| {
+        nth_stream_matches_nth_completion(run, 1)
+    }),
+    ("two_call_ids_distinct_and_non_null", |run| {
+        let ids: BTreeSet<String> = completions(run)
+            .iter()
+            .map(|c| str_of(c, "call_id").to_owned())
+            .filter(|c| !c.is_empty())
+            .collect();
+        ensure(ids.len() == 2, || format!("call ids {ids:?}"))
+    }),
+    ("all_token_events_share_one_call_id", |run| {
+        let n = streams(run).len();
+        ensure(n == 1, || format!("{n} call ids among the token events"))
+    }),
+    (
+        "all_token_events_node_level_attempt_index_zero",
+        node_level_index_zero,
+    ),
+    (
+        "wire_retry_does_not_advance_node_level_attempt_index",
+        node_level_index_zero,
+    ),
+    (
+        "assembled_response_reflects_successful_attempt_only",
+        successful_attempt_only,
+    ),
+    (
+        "exactly_one_llm_complete_span_under_stream",
+        one_span_no_children,
+    ),
+    ("no_per_token_child_spans", one_span_no_children),
+    (
+        "span_output_is_full_assembled_content",
+        span_output_assembled,
+    ),
+    (
+        "reasoning_content_field_recognized_as_reasoning_kind",
+        |run| reasoning_tokens_match(run, "reasoning_content"),
+    ),
+    ("reasoning_field_recognized_as_reasoning_kind", |run| {
+        reasoning_tokens_match(run, "reasoning")
+    }),
+    (
+        "both_reasoning_field_names_produce_identical_token_events",
+        any_reasoning_field,
+    ),
+    ("reasoning_deltas_precede_content_deltas", reasoning_first),
+    (
+        "reasoning_assembles_into_terminal_thinking_block",
+        thinking_block,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// Checks `name`, or `None` when it is not a streaming invariant.
+pub(super) fn check_named(name: &str, run: &Run<'_>) -> Option<Check> {
+    lookup(TABLE, name).map(|verdict| verdict(run))
 }
