@@ -133,6 +133,17 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::METRIC_INVARIANT_NAMES,
     },
+    // obs::invariants is the hub: the retrieval and Langfuse checks, its own table,
+    // then the tool, LLM, prompt, metadata, metric, usage, lineage (then orphan) and
+    // attempt checks, in that order. The retrieval, Langfuse, prompt and §9 query
+    // (obs::meta::query_checks) invariants are still match arms.
+    NamedChecks {
+        table: "obs::invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::INVARIANT_NAMES,
+    },
     NamedChecks {
         table: "obs::lineage_invariants",
         capability: "observability",

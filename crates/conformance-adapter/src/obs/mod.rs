@@ -138,6 +138,7 @@ mod wrapper_llm;
 
 pub(crate) use attempts::EVENT_TABLE_NAMES as OBSERVER_EVENT_INVARIANT_NAMES;
 pub(crate) use attempts::TABLE_NAMES as ATTEMPT_INVARIANT_NAMES;
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
 pub(crate) use lineage_invariants::TABLE_NAMES as LINEAGE_INVARIANT_NAMES;
 pub(crate) use llm_invariants::{
     CALL_NAMES as LLM_CALL_INVARIANT_NAMES, EVENT_NAMES as LLM_EVENT_INVARIANT_NAMES,
