@@ -30,6 +30,7 @@ use openarmature_observability::attributes as a;
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::Value;
 
+use super::invariants::truthy;
 use super::spans::{attr, attr_str};
 use super::Run;
 use crate::failure::{ensure, Check, Failure};
@@ -264,13 +265,6 @@ fn dispatch_attempts_follow_events(run: &Run<'_>) -> Check {
     })?;
     ensure(from_spans == from_events, || {
         format!("dispatch spans {from_spans:?}, callable-branch events {from_events:?}")
-    })
-}
-
-/// `v` is `true` (the only value these checks accept).
-fn truthy(v: &Value) -> Check {
-    ensure(v == &Value::Bool(true), || {
-        format!("expected `true` as the invariant's value, got {v}")
     })
 }
 
