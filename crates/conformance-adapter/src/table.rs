@@ -109,6 +109,25 @@ const REGISTRY: &[NamedChecks] = &[
         complete: true,
         names: crate::retrieval::INVARIANT_NAMES,
     },
+    // Only the whole-stream predicates: the `<scope>_inner_…` and `<node>_…`
+    // families are matched by their endings, so the names a fixture writes there are
+    // in no table (and node_accumulator_snapshot_invariants nests them below a node
+    // and an observer).
+    NamedChecks {
+        table: "ge::event_invariants",
+        capability: "graph-engine",
+        keys: &["observer_event_invariants"],
+        complete: false,
+        names: crate::ge::EVENT_INVARIANT_NAMES,
+    },
+    // The same table: pipeline-utilities cases run on the graph-engine runner.
+    NamedChecks {
+        table: "ge::event_invariants",
+        capability: "pipeline-utilities",
+        keys: &["observer_event_invariants"],
+        complete: false,
+        names: crate::ge::EVENT_INVARIANT_NAMES,
+    },
     // The other observability invariants are still match arms (obs::invariants).
     NamedChecks {
         table: "obs::usage_invariants",
