@@ -152,6 +152,14 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::METRIC_INVARIANT_NAMES,
     },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::retrieval_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::RETRIEVAL_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]

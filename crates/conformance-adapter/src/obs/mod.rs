@@ -137,6 +137,7 @@ mod usage_invariants;
 mod wrapper_llm;
 
 pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
+pub(crate) use retrieval_invariants::TABLE_NAMES as RETRIEVAL_INVARIANT_NAMES;
 pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
 pub(crate) use usage_invariants::TABLE_NAMES as USAGE_INVARIANT_NAMES;
 
