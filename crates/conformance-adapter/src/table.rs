@@ -160,6 +160,14 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::RETRIEVAL_INVARIANT_NAMES,
     },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::langfuse::stream_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_STREAM_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ mod nested_invariants;
 mod session_invariants;
 mod stream_invariants;
 
+pub(crate) use stream_invariants::TABLE_NAMES as STREAM_INVARIANT_NAMES;
+
 use openarmature_observability::langfuse::{
     LangfuseCredentials, LangfuseObserver, LangfuseObserverBuilder,
 };
