@@ -168,6 +168,14 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::LANGFUSE_STREAM_INVARIANT_NAMES,
     },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::langfuse::session_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_SESSION_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]

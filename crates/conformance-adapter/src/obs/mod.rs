@@ -136,7 +136,10 @@ mod typed;
 mod usage_invariants;
 mod wrapper_llm;
 
-pub(crate) use langfuse::STREAM_INVARIANT_NAMES as LANGFUSE_STREAM_INVARIANT_NAMES;
+pub(crate) use langfuse::{
+    SESSION_INVARIANT_NAMES as LANGFUSE_SESSION_INVARIANT_NAMES,
+    STREAM_INVARIANT_NAMES as LANGFUSE_STREAM_INVARIANT_NAMES,
+};
 pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
 pub(crate) use retrieval_invariants::TABLE_NAMES as RETRIEVAL_INVARIANT_NAMES;
 pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
