@@ -176,6 +176,14 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::LANGFUSE_SESSION_INVARIANT_NAMES,
     },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
+        table: "obs::langfuse::nested_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_NESTED_INVARIANT_NAMES,
+    },
 ];
 
 #[cfg(test)]
