@@ -162,6 +162,14 @@ const REGISTRY: &[NamedChecks] = &[
     },
     // The other observability invariants are still match arms (obs::invariants).
     NamedChecks {
+        table: "obs::langfuse::invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_INVARIANT_NAMES,
+    },
+    // The other observability invariants are still match arms (obs::invariants).
+    NamedChecks {
         table: "obs::langfuse::stream_invariants",
         capability: "observability",
         keys: &["invariants"],
