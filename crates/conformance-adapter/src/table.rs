@@ -109,7 +109,25 @@ const REGISTRY: &[NamedChecks] = &[
         complete: true,
         names: crate::retrieval::INVARIANT_NAMES,
     },
-    // The other observability invariants are still match arms (obs::invariants).
+    // Only the whole-stream predicates: the `<scope>_inner_…` and `<node>_…`
+    // families are matched by their endings, so the names a fixture writes there are
+    // in no table (and node_accumulator_snapshot_invariants nests them below a node
+    // and an observer).
+    NamedChecks {
+        table: "ge::event_invariants",
+        capability: "graph-engine",
+        keys: &["observer_event_invariants"],
+        complete: false,
+        names: crate::ge::EVENT_INVARIANT_NAMES,
+    },
+    // The same table: pipeline-utilities cases run on the graph-engine runner.
+    NamedChecks {
+        table: "ge::event_invariants",
+        capability: "pipeline-utilities",
+        keys: &["observer_event_invariants"],
+        complete: false,
+        names: crate::ge::EVENT_INVARIANT_NAMES,
+    },
     NamedChecks {
         table: "obs::usage_invariants",
         capability: "observability",
@@ -117,7 +135,6 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::USAGE_INVARIANT_NAMES,
     },
-    // The other observability invariants are still match arms (obs::invariants).
     NamedChecks {
         table: "obs::tool_invariants",
         capability: "observability",
@@ -125,7 +142,6 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::obs::TOOL_INVARIANT_NAMES,
     },
-    // The other observability invariants are still match arms (obs::invariants).
     NamedChecks {
         table: "obs::metric_invariants",
         capability: "observability",
@@ -135,8 +151,8 @@ const REGISTRY: &[NamedChecks] = &[
     },
     // obs::invariants is the hub: the retrieval and Langfuse checks, its own table,
     // then the tool, LLM, prompt, metadata, metric, usage, lineage (then orphan) and
-    // attempt checks, in that order. The retrieval, Langfuse, prompt and §9 query
-    // (obs::meta::query_checks) invariants are still match arms.
+    // attempt checks, in that order. The prompt and §9 query (obs::meta::query_checks)
+    // invariants are still match arms.
     NamedChecks {
         table: "obs::invariants",
         capability: "observability",
@@ -208,6 +224,41 @@ const REGISTRY: &[NamedChecks] = &[
         keys: &["observer_event_invariants"],
         complete: false,
         names: crate::obs::OBSERVER_EVENT_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "obs::retrieval_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::RETRIEVAL_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "obs::langfuse::invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "obs::langfuse::stream_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_STREAM_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "obs::langfuse::session_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_SESSION_INVARIANT_NAMES,
+    },
+    NamedChecks {
+        table: "obs::langfuse::nested_invariants",
+        capability: "observability",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::obs::LANGFUSE_NESTED_INVARIANT_NAMES,
     },
 ];
 

@@ -10,6 +10,8 @@ pub(crate) mod harness;
 mod middleware;
 mod pu_assert;
 
+pub(crate) use event_invariants::STREAM_NAMES as EVENT_INVARIANT_NAMES;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -147,6 +147,13 @@ pub(crate) use llm_invariants::{
 pub(crate) use meta::checks::TABLE_NAMES as META_INVARIANT_NAMES;
 pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
 pub(crate) use orphan_invariants::TABLE_NAMES as ORPHAN_INVARIANT_NAMES;
+pub(crate) use langfuse::{
+    INVARIANT_NAMES as LANGFUSE_INVARIANT_NAMES,
+    NESTED_INVARIANT_NAMES as LANGFUSE_NESTED_INVARIANT_NAMES,
+    SESSION_INVARIANT_NAMES as LANGFUSE_SESSION_INVARIANT_NAMES,
+    STREAM_INVARIANT_NAMES as LANGFUSE_STREAM_INVARIANT_NAMES,
+};
+pub(crate) use retrieval_invariants::TABLE_NAMES as RETRIEVAL_INVARIANT_NAMES;
 pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
 pub(crate) use usage_invariants::TABLE_NAMES as USAGE_INVARIANT_NAMES;
 

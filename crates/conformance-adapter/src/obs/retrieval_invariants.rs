@@ -15,6 +15,7 @@ use super::Run;
 
 use super::invariants::truthy;
 use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
 
 type Verdict = Check;
 
@@ -444,204 +445,352 @@ fn duration(run: &Run<'_>, k: Kind, errored: bool) -> Verdict {
     Ok(())
 }
 
-/// The verdict of a retrieval invariant; `None` for a name this module does not own
-/// (or a run without retrieval events).
-pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
-    let k = kind(run)?;
-    let verdict = match name {
-        "exactly_one_embedding_event_observed"
-        | "exactly_one_rerank_event_observed"
-        | "exactly_one_rerank_event"
-        | "success_emits_one_event_zero_failures"
-        | "zero_rerank_failed_events" => counts(run, k, 1, 0),
-        "exactly_one_embedding_failed_event_observed"
-        | "exactly_one_rerank_failed_event_observed"
-        | "exactly_one_rerank_failed_event"
-        | "zero_embedding_events_on_failed_call"
-        | "failure_emits_one_event_zero_successes"
-        | "zero_rerank_success_events_observed"
-        | "zero_rerank_success_events" => counts(run, k, 0, 1),
-        "call_ids_distinct_across_embedding_events" | "call_ids_distinct_across_rerank_events" => {
-            call_ids(run, true)
-        }
-        "all_call_ids_non_null" => call_ids(run, false),
-        "event_typed_fields_match_provider_response" => fields_match_response(run, k),
-        "identity_scoping_fields_populated" => identity_populated(run),
-        "exception_propagates_alongside_typed_event"
-        | "exception_propagates_out_of_rerank_call" => propagated(run, k),
-        "input_strings_match_input_list_verbatim" => {
-            each_event_matches(run, k, "input_strings", |d| {
-                d.get("input").cloned().unwrap_or(Value::Null)
-            })
-        }
-        "input_count_matches_input_list_length" => each_event_matches(run, k, "input_count", |d| {
-            Value::from(d.get("input").and_then(Value::as_array).map_or(0, Vec::len))
-        }),
-        "dimensions_matches_inner_vector_length" => {
-            of_type(run, k.success()).iter().try_for_each(|e| {
-                let inner = e
-                    .get("output_vectors")
-                    .and_then(|v| v.get(0))
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
-                ensure(e.get("dimensions") == Some(&Value::from(inner)), || {
-                    format!(
-                        "dimensions {:?} for inner length {inner}",
-                        e.get("dimensions")
-                    )
-                })
-            })
-        }
-        "request_params_populated_with_caller_supplied_fields"
-        | "request_params_empty_when_caller_supplied_none" => {
-            each_event_matches(run, k, "request_params", config_params(k))
-        }
-        "query_carried_verbatim" => each_event_matches(run, k, "query", |d| {
-            d.get("query").cloned().unwrap_or(Value::Null)
-        }),
-        "documents_carried_verbatim" => each_event_matches(run, k, "documents", |d| {
-            d.get("documents").cloned().unwrap_or(Value::Null)
-        }),
-        "document_count_matches_input" => each_event_matches(run, k, "document_count", |d| {
-            Value::from(
-                d.get("documents")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len),
+fn inner_vector_length(run: &Run<'_>, k: Kind) -> Verdict {
+    of_type(run, k.success()).iter().try_for_each(|e| {
+        let inner = e
+            .get("output_vectors")
+            .and_then(|v| v.get(0))
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        ensure(e.get("dimensions") == Some(&Value::from(inner)), || {
+            format!(
+                "dimensions {:?} for inner length {inner}",
+                e.get("dimensions")
             )
-        }),
-        "top_k_matches_caller_supplied_value" | "top_k_null_when_caller_passed_none" => {
-            each_event_matches(run, k, "top_k", |d| {
-                d.get("top_k").cloned().unwrap_or(Value::Null)
-            })
-        }
-        "result_count_matches_response" => of_type(run, k.success()).iter().try_for_each(|e| {
-            let n = e
-                .get("output_results")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            ensure(e.get("result_count") == Some(&Value::from(n)), || {
-                format!("result_count for {n} results")
-            })
-        }),
-        "active_prompt_snapshot_matches_prompt_management_section_12_identity_attrs" => {
-            active_prompt(run)
-        }
-        "embedding_span_name_is_openarmature_embedding_complete"
-        | "rerank_span_name_is_openarmature_rerank_complete" => spans(run, k).and_then(|_| {
-            ensure(run.llm_spans().is_empty(), || {
-                "an LLM span was emitted".into()
-            })
-        }),
-        "stable_genai_semconv_subset_emitted" | "core_genai_semconv_subset_emitted" => span_attrs(
-            run,
-            k,
-            &[
-                a::GEN_AI_SYSTEM,
-                a::GEN_AI_REQUEST_MODEL,
-                a::GEN_AI_RESPONSE_MODEL,
-            ],
-            true,
-        ),
-        "operation_name_attribute_not_emitted_in_v1" => {
-            let any = run
-                .forest
-                .spans
-                .iter()
-                .any(|s| attr(s, "gen_ai.operation.name").is_some());
-            spans(run, k).and_then(|_| ensure(!any, || "gen_ai.operation.name emitted".into()))
-        }
-        "usage_input_tokens_attribute_omitted_when_no_usage_record"
-        | "input_tokens_omitted_when_provider_reports_none" => {
-            span_attrs(run, k, &[a::GEN_AI_USAGE_INPUT_TOKENS], false)
-        }
-        "input_tokens_emitted_when_provider_reports_it" => {
-            span_attrs(run, k, &[a::GEN_AI_USAGE_INPUT_TOKENS], true)
-        }
-        "search_units_emitted_when_provider_reports_it" => {
-            span_attrs(run, k, &[a::RERANK_SEARCH_UNITS], true)
-        }
-        "search_units_omitted_when_provider_reports_none" => {
-            span_attrs(run, k, &[a::RERANK_SEARCH_UNITS], false)
-        }
-        "rerank_usage_attributes_omitted_when_no_usage_record" => span_attrs(
-            run,
-            k,
-            &[a::RERANK_SEARCH_UNITS, a::GEN_AI_USAGE_INPUT_TOKENS],
-            false,
-        ),
-        "observation_type_is_embedding_not_generation"
-        | "observation_type_is_retriever_not_generation"
-        | "renders_as_embedding_observation_not_generation"
-        | "renders_as_retriever_observation_not_generation" => observations(run, k).map(|_| ()),
-        "input_and_output_suppressed_under_default_privacy_posture" => {
+        })
+    })
+}
+
+fn result_count(run: &Run<'_>, k: Kind) -> Verdict {
+    of_type(run, k.success()).iter().try_for_each(|e| {
+        let n = e
+            .get("output_results")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        ensure(e.get("result_count") == Some(&Value::from(n)), || {
+            format!("result_count for {n} results")
+        })
+    })
+}
+
+/// The directive's `field` list's length.
+fn list_len(d: &Value, field: &str) -> Value {
+    Value::from(d.get(field).and_then(Value::as_array).map_or(0, Vec::len))
+}
+
+/// The directive's `field`, or null.
+fn field_or_null(d: &Value, field: &str) -> Value {
+    d.get(field).cloned().unwrap_or(Value::Null)
+}
+
+fn span_named(run: &Run<'_>, k: Kind) -> Verdict {
+    spans(run, k).and_then(|_| {
+        ensure(run.llm_spans().is_empty(), || {
+            "an LLM span was emitted".into()
+        })
+    })
+}
+
+fn no_operation_name(run: &Run<'_>, k: Kind) -> Verdict {
+    let any = run
+        .forest
+        .spans
+        .iter()
+        .any(|s| attr(s, "gen_ai.operation.name").is_some());
+    spans(run, k).and_then(|_| ensure(!any, || "gen_ai.operation.name emitted".into()))
+}
+
+const GENAI_SUBSET: &[&str] = &[
+    a::GEN_AI_SYSTEM,
+    a::GEN_AI_REQUEST_MODEL,
+    a::GEN_AI_RESPONSE_MODEL,
+];
+
+fn no_output_on_failure(run: &Run<'_>, k: Kind) -> Verdict {
+    each_observation(run, k, "no output", |o| {
+        o.output.is_none() && o.level == Level::Error
+    })
+}
+
+fn error_level_with_category(run: &Run<'_>, k: Kind) -> Verdict {
+    let category = failure_category(run, k);
+    each_observation(run, k, "ERROR with the category as status", |o| {
+        o.level == Level::Error && category.is_some() && o.status_message == category
+    })
+}
+
+/// The retrieval invariants (each value must be `true`), checked for the protocol
+/// the run exercised.
+const TABLE: &Table<fn(&Run<'_>, Kind) -> Verdict> = &[
+    ("exactly_one_embedding_event_observed", |run, k| {
+        counts(run, k, 1, 0)
+    }),
+    ("exactly_one_rerank_event_observed", |run, k| {
+        counts(run, k, 1, 0)
+    }),
+    ("exactly_one_rerank_event", |run, k| counts(run, k, 1, 0)),
+    ("success_emits_one_event_zero_failures", |run, k| {
+        counts(run, k, 1, 0)
+    }),
+    ("zero_rerank_failed_events", |run, k| counts(run, k, 1, 0)),
+    ("exactly_one_embedding_failed_event_observed", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("exactly_one_rerank_failed_event_observed", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("exactly_one_rerank_failed_event", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("zero_embedding_events_on_failed_call", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("failure_emits_one_event_zero_successes", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("zero_rerank_success_events_observed", |run, k| {
+        counts(run, k, 0, 1)
+    }),
+    ("zero_rerank_success_events", |run, k| counts(run, k, 0, 1)),
+    ("call_ids_distinct_across_embedding_events", |run, _| {
+        call_ids(run, true)
+    }),
+    ("call_ids_distinct_across_rerank_events", |run, _| {
+        call_ids(run, true)
+    }),
+    ("all_call_ids_non_null", |run, _| call_ids(run, false)),
+    (
+        "event_typed_fields_match_provider_response",
+        fields_match_response,
+    ),
+    ("identity_scoping_fields_populated", |run, _| {
+        identity_populated(run)
+    }),
+    ("exception_propagates_alongside_typed_event", propagated),
+    ("exception_propagates_out_of_rerank_call", propagated),
+    ("input_strings_match_input_list_verbatim", |run, k| {
+        each_event_matches(run, k, "input_strings", |d| field_or_null(d, "input"))
+    }),
+    ("input_count_matches_input_list_length", |run, k| {
+        each_event_matches(run, k, "input_count", |d| list_len(d, "input"))
+    }),
+    (
+        "dimensions_matches_inner_vector_length",
+        inner_vector_length,
+    ),
+    (
+        "request_params_populated_with_caller_supplied_fields",
+        |run, k| each_event_matches(run, k, "request_params", config_params(k)),
+    ),
+    (
+        "request_params_empty_when_caller_supplied_none",
+        |run, k| each_event_matches(run, k, "request_params", config_params(k)),
+    ),
+    ("query_carried_verbatim", |run, k| {
+        each_event_matches(run, k, "query", |d| field_or_null(d, "query"))
+    }),
+    ("documents_carried_verbatim", |run, k| {
+        each_event_matches(run, k, "documents", |d| field_or_null(d, "documents"))
+    }),
+    ("document_count_matches_input", |run, k| {
+        each_event_matches(run, k, "document_count", |d| list_len(d, "documents"))
+    }),
+    ("top_k_matches_caller_supplied_value", |run, k| {
+        each_event_matches(run, k, "top_k", |d| field_or_null(d, "top_k"))
+    }),
+    ("top_k_null_when_caller_passed_none", |run, k| {
+        each_event_matches(run, k, "top_k", |d| field_or_null(d, "top_k"))
+    }),
+    ("result_count_matches_response", result_count),
+    (
+        "active_prompt_snapshot_matches_prompt_management_section_12_identity_attrs",
+        |run, _| active_prompt(run),
+    ),
+    (
+        "embedding_span_name_is_openarmature_embedding_complete",
+        span_named,
+    ),
+    (
+        "rerank_span_name_is_openarmature_rerank_complete",
+        span_named,
+    ),
+    ("stable_genai_semconv_subset_emitted", |run, k| {
+        span_attrs(run, k, GENAI_SUBSET, true)
+    }),
+    ("core_genai_semconv_subset_emitted", |run, k| {
+        span_attrs(run, k, GENAI_SUBSET, true)
+    }),
+    (
+        "operation_name_attribute_not_emitted_in_v1",
+        no_operation_name,
+    ),
+    (
+        "usage_input_tokens_attribute_omitted_when_no_usage_record",
+        |run, k| span_attrs(run, k, &[a::GEN_AI_USAGE_INPUT_TOKENS], false),
+    ),
+    (
+        "input_tokens_omitted_when_provider_reports_none",
+        |run, k| span_attrs(run, k, &[a::GEN_AI_USAGE_INPUT_TOKENS], false),
+    ),
+    ("input_tokens_emitted_when_provider_reports_it", |run, k| {
+        span_attrs(run, k, &[a::GEN_AI_USAGE_INPUT_TOKENS], true)
+    }),
+    ("search_units_emitted_when_provider_reports_it", |run, k| {
+        span_attrs(run, k, &[a::RERANK_SEARCH_UNITS], true)
+    }),
+    (
+        "search_units_omitted_when_provider_reports_none",
+        |run, k| span_attrs(run, k, &[a::RERANK_SEARCH_UNITS], false),
+    ),
+    (
+        "rerank_usage_attributes_omitted_when_no_usage_record",
+        |run, k| {
+            span_attrs(
+                run,
+                k,
+                &[a::RERANK_SEARCH_UNITS, a::GEN_AI_USAGE_INPUT_TOKENS],
+                false,
+            )
+        },
+    ),
+    ("observation_type_is_embedding_not_generation", |run, k| {
+        observations(run, k).map(|_| ())
+    }),
+    ("observation_type_is_retriever_not_generation", |run, k| {
+        observations(run, k).map(|_| ())
+    }),
+    (
+        "renders_as_embedding_observation_not_generation",
+        |run, k| observations(run, k).map(|_| ()),
+    ),
+    (
+        "renders_as_retriever_observation_not_generation",
+        |run, k| observations(run, k).map(|_| ()),
+    ),
+    (
+        "input_and_output_suppressed_under_default_privacy_posture",
+        |run, k| {
             each_observation(run, k, "input / output suppressed", |o| {
                 o.input.is_none() && o.output.is_none()
             })
-        }
-        "input_and_output_populated_when_payload_flag_disabled" => {
+        },
+    ),
+    (
+        "input_and_output_populated_when_payload_flag_disabled",
+        |run, k| {
             each_observation(run, k, "input / output populated", |o| {
                 o.input.is_some() && o.output.is_some()
             })
-        }
-        "request_side_input_populated_when_payload_flag_disabled" => {
-            each_observation(run, k, "input populated", |o| o.input.is_some())
-        }
-        "usage_details_input_omitted_when_no_usage_record" => {
+        },
+    ),
+    (
+        "request_side_input_populated_when_payload_flag_disabled",
+        |run, k| each_observation(run, k, "input populated", |o| o.input.is_some()),
+    ),
+    (
+        "usage_details_input_omitted_when_no_usage_record",
+        |run, k| {
             each_observation(run, k, "no usageDetails.input", |o| {
                 o.usage_details
                     .as_ref()
                     .is_some_and(|d| !d.contains_key("input"))
             })
-        }
-        "usage_details_empty_when_no_usage_record" => {
-            each_observation(run, k, "empty usageDetails", |o| {
-                o.usage_details
-                    .as_ref()
-                    .is_some_and(serde_json::Map::is_empty)
-            })
-        }
-        "failure_observation_carries_no_output" | "no_output_even_with_payload_flag_off" => {
-            each_observation(run, k, "no output", |o| {
-                o.output.is_none() && o.level == Level::Error
-            })
-        }
-        "embedding_failure_renders_error_level"
-        | "rerank_failure_renders_error_level"
-        | "error_category_is_status_message"
-        | "error_level_and_status_message_unchanged_by_payload_flag"
-        | "error_category_still_from_status" => {
-            let category = failure_category(run, k);
-            each_observation(run, k, "ERROR with the category as status", |o| {
-                o.level == Level::Error && category.is_some() && o.status_message == category
-            })
-        }
-        "error_type_and_message_in_metadata" => each_observation(run, k, "error metadata", |o| {
+        },
+    ),
+    ("usage_details_empty_when_no_usage_record", |run, k| {
+        each_observation(run, k, "empty usageDetails", |o| {
+            o.usage_details
+                .as_ref()
+                .is_some_and(serde_json::Map::is_empty)
+        })
+    }),
+    (
+        "failure_observation_carries_no_output",
+        no_output_on_failure,
+    ),
+    ("no_output_even_with_payload_flag_off", no_output_on_failure),
+    (
+        "embedding_failure_renders_error_level",
+        error_level_with_category,
+    ),
+    (
+        "rerank_failure_renders_error_level",
+        error_level_with_category,
+    ),
+    (
+        "error_category_is_status_message",
+        error_level_with_category,
+    ),
+    (
+        "error_level_and_status_message_unchanged_by_payload_flag",
+        error_level_with_category,
+    ),
+    (
+        "error_category_still_from_status",
+        error_level_with_category,
+    ),
+    ("error_type_and_message_in_metadata", |run, k| {
+        each_observation(run, k, "error metadata", |o| {
             meta_is(o, "error_type", None) && meta_is(o, "error_message", None)
-        }),
-        "error_type_asserted_literally_from_raises" => {
-            let want = raises(run, k, "error_type");
-            each_observation(run, k, "literal error_type", |o| {
-                want.is_some() && meta_is(o, "error_type", want.as_ref())
-            })
-        }
-        "error_message_asserted_literally_from_raises" => {
-            let want = raises(run, k, "message");
-            each_observation(run, k, "literal error_message", |o| {
-                want.is_some() && meta_is(o, "error_message", want.as_ref())
-            })
-        }
-        "embedding_records_input_token_only"
-        | "no_output_token_observation_for_embedding"
-        | "rerank_records_input_token_when_reported" => tokens(run, k, true),
-        "no_token_usage_observation_when_usage_absent"
-        | "no_token_usage_observation_when_search_units_only"
-        | "no_token_usage_observation_on_failure" => tokens(run, k, false),
-        "duration_recorded_when_usage_absent"
-        | "duration_recorded_for_rerank"
-        | "rerank_operation_dimension_is_rerank" => duration(run, k, false),
-        "errored_embedding_records_duration_with_error_type"
-        | "errored_rerank_records_duration_with_error_type" => duration(run, k, true),
-        _ => return None,
-    };
-    Some(truthy(v).and(verdict))
+        })
+    }),
+    ("error_type_asserted_literally_from_raises", |run, k| {
+        let want = raises(run, k, "error_type");
+        each_observation(run, k, "literal error_type", |o| {
+            want.is_some() && meta_is(o, "error_type", want.as_ref())
+        })
+    }),
+    ("error_message_asserted_literally_from_raises", |run, k| {
+        let want = raises(run, k, "message");
+        each_observation(run, k, "literal error_message", |o| {
+            want.is_some() && meta_is(o, "error_message", want.as_ref())
+        })
+    }),
+    ("embedding_records_input_token_only", |run, k| {
+        tokens(run, k, true)
+    }),
+    ("no_output_token_observation_for_embedding", |run, k| {
+        tokens(run, k, true)
+    }),
+    ("rerank_records_input_token_when_reported", |run, k| {
+        tokens(run, k, true)
+    }),
+    ("no_token_usage_observation_when_usage_absent", |run, k| {
+        tokens(run, k, false)
+    }),
+    (
+        "no_token_usage_observation_when_search_units_only",
+        |run, k| tokens(run, k, false),
+    ),
+    ("no_token_usage_observation_on_failure", |run, k| {
+        tokens(run, k, false)
+    }),
+    ("duration_recorded_when_usage_absent", |run, k| {
+        duration(run, k, false)
+    }),
+    ("duration_recorded_for_rerank", |run, k| {
+        duration(run, k, false)
+    }),
+    ("rerank_operation_dimension_is_rerank", |run, k| {
+        duration(run, k, false)
+    }),
+    (
+        "errored_embedding_records_duration_with_error_type",
+        |run, k| duration(run, k, true),
+    ),
+    (
+        "errored_rerank_records_duration_with_error_type",
+        |run, k| duration(run, k, true),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// The verdict of a retrieval invariant; `None` for a name this module does not own
+/// (or a run without retrieval events).
+pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Verdict> {
+    let k = kind(run)?;
+    let verdict = lookup(TABLE, name)?;
+    Some(truthy(v).and(verdict(run, k)))
 }

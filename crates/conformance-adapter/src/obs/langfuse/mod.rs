@@ -19,6 +19,11 @@ mod nested_invariants;
 mod session_invariants;
 mod stream_invariants;
 
+pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
+pub(crate) use nested_invariants::TABLE_NAMES as NESTED_INVARIANT_NAMES;
+pub(crate) use session_invariants::TABLE_NAMES as SESSION_INVARIANT_NAMES;
+pub(crate) use stream_invariants::TABLE_NAMES as STREAM_INVARIANT_NAMES;
+
 use openarmature_observability::langfuse::{
     LangfuseCredentials, LangfuseObserver, LangfuseObserverBuilder,
 };

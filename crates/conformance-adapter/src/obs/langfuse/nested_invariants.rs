@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::failure::Check;
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 
 type Verdict = Check;
@@ -95,6 +96,123 @@ fn all(traces: &[LangfuseTrace]) -> Vec<&Observation> {
         .collect()
 }
 
+/// A dispatch carries exactly the value the augmented generations below it carry
+/// (its own subtree's augmenter), and nothing when none does: the ancestor chain is
+/// updated, siblings are not.
+fn dispatches_agree(traces: &[LangfuseTrace], keys: &BTreeSet<String>) -> Verdict {
+    let mut carried = 0;
+    for d in all(traces).into_iter().filter(|o| is_dispatch(o)) {
+        for key in keys {
+            let below = leaf_values(d, key);
+            let own = d.metadata.get(key);
+            let agrees = match own {
+                None => below.is_empty(),
+                Some(v) => below == [v],
+            };
+            if !agrees {
+                return Err(format!(
+                    "dispatch `{}` has {key}={own:?}, its generations {below:?}",
+                    d.name
+                )
+                .into());
+            }
+            carried += usize::from(own.is_some());
+        }
+    }
+    if carried == 0 {
+        return Err("no dispatch observation carries an augmentation".into());
+    }
+    Ok(())
+}
+
+/// A serial wrapper above augmented generations carries one of their values.
+fn serial_wrapper(traces: &[LangfuseTrace], keys: &BTreeSet<String>) -> Verdict {
+    let wrappers: Vec<_> = all(traces)
+        .into_iter()
+        .filter(|o| is_serial_wrapper(o))
+        .collect();
+    if wrappers.is_empty() {
+        return Err("no serial subgraph wrapper observation".into());
+    }
+    for w in wrappers {
+        for key in keys {
+            let below = leaf_values(w, key);
+            let own = w.metadata.get(key);
+            if !own.is_some_and(|v| below.contains(&v)) {
+                return Err(format!(
+                    "wrapper `{}` has {key}={own:?}, its leaves {below:?}",
+                    w.name
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No fan-out / parallel-branches node observation carries an augmented key.
+fn shared_parents(traces: &[LangfuseTrace], keys: &BTreeSet<String>) -> Verdict {
+    let parents: Vec<_> = all(traces)
+        .into_iter()
+        .filter(|o| is_shared_parent(o))
+        .collect();
+    if parents.is_empty() {
+        return Err("no fan-out / parallel-branches node observation".into());
+    }
+    for p in parents {
+        if let Some(key) = keys.iter().find(|k| p.metadata.contains_key(*k)) {
+            return Err(format!("shared parent `{}` carries `{key}`", p.name).into());
+        }
+    }
+    Ok(())
+}
+
+/// No trace (the invocation) carries an augmented key.
+fn invocation(traces: &[LangfuseTrace], keys: &BTreeSet<String>) -> Verdict {
+    for t in traces {
+        if let Some(key) = keys.iter().find(|k| t.metadata.contains_key(*k)) {
+            return Err(format!("trace `{}` carries `{key}`", t.id).into());
+        }
+    }
+    Ok(())
+}
+
+/// A check over the traces and the case's augmented keys.
+type Nested = fn(&[LangfuseTrace], &BTreeSet<String>) -> Verdict;
+
+/// Fixture 039's invariants (each value must be `true`), checked against the traces
+/// and the case's augmented keys.
+const TABLE: &Table<Nested> = &[
+    (
+        "outer_dispatch_span_carries_inner_augmentation",
+        dispatches_agree,
+    ),
+    (
+        "outer_fan_out_instance_carries_branch_augmentation",
+        dispatches_agree,
+    ),
+    (
+        "serial_subgraph_wrapper_carries_inner_augmentation",
+        serial_wrapper,
+    ),
+    ("outer_dispatch_spans_isolated", dispatches_agree),
+    (
+        "sibling_branch_isolated_from_probe_augmentation",
+        dispatches_agree,
+    ),
+    ("sibling_outer_instances_isolated", dispatches_agree),
+    ("sibling_fan_out_instances_isolated", dispatches_agree),
+    ("shared_parent_spans_not_augmented", |traces, keys| {
+        shared_parents(traces, keys)?;
+        invocation(traces, keys)
+    }),
+    ("fan_out_node_shared_parent_not_augmented", shared_parents),
+    ("invocation_span_not_augmented", invocation),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// Checks fixture 039's invariant `name`, when it is one of them.
 pub(super) fn check(
     name: &str,
@@ -102,19 +220,7 @@ pub(super) fn check(
     traces: &[LangfuseTrace],
     run: &Run<'_>,
 ) -> Option<Verdict> {
-    let kind = match name {
-        "outer_dispatch_span_carries_inner_augmentation"
-        | "outer_fan_out_instance_carries_branch_augmentation" => Kind::AncestorChain,
-        "serial_subgraph_wrapper_carries_inner_augmentation" => Kind::SerialWrapper,
-        "outer_dispatch_spans_isolated"
-        | "sibling_branch_isolated_from_probe_augmentation"
-        | "sibling_outer_instances_isolated"
-        | "sibling_fan_out_instances_isolated" => Kind::Siblings,
-        "shared_parent_spans_not_augmented" => Kind::SharedParents { trace: true },
-        "fan_out_node_shared_parent_not_augmented" => Kind::SharedParents { trace: false },
-        "invocation_span_not_augmented" => Kind::Invocation,
-        _ => return None,
-    };
+    let verdict = lookup(TABLE, name)?;
     if v != &Value::Bool(true) {
         return Some(Err(format!("expected `true`, got {v}").into()));
     }
@@ -123,100 +229,5 @@ pub(super) fn check(
     if keys.is_empty() {
         return Some(Err("the case has no augment directive".into()));
     }
-    Some(kind.check(traces, &keys))
-}
-
-enum Kind {
-    AncestorChain,
-    SerialWrapper,
-    Siblings,
-    SharedParents { trace: bool },
-    Invocation,
-}
-
-impl Kind {
-    fn check(&self, traces: &[LangfuseTrace], keys: &BTreeSet<String>) -> Verdict {
-        let observations = all(traces);
-        match self {
-            // A dispatch carries exactly the value the augmented generations below
-            // it carry (its own subtree's augmenter), and nothing when none does:
-            // the ancestor chain is updated, siblings are not.
-            Kind::AncestorChain | Kind::Siblings => {
-                let mut carried = 0;
-                for d in observations.iter().filter(|o| is_dispatch(o)) {
-                    for key in keys {
-                        let below = leaf_values(d, key);
-                        let own = d.metadata.get(key);
-                        let agrees = match own {
-                            None => below.is_empty(),
-                            Some(v) => below == [v],
-                        };
-                        if !agrees {
-                            return Err(format!(
-                                "dispatch `{}` has {key}={own:?}, its generations {below:?}",
-                                d.name
-                            )
-                            .into());
-                        }
-                        carried += usize::from(own.is_some());
-                    }
-                }
-                if carried == 0 {
-                    return Err("no dispatch observation carries an augmentation".into());
-                }
-                Ok(())
-            }
-            // A serial wrapper above augmented generations carries one of their values.
-            Kind::SerialWrapper => {
-                let wrappers: Vec<_> = observations
-                    .iter()
-                    .filter(|o| is_serial_wrapper(o))
-                    .collect();
-                if wrappers.is_empty() {
-                    return Err("no serial subgraph wrapper observation".into());
-                }
-                for w in wrappers {
-                    for key in keys {
-                        let below = leaf_values(w, key);
-                        let own = w.metadata.get(key);
-                        if !own.is_some_and(|v| below.contains(&v)) {
-                            return Err(format!(
-                                "wrapper `{}` has {key}={own:?}, its leaves {below:?}",
-                                w.name
-                            )
-                            .into());
-                        }
-                    }
-                }
-                Ok(())
-            }
-            Kind::SharedParents { trace } => {
-                let parents: Vec<_> = observations
-                    .iter()
-                    .filter(|o| is_shared_parent(o))
-                    .collect();
-                if parents.is_empty() {
-                    return Err("no fan-out / parallel-branches node observation".into());
-                }
-                for p in parents {
-                    if let Some(key) = keys.iter().find(|k| p.metadata.contains_key(*k)) {
-                        return Err(format!("shared parent `{}` carries `{key}`", p.name).into());
-                    }
-                }
-                if *trace {
-                    Kind::Invocation.check(traces, keys)
-                } else {
-                    Ok(())
-                }
-            }
-            Kind::Invocation => {
-                for t in traces {
-                    if let Some(key) = keys.iter().find(|k| t.metadata.contains_key(*k)) {
-                        return Err(format!("trace `{}` carries `{key}`", t.id).into());
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
+    Some(verdict(traces, &keys))
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::failure::{mismatch, Check};
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 
 type Verdict = Check;
 
@@ -47,6 +48,55 @@ fn streamed_generation<'t>(traces: &'t [LangfuseTrace], run: &Run<'_>) -> Check<
     }
 }
 
+fn no_per_token_children(traces: &[LangfuseTrace], generation: &Observation) -> Verdict {
+    let events = traces
+        .iter()
+        .flat_map(LangfuseTrace::all_observations)
+        .filter(|o| o.kind == ObservationType::Event)
+        .count();
+    if !generation.children.is_empty() {
+        mismatch(format!(
+            "the generation has {} child observations",
+            generation.children.len()
+        ))
+    } else if events > 0 {
+        mismatch(format!("{events} event observations"))
+    } else {
+        Ok(())
+    }
+}
+
+fn full_assembled_content(generation: &Observation, run: &Run<'_>) -> Verdict {
+    let want = streamed_content(run);
+    let got = generation.output.as_ref();
+    if !want.is_empty() && got == Some(&Value::String(want.clone())) {
+        Ok(())
+    } else {
+        mismatch(format!("generation output {got:?}, streamed {want:?}"))
+    }
+}
+
+/// A check over the traces, the streamed call's one Generation and the run.
+type StreamCheck = fn(&[LangfuseTrace], &Observation, &Run<'_>) -> Verdict;
+
+/// 117's Langfuse invariants (each value must be `true`).
+const TABLE: &Table<StreamCheck> = &[
+    (
+        "exactly_one_generation_observation_under_stream",
+        |_, _, _| Ok(()),
+    ),
+    ("no_per_token_child_observations", |traces, g, _| {
+        no_per_token_children(traces, g)
+    }),
+    (
+        "generation_output_is_full_assembled_content",
+        |_, g, run| full_assembled_content(g, run),
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// Checks `name` when it is one of 117's Langfuse invariants.
 pub(crate) fn check(
     name: &str,
@@ -54,49 +104,9 @@ pub(crate) fn check(
     traces: &[LangfuseTrace],
     run: &Run<'_>,
 ) -> Option<Verdict> {
-    let known = [
-        "exactly_one_generation_observation_under_stream",
-        "no_per_token_child_observations",
-        "generation_output_is_full_assembled_content",
-    ];
-    if !known.contains(&name) {
-        return None;
-    }
+    let verdict = lookup(TABLE, name)?;
     if v != &Value::Bool(true) {
         return Some(mismatch(format!("expected `true`, got {v}")));
     }
-    let generation = match streamed_generation(traces, run) {
-        Ok(g) => g,
-        Err(e) => return Some(Err(e)),
-    };
-    let verdict = match name {
-        "exactly_one_generation_observation_under_stream" => Ok(()),
-        "no_per_token_child_observations" => {
-            let events = traces
-                .iter()
-                .flat_map(LangfuseTrace::all_observations)
-                .filter(|o| o.kind == ObservationType::Event)
-                .count();
-            if !generation.children.is_empty() {
-                mismatch(format!(
-                    "the generation has {} child observations",
-                    generation.children.len()
-                ))
-            } else if events > 0 {
-                mismatch(format!("{events} event observations"))
-            } else {
-                Ok(())
-            }
-        }
-        _ => {
-            let want = streamed_content(run);
-            let got = generation.output.as_ref();
-            if !want.is_empty() && got == Some(&Value::String(want.clone())) {
-                Ok(())
-            } else {
-                mismatch(format!("generation output {got:?}, streamed {want:?}"))
-            }
-        }
-    };
-    Some(verdict)
+    Some(streamed_generation(traces, run).and_then(|g| verdict(traces, g, run)))
 }
