@@ -139,20 +139,24 @@ mod wrapper_llm;
 pub(crate) use attempts::EVENT_TABLE_NAMES as OBSERVER_EVENT_INVARIANT_NAMES;
 pub(crate) use attempts::TABLE_NAMES as ATTEMPT_INVARIANT_NAMES;
 pub(crate) use invariants::TABLE_NAMES as INVARIANT_NAMES;
-pub(crate) use lineage_invariants::TABLE_NAMES as LINEAGE_INVARIANT_NAMES;
-pub(crate) use llm_invariants::{
-    CALL_NAMES as LLM_CALL_INVARIANT_NAMES, EVENT_NAMES as LLM_EVENT_INVARIANT_NAMES,
-    SPAN_NAMES as LLM_SPAN_INVARIANT_NAMES, STREAM_NAMES as LLM_STREAM_INVARIANT_NAMES,
-};
-pub(crate) use meta::checks::TABLE_NAMES as META_INVARIANT_NAMES;
-pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
-pub(crate) use orphan_invariants::TABLE_NAMES as ORPHAN_INVARIANT_NAMES;
 pub(crate) use langfuse::{
     INVARIANT_NAMES as LANGFUSE_INVARIANT_NAMES,
     NESTED_INVARIANT_NAMES as LANGFUSE_NESTED_INVARIANT_NAMES,
     SESSION_INVARIANT_NAMES as LANGFUSE_SESSION_INVARIANT_NAMES,
     STREAM_INVARIANT_NAMES as LANGFUSE_STREAM_INVARIANT_NAMES,
 };
+pub(crate) use lineage_invariants::TABLE_NAMES as LINEAGE_INVARIANT_NAMES;
+pub(crate) use llm_invariants::{
+    CALL_NAMES as LLM_CALL_INVARIANT_NAMES, EVENT_NAMES as LLM_EVENT_INVARIANT_NAMES,
+    SPAN_NAMES as LLM_SPAN_INVARIANT_NAMES, STREAM_NAMES as LLM_STREAM_INVARIANT_NAMES,
+};
+pub(crate) use meta::checks::TABLE_NAMES as META_INVARIANT_NAMES;
+pub(crate) use meta::expect::DIRECT_CALL_NAMES as DIRECT_CALL_INVARIANT_NAMES;
+pub(crate) use meta::query_checks::TABLE_NAMES as QUERY_INVARIANT_NAMES;
+pub(crate) use metric_invariants::TABLE_NAMES as METRIC_INVARIANT_NAMES;
+pub(crate) use orphan_invariants::TABLE_NAMES as ORPHAN_INVARIANT_NAMES;
+pub(crate) use prompts::TABLE_NAMES as PROMPT_INVARIANT_NAMES;
+pub(crate) use resume::TABLE_NAMES as RESUME_INVARIANT_NAMES;
 pub(crate) use retrieval_invariants::TABLE_NAMES as RETRIEVAL_INVARIANT_NAMES;
 pub(crate) use tool_invariants::TABLE_NAMES as TOOL_INVARIANT_NAMES;
 pub(crate) use usage_invariants::TABLE_NAMES as USAGE_INVARIANT_NAMES;

@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 
 use super::Run;
 use crate::failure::{ensure, Check};
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -237,13 +238,25 @@ fn prompt_attrs(span: &opentelemetry_sdk::trace::SpanData) -> Map<String, Value>
         .collect()
 }
 
+/// The prompt-identity invariants: whether each expects a prompt group's attributes
+/// too (each value must be `true`).
+const TABLE: &Table<bool> = &[
+    (
+        "active_prompt_snapshot_matches_prompt_management_section_12_identity_attrs",
+        false,
+    ),
+    (
+        "active_prompt_and_group_both_populated_inside_group_context",
+        true,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// Checks a prompt invariant (064 / 066), or `None` when `name` is not one.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    let group = match name {
-        "active_prompt_snapshot_matches_prompt_management_section_12_identity_attrs" => false,
-        "active_prompt_and_group_both_populated_inside_group_context" => true,
-        _ => return None,
-    };
+    let group = lookup(TABLE, name)?;
     Some(
         ensure(v == &Value::Bool(true), || format!("invariant value {v}"))
             .and_then(|()| check_identity(run, group)),

@@ -23,6 +23,7 @@ use super::expected::expected_error;
 use super::{invariants, langfuse, Outcome, Run};
 use crate::failure::{Check, Failure};
 use crate::matchers::Bindings;
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -143,39 +144,47 @@ fn endpoints(run: &Run<'_>, id: &str) -> (Option<StateRef>, Option<StateRef>) {
     (start, end)
 }
 
+/// Checks a resumed-run invariant, or `None` when `name` is not one.
+pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
+    let verdict = lookup(TABLE, name)?;
+    Some(verdict(v, run))
+}
+
+/// The resumed-run invariants.
+const TABLE: &Table<fn(&Value, &Run<'_>) -> Check> =
+    &[("hooks_refire_on_resumed_trace", hooks_refire)];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// `hooks_refire_on_resumed_trace`: the resumed trace's input / output are the
 /// case's hooks over the resumed run's restored and final states, and its input is
 /// not the first trace's.
-pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    if name != "hooks_refire_on_resumed_trace" {
-        return None;
+fn hooks_refire(v: &Value, run: &Run<'_>) -> Check {
+    if v != &Value::Bool(true) {
+        return Err(format!("expected `true`, got {v}").into());
     }
-    Some((|| {
-        if v != &Value::Bool(true) {
-            return Err(format!("expected `true`, got {v}").into());
-        }
-        let traces = run.langfuse.as_deref().ok_or("no Langfuse observer ran")?;
-        let (first, resumed) = match run.invocation_ids.as_slice() {
-            [first, resumed, ..] => (first, resumed),
-            _ => return Err("no resumed invocation".into()),
-        };
-        let config = run.case.req("langfuse_observer")?;
-        let input_hook = langfuse::hook(&config.req("trace_input_from_state")?)?;
-        let output_hook = langfuse::hook(&config.req("trace_output_from_state")?)?;
-        let (start, end) = endpoints(run, resumed);
-        let (start, end) = start.zip(end).ok_or("the resumed run ran no node")?;
-        let got = trace_of(traces, resumed)?;
-        let want = (input_hook(&*start), output_hook(&*end));
-        if (got.input.clone(), got.output.clone()) != want {
-            return Err(format!(
-                "resumed trace input/output {:?} / {:?}, hooks give {want:?}",
-                got.input, got.output
-            )
-            .into());
-        }
-        if trace_of(traces, first)?.input == got.input {
-            return Err("the resumed trace repeats the first trace's input".into());
-        }
-        Ok(())
-    })())
+    let traces = run.langfuse.as_deref().ok_or("no Langfuse observer ran")?;
+    let (first, resumed) = match run.invocation_ids.as_slice() {
+        [first, resumed, ..] => (first, resumed),
+        _ => return Err("no resumed invocation".into()),
+    };
+    let config = run.case.req("langfuse_observer")?;
+    let input_hook = langfuse::hook(&config.req("trace_input_from_state")?)?;
+    let output_hook = langfuse::hook(&config.req("trace_output_from_state")?)?;
+    let (start, end) = endpoints(run, resumed);
+    let (start, end) = start.zip(end).ok_or("the resumed run ran no node")?;
+    let got = trace_of(traces, resumed)?;
+    let want = (input_hook(&*start), output_hook(&*end));
+    if (got.input.clone(), got.output.clone()) != want {
+        return Err(format!(
+            "resumed trace input/output {:?} / {:?}, hooks give {want:?}",
+            got.input, got.output
+        )
+        .into());
+    }
+    if trace_of(traces, first)?.input == got.input {
+        return Err("the resumed trace repeats the first trace's input".into());
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use super::checks::{captures, truthy};
 use super::Record;
 use crate::failure::{mismatch, Check, Failure};
 use crate::obs::{Outcome, Run};
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 
 /// Checks `augment_rejects_at_call_site`, `final_state_bounds`, `per_invocation` and
@@ -173,6 +174,23 @@ fn rejected_at_call_site(run: &Run<'_>, outcomes: &[Outcome]) -> Check {
     Ok(())
 }
 
+/// The invariants of a direct call outside any invocation: whether each holds of what
+/// it returned.
+const DIRECT_CALL: &Table<fn(&InvocationMetadata) -> bool> = &[
+    ("outside_invocation_returns_empty_mapping", |read| {
+        read.is_empty()
+    }),
+    // Reaching the check means the call returned: it has no error path.
+    ("outside_invocation_does_not_raise", |_| true),
+    // `InvocationMetadata` only dereferences to `&Map`: no mutation API.
+    ("outside_invocation_return_is_immutable", |read| {
+        read.ptr_eq(&get_invocation_metadata())
+    }),
+];
+
+/// The names [`DIRECT_CALL`] knows (for [`crate::table::registry`]).
+pub(crate) const DIRECT_CALL_NAMES: fn() -> Vec<&'static str> = || names(DIRECT_CALL);
+
 /// 046 `direct_call: {operation: get_invocation_metadata}` outside any invocation.
 pub(crate) fn direct_call(case: &Y<'_>) -> Check {
     case.check_keys(&["name", "description", "direct_call", "expected"])?;
@@ -207,16 +225,8 @@ pub(crate) fn direct_call(case: &Y<'_>) -> Check {
     if let Some(inv) = expected.get("invariants") {
         for (name, v) in inv.entries()? {
             truthy(&v.json()?)?;
-            match name.as_str() {
-                "outside_invocation_returns_empty_mapping" if read.is_empty() => {}
-                // Reaching this point means the call returned: it has no error path.
-                "outside_invocation_does_not_raise" => {}
-                // `InvocationMetadata` only dereferences to `&Map`: no mutation API.
-                "outside_invocation_return_is_immutable"
-                    if read.ptr_eq(&get_invocation_metadata()) => {}
-                other => {
-                    return mismatch(format!("invariant {other} does not hold or has no check"))
-                }
+            if !lookup(DIRECT_CALL, &name).is_some_and(|holds| holds(&read)) {
+                return mismatch(format!("invariant {name} does not hold or has no check"));
             }
         }
     }

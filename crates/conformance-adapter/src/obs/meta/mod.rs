@@ -32,7 +32,7 @@
 pub(crate) mod checks;
 pub(crate) mod expect;
 mod middleware;
-mod query_checks;
+pub(crate) mod query_checks;
 pub(crate) mod queryable;
 
 use std::sync::{Arc, Mutex};

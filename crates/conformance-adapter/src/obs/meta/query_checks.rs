@@ -12,6 +12,7 @@ use super::queryable::Kind;
 use super::Record;
 use crate::failure::{mismatch, Check};
 use crate::obs::Run;
+use crate::table::{lookup, names, Table};
 
 fn truthy(v: &Value) -> Check {
     match v {
@@ -20,159 +21,191 @@ fn truthy(v: &Value) -> Check {
     }
 }
 
+/// What every §9 check reads: the run, its records, the recorded reads and the
+/// invocations they were made in.
+struct Reads<'a, 'r> {
+    run: &'a Run<'r>,
+    records: &'a [Record],
+    reads: Vec<(&'a super::Site, &'a Value)>,
+    invocations: BTreeSet<&'a str>,
+}
+
+impl<'a, 'r> Reads<'a, 'r> {
+    fn of(run: &'a Run<'r>, records: &'a [Record]) -> Self {
+        let reads: Vec<(&super::Site, &Value)> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Query { site, value, .. } => Some((site, value)),
+                _ => None,
+            })
+            .collect();
+        let invocations = reads
+            .iter()
+            .map(|(s, _)| s.invocation_id.as_str())
+            .collect();
+        Reads {
+            run,
+            records,
+            reads,
+            invocations,
+        }
+    }
+}
+
+/// One §9 check.
+type QueryCheck = fn(&Reads<'_, '_>) -> Check;
+
+/// The §9 invariants (each value must be `true`).
+const TABLE: &Table<QueryCheck> = &[
+    ("observer_attach_emit_consume_cycle_works", |q| {
+        match q.run.meta.observers.iter().find(|o| o.total() == 0) {
+            Some(o) => mismatch(format!("observer `{}` received no event", o.name)),
+            None => Ok(()),
+        }
+    }),
+    ("read_returns_non_negative_integer", |q| {
+        match q.reads.iter().find(|(_, v)| !v.is_u64()) {
+            Some((_, v)) => mismatch(format!("read returned {v}")),
+            None => Ok(()),
+        }
+    }),
+    ("read_is_consistent_no_torn_view", consistent_reads),
+    ("observer_does_not_mutate_state_or_influence_routing", |q| {
+        untouched(q.run, q.records)
+    }),
+    ("snapshot_total_equals_sum_of_breakdown", totals_are_sums),
+    ("read_does_not_raise_on_concurrent_write", |q| {
+        let finals = super::lock(&q.run.meta.finals).clone();
+        if finals.iter().all(Option::is_some) {
+            Ok(())
+        } else {
+            mismatch("an invocation did not complete")
+        }
+    }),
+    ("no_auto_drop_on_completion_signal", no_auto_drop),
+    ("explicit_drop_removes_bucket", explicit_drop),
+    ("per_invocation_id_bucket_isolation", isolated_buckets),
+    ("accumulator_exposes_drop_method", drop_method),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
 /// The §9 invariants; `None` for other names.
 pub(crate) fn check(name: &str, v: &Value, run: &Run<'_>, records: &[Record]) -> Option<Check> {
-    let reads: Vec<(&super::Site, &Value)> = records
+    let verdict = lookup(TABLE, name)?;
+    let checked = || -> Check {
+        truthy(v)?;
+        let q = Reads::of(run, records);
+        if q.reads.is_empty() {
+            return mismatch("no queryable-observer read was recorded");
+        }
+        verdict(&q)
+    };
+    Some(checked())
+}
+
+/// A count never exceeds the node events emitted before the reading body ran.
+fn consistent_reads(q: &Reads<'_, '_>) -> Check {
+    for (site, value) in &q.reads {
+        let bound = emitted_before(q.run, &site.invocation_id, &site.node)
+            .ok_or_else(|| format!("no started event of `{}`", site.node))?;
+        if value.as_u64().is_none_or(|n| n > bound as u64) {
+            return mismatch(format!("read {value} exceeds the {bound} events emitted"));
+        }
+    }
+    Ok(())
+}
+
+fn totals_are_sums(q: &Reads<'_, '_>) -> Check {
+    for (_, snap) in &q.reads {
+        let total = snap.get("total").and_then(Value::as_u64);
+        let sum: u64 = snap
+            .get("by_type")
+            .and_then(Value::as_object)
+            .map(|m| m.values().filter_map(Value::as_u64).sum())
+            .unwrap_or_default();
+        if total != Some(sum) || sum == 0 {
+            return mismatch(format!(
+                "snapshot {snap}: total is not the sum of the breakdown"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_auto_drop(q: &Reads<'_, '_>) -> Check {
+    let acc = accumulator(q.run)?;
+    for (site, bucket) in &q.reads {
+        if bucket.is_null() {
+            return mismatch(format!(
+                "the bucket of `{}` was gone at its last node",
+                site.invocation_id
+            ));
+        }
+        // Events delivered after the explicit drop (the reading node's `completed`)
+        // re-created the bucket, and completion removed nothing.
+        if !acc.has_bucket(&site.invocation_id) {
+            return mismatch(format!(
+                "the bucket of `{}` was dropped at completion",
+                site.invocation_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn explicit_drop(q: &Reads<'_, '_>) -> Check {
+    let absent: Vec<(&str, bool)> = q
+        .records
         .iter()
         .filter_map(|r| match r {
-            Record::Query { site, value, .. } => Some((site, value)),
+            Record::Absent { site, absent } => Some((site.invocation_id.as_str(), *absent)),
             _ => None,
         })
         .collect();
-    let invocations: BTreeSet<&str> = reads
+    let checked: BTreeSet<&str> = absent.iter().map(|(i, _)| *i).collect();
+    if checked == q.invocations && absent.iter().all(|(_, a)| *a) {
+        Ok(())
+    } else {
+        mismatch(format!("after-drop checks: {absent:?}"))
+    }
+}
+
+fn isolated_buckets(q: &Reads<'_, '_>) -> Check {
+    for (site, bucket) in &q.reads {
+        let events = bucket
+            .get("events")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let prefix = format!("{}#", site.invocation_id);
+        if events.is_empty()
+            || events
+                .iter()
+                .any(|e| !e.as_str().is_some_and(|s| s.starts_with(&prefix)))
+        {
+            return mismatch(format!("bucket of `{}`: {events:?}", site.invocation_id));
+        }
+    }
+    Ok(())
+}
+
+fn drop_method(q: &Reads<'_, '_>) -> Check {
+    accumulator(q.run)?;
+    let dropped: BTreeSet<&str> = q
+        .records
         .iter()
-        .map(|(s, _)| s.invocation_id.as_str())
+        .filter_map(|r| match r {
+            Record::Drop { site, .. } => Some(site.invocation_id.as_str()),
+            _ => None,
+        })
         .collect();
-    let check = || -> Check {
-        truthy(v)?;
-        if reads.is_empty() {
-            return mismatch("no queryable-observer read was recorded");
-        }
-        match name {
-            "observer_attach_emit_consume_cycle_works" => {
-                match run.meta.observers.iter().find(|o| o.total() == 0) {
-                    Some(o) => mismatch(format!("observer `{}` received no event", o.name)),
-                    None => Ok(()),
-                }
-            }
-            "read_returns_non_negative_integer" => match reads.iter().find(|(_, v)| !v.is_u64()) {
-                Some((_, v)) => mismatch(format!("read returned {v}")),
-                None => Ok(()),
-            },
-            // A count never exceeds the node events emitted before the reading body ran.
-            "read_is_consistent_no_torn_view" => {
-                for (site, value) in &reads {
-                    let bound = emitted_before(run, &site.invocation_id, &site.node)
-                        .ok_or_else(|| format!("no started event of `{}`", site.node))?;
-                    if value.as_u64().is_none_or(|n| n > bound as u64) {
-                        return mismatch(format!(
-                            "read {value} exceeds the {bound} events emitted"
-                        ));
-                    }
-                }
-                Ok(())
-            }
-            "observer_does_not_mutate_state_or_influence_routing" => untouched(run, records),
-            "snapshot_total_equals_sum_of_breakdown" => {
-                for (_, snap) in &reads {
-                    let total = snap.get("total").and_then(Value::as_u64);
-                    let sum: u64 = snap
-                        .get("by_type")
-                        .and_then(Value::as_object)
-                        .map(|m| m.values().filter_map(Value::as_u64).sum())
-                        .unwrap_or_default();
-                    if total != Some(sum) || sum == 0 {
-                        return mismatch(format!(
-                            "snapshot {snap}: total is not the sum of the breakdown"
-                        ));
-                    }
-                }
-                Ok(())
-            }
-            "read_does_not_raise_on_concurrent_write" => {
-                let finals = super::lock(&run.meta.finals).clone();
-                if finals.iter().all(Option::is_some) {
-                    Ok(())
-                } else {
-                    mismatch("an invocation did not complete")
-                }
-            }
-            "no_auto_drop_on_completion_signal" => {
-                let acc = accumulator(run)?;
-                for (site, bucket) in &reads {
-                    if bucket.is_null() {
-                        return mismatch(format!(
-                            "the bucket of `{}` was gone at its last node",
-                            site.invocation_id
-                        ));
-                    }
-                    // Events delivered after the explicit drop (the reading node's
-                    // `completed`) re-created the bucket, and completion removed nothing.
-                    if !acc.has_bucket(&site.invocation_id) {
-                        return mismatch(format!(
-                            "the bucket of `{}` was dropped at completion",
-                            site.invocation_id
-                        ));
-                    }
-                }
-                Ok(())
-            }
-            "explicit_drop_removes_bucket" => {
-                let absent: Vec<(&str, bool)> = records
-                    .iter()
-                    .filter_map(|r| match r {
-                        Record::Absent { site, absent } => {
-                            Some((site.invocation_id.as_str(), *absent))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                let checked: BTreeSet<&str> = absent.iter().map(|(i, _)| *i).collect();
-                if checked == invocations && absent.iter().all(|(_, a)| *a) {
-                    Ok(())
-                } else {
-                    mismatch(format!("after-drop checks: {absent:?}"))
-                }
-            }
-            "per_invocation_id_bucket_isolation" => {
-                for (site, bucket) in &reads {
-                    let events = bucket
-                        .get("events")
-                        .and_then(Value::as_array)
-                        .cloned()
-                        .unwrap_or_default();
-                    let prefix = format!("{}#", site.invocation_id);
-                    if events.is_empty()
-                        || events
-                            .iter()
-                            .any(|e| !e.as_str().is_some_and(|s| s.starts_with(&prefix)))
-                    {
-                        return mismatch(format!("bucket of `{}`: {events:?}", site.invocation_id));
-                    }
-                }
-                Ok(())
-            }
-            "accumulator_exposes_drop_method" => {
-                accumulator(run)?;
-                let dropped: BTreeSet<&str> = records
-                    .iter()
-                    .filter_map(|r| match r {
-                        Record::Drop { site, .. } => Some(site.invocation_id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                if dropped == invocations {
-                    Ok(())
-                } else {
-                    mismatch(format!("dropped {dropped:?}, read {invocations:?}"))
-                }
-            }
-            _ => mismatch("unreachable"),
-        }
-    };
-    const NAMES: &[&str] = &[
-        "observer_attach_emit_consume_cycle_works",
-        "read_returns_non_negative_integer",
-        "read_is_consistent_no_torn_view",
-        "observer_does_not_mutate_state_or_influence_routing",
-        "snapshot_total_equals_sum_of_breakdown",
-        "read_does_not_raise_on_concurrent_write",
-        "no_auto_drop_on_completion_signal",
-        "explicit_drop_removes_bucket",
-        "per_invocation_id_bucket_isolation",
-        "accumulator_exposes_drop_method",
-    ];
-    NAMES.contains(&name).then(check)
+    if dropped == q.invocations {
+        Ok(())
+    } else {
+        mismatch(format!("dropped {dropped:?}, read {:?}", q.invocations))
+    }
 }
 
 fn accumulator<'r>(run: &'r Run<'_>) -> Check<&'r super::queryable::Queryable> {
