@@ -120,6 +120,23 @@ const REGISTRY: &[NamedChecks] = &[
         complete: false,
         names: crate::ge::EVENT_INVARIANT_NAMES,
     },
+    // The failure-isolation, branch and drain invariants; the drain and edge ones of
+    // ge::assert are still match arms (async checks), so not complete.
+    NamedChecks {
+        table: "ge::pu_assert",
+        capability: "pipeline-utilities",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::ge::PU_INVARIANT_NAMES,
+    },
+    // The same table: graph-engine 032/033 write its drain-coverage names.
+    NamedChecks {
+        table: "ge::pu_assert",
+        capability: "graph-engine",
+        keys: &["invariants"],
+        complete: false,
+        names: crate::ge::PU_INVARIANT_NAMES,
+    },
     // The same table: pipeline-utilities cases run on the graph-engine runner.
     NamedChecks {
         table: "ge::event_invariants",

@@ -11,6 +11,7 @@ mod middleware;
 mod pu_assert;
 
 pub(crate) use event_invariants::STREAM_NAMES as EVENT_INVARIANT_NAMES;
+pub(crate) use pu_assert::TABLE_NAMES as PU_INVARIANT_NAMES;
 
 use std::sync::Arc;
 use std::time::Duration;

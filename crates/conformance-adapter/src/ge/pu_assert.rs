@@ -9,6 +9,7 @@ use super::assert::Ctx;
 use super::harness::lock;
 use crate::failure::Check;
 use crate::matchers::{check, Bindings};
+use crate::table::{lookup, names, Table};
 use crate::yaml::Y;
 
 fn j(y: &Y<'_>) -> Check<Value> {
@@ -307,232 +308,462 @@ pub(crate) fn observer_event(y: &Y<'_>, ctx: &Ctx<'_>) -> Check {
     }
 }
 
-/// The pipeline-utilities named invariants (conformance-adapter §5.9). Each is a
-/// real check against the recorded run; unknown names fail.
+/// What the pipeline-utilities invariants read of one recorded run.
+struct Facts<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    fi: Vec<FailureIsolationEvent>,
+    succeeded: bool,
+    side: serde_json::Map<String, Value>,
+    events: Vec<NodeEvent>,
+}
+
+/// The pipeline-utilities named invariants (conformance-adapter §5.9): whether each
+/// holds of the recorded run. Aliases map to the same check.
+const TABLE: &Table<fn(&Facts<'_, '_>) -> bool> = &[
+    (
+        "engine_does_not_see_exception",
+        engine_does_not_see_exception,
+    ),
+    ("engine_sees_degraded_return", engine_does_not_see_exception),
+    (
+        "degraded_return_reaches_engine_with_on_caught",
+        engine_does_not_see_exception,
+    ),
+    (
+        "event_is_distinct_from_node_event",
+        event_is_distinct_from_node_event,
+    ),
+    (
+        "event_name_is_caller_supplied",
+        event_name_is_caller_supplied,
+    ),
+    (
+        "callable_receives_pre_merge_state",
+        callable_receives_pre_merge_state,
+    ),
+    (
+        "callable_return_merges_via_reducer",
+        callable_return_merges_via_reducer,
+    ),
+    ("matching_exception_caught", matching_exception_caught),
+    (
+        "framework_event_still_emits_with_on_caught",
+        matching_exception_caught,
+    ),
+    (
+        "default_predicate_catches_bare_exception",
+        matching_exception_caught,
+    ),
+    (
+        "non_matching_exception_propagates",
+        non_matching_exception_propagates,
+    ),
+    (
+        "catch_non_matching_propagates",
+        non_matching_exception_propagates,
+    ),
+    (
+        "no_event_when_predicate_does_not_match",
+        no_event_when_predicate_does_not_match,
+    ),
+    (
+        "no_event_when_catch_does_not_match",
+        no_event_when_predicate_does_not_match,
+    ),
+    (
+        "retry_exhausts_before_isolation_catches",
+        retry_exhausts_before_isolation_catches,
+    ),
+    (
+        "outer_to_inner_ordering_load_bearing",
+        outer_to_inner_ordering_load_bearing,
+    ),
+    ("on_caught_fires_exactly_once", on_caught_fires_exactly_once),
+    (
+        "on_caught_receives_original_exception",
+        on_caught_receives_original_exception,
+    ),
+    (
+        "caught_exception_category_null_for_non_categorized",
+        caught_exception_category_null_for_non_categorized,
+    ),
+    (
+        "uncategorized_cause_yields_null_derived_category",
+        caught_exception_category_null_for_non_categorized,
+    ),
+    (
+        "caught_exception_message_captures_str_exc",
+        caught_exception_message_captures_str_exc,
+    ),
+    (
+        "node_level_chain_is_single_non_carrier_link",
+        node_level_chain_is_single_non_carrier_link,
+    ),
+    (
+        "derived_category_is_outermost_non_carrier_with_category",
+        derived_category_is_outermost_non_carrier_with_category,
+    ),
+    (
+        "category_not_masked_as_node_exception",
+        category_not_masked_as_node_exception,
+    ),
+    (
+        "category_resolves_through_node_exception_wrapper",
+        category_resolves_through_node_exception_wrapper,
+    ),
+    (
+        "catch_matches_through_node_exception_carrier",
+        category_resolves_through_node_exception_wrapper,
+    ),
+    (
+        "chain_includes_carrier_and_originating",
+        chain_includes_carrier_and_originating,
+    ),
+    (
+        "chain_has_two_non_carrier_links",
+        chain_has_two_non_carrier_links,
+    ),
+    (
+        "contribution_is_the_degraded_update",
+        contribution_is_the_degraded_update,
+    ),
+    (
+        "extra_outputs_read_by_subgraph_field_name",
+        contribution_is_the_degraded_update,
+    ),
+    ("degrade_path_does_not_raise", degrade_path_does_not_raise),
+    ("fan_in_does_not_raise", degrade_path_does_not_raise),
+    (
+        "callable_branch_failure_isolated_and_degraded",
+        degrade_path_does_not_raise,
+    ),
+    (
+        "omitted_collect_field_yields_null_slot",
+        omitted_collect_field_yields_null_slot,
+    ),
+    (
+        "absent_collect_field_yields_null_slot",
+        omitted_collect_field_yields_null_slot,
+    ),
+    (
+        "extra_outputs_omission_is_null_slot",
+        omitted_collect_field_yields_null_slot,
+    ),
+    ("parent_keeps_prior_value", parent_keeps_prior_value),
+    (
+        "uncovered_projected_field_skipped",
+        parent_keeps_prior_value,
+    ),
+    (
+        "degrade_does_not_suppress_reducer_error",
+        degrade_does_not_suppress_reducer_error,
+    ),
+    (
+        "strict_reducer_null_slot_raises",
+        degrade_does_not_suppress_reducer_error,
+    ),
+    (
+        "callable_branches_run_without_subgraph",
+        callable_branches_run_without_subgraph,
+    ),
+    (
+        "contributions_merge_via_parent_reducer",
+        contributions_merge_via_parent_reducer,
+    ),
+    ("when_false_branch_skipped", when_false_branch_skipped),
+    ("skipped_branch_emits_no_event", when_false_branch_skipped),
+    ("skipped_branch_no_contribution", when_false_branch_skipped),
+    ("when_true_branch_dispatches", when_true_branch_dispatches),
+    ("sibling_branch_completed", sibling_branch_completed),
+    (
+        "drain_covered_all_fan_out_instances_via_shared_invocation_id",
+        drain_covered_all_fan_out_instances_via_shared_invocation_id,
+    ),
+    (
+        "drain_covered_all_parallel_branches_via_shared_invocation_id",
+        drain_covered_all_parallel_branches_via_shared_invocation_id,
+    ),
+];
+
+/// The names [`TABLE`] knows (for [`crate::table::registry`]).
+pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
+
+/// Whether the pipeline-utilities invariant `name` holds of the recorded run, or
+/// `None` when `name` is not one (unknown names fail at the caller).
 pub(crate) fn invariant(name: &str, ctx: &Ctx<'_>) -> Option<bool> {
-    let fi = isolation_events(ctx);
-    let succeeded = ctx.outcome.result.is_ok();
-    let side = lock(&ctx.harness.side_channel).clone();
-    let events = node_events(ctx);
-    Some(match name {
-        "engine_does_not_see_exception"
-        | "engine_sees_degraded_return"
-        | "degraded_return_reaches_engine_with_on_caught" => succeeded && !fi.is_empty(),
-        "event_is_distinct_from_node_event" => {
-            !fi.is_empty()
-                && events
-                    .iter()
-                    .all(|e| e.node_name.as_ref() != fi[0].event_name.as_str())
-        }
-        "event_name_is_caller_supplied" => fi.len() == 1 && !fi[0].event_name.is_empty(),
-        "callable_receives_pre_merge_state" => {
-            fi.len() == 1
-                && events
-                    .first()
-                    .is_some_and(|e| e.pre_state.to_json() == fi[0].pre_state.to_json())
-        }
-        "callable_return_merges_via_reducer" => succeeded && fi.len() == 1,
-        "matching_exception_caught"
-        | "framework_event_still_emits_with_on_caught"
-        | "default_predicate_catches_bare_exception" => succeeded && fi.len() == 1,
-        "non_matching_exception_propagates" | "catch_non_matching_propagates" => !succeeded,
-        "no_event_when_predicate_does_not_match" | "no_event_when_catch_does_not_match" => {
-            fi.is_empty()
-        }
-        "retry_exhausts_before_isolation_catches" => {
-            let started = events.iter().filter(|e| e.phase == Phase::Started).count();
-            let last = events.iter().map(|e| e.attempt_index).max();
-            fi.len() == 1 && started > 1 && last == Some(fi[0].lineage.attempt_index)
-        }
-        "outer_to_inner_ordering_load_bearing" => {
-            // The isolation event follows every attempt's completed event: retry ran
-            // inside, isolation outside.
-            let all = ctx.implicit.events_for(&ctx.outcome.invocation_id);
-            let fi_at = all
+    let check = lookup(TABLE, name)?;
+    let facts = Facts {
+        ctx,
+        fi: isolation_events(ctx),
+        succeeded: ctx.outcome.result.is_ok(),
+        side: lock(&ctx.harness.side_channel).clone(),
+        events: node_events(ctx),
+    };
+    Some(check(&facts))
+}
+
+fn engine_does_not_see_exception(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded && !facts.fi.is_empty()
+}
+
+fn event_is_distinct_from_node_event(facts: &Facts<'_, '_>) -> bool {
+    !facts.fi.is_empty()
+        && facts
+            .events
+            .iter()
+            .all(|e| e.node_name.as_ref() != facts.fi[0].event_name.as_str())
+}
+
+fn event_name_is_caller_supplied(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1 && !facts.fi[0].event_name.is_empty()
+}
+
+fn callable_receives_pre_merge_state(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts
+            .events
+            .first()
+            .is_some_and(|e| e.pre_state.to_json() == facts.fi[0].pre_state.to_json())
+}
+
+fn callable_return_merges_via_reducer(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded && facts.fi.len() == 1
+}
+
+fn matching_exception_caught(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded && facts.fi.len() == 1
+}
+
+fn non_matching_exception_propagates(facts: &Facts<'_, '_>) -> bool {
+    !facts.succeeded
+}
+
+fn no_event_when_predicate_does_not_match(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.is_empty()
+}
+
+fn retry_exhausts_before_isolation_catches(facts: &Facts<'_, '_>) -> bool {
+    let started = facts
+        .events
+        .iter()
+        .filter(|e| e.phase == Phase::Started)
+        .count();
+    let last = facts.events.iter().map(|e| e.attempt_index).max();
+    facts.fi.len() == 1 && started > 1 && last == Some(facts.fi[0].lineage.attempt_index)
+}
+
+fn outer_to_inner_ordering_load_bearing(facts: &Facts<'_, '_>) -> bool {
+    // The isolation event follows every attempt's completed event: retry ran
+    // inside, isolation outside.
+    let all = facts
+        .ctx
+        .implicit
+        .events_for(&facts.ctx.outcome.invocation_id);
+    let fi_at = all
+        .iter()
+        .position(|e| matches!(&**e, ObserverEvent::FailureIsolation(_)));
+    let last_completed_error = all.iter().rposition(|e| {
+        e.as_node()
+            .is_some_and(|n| n.phase == Phase::Completed && n.error.is_some())
+    });
+    matches!((fi_at, last_completed_error), (Some(f), Some(c)) if f > c)
+}
+
+fn on_caught_fires_exactly_once(facts: &Facts<'_, '_>) -> bool {
+    facts.side.values().any(|v| v.as_i64() == Some(1)) && facts.fi.len() == 1
+}
+
+fn on_caught_receives_original_exception(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts
+            .side
+            .values()
+            .any(|v| v.as_str() == Some(facts.fi[0].caught_exception.message.as_str()))
+}
+
+fn caught_exception_category_null_for_non_categorized(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1 && facts.fi[0].caught_exception.category.is_none()
+}
+
+fn caught_exception_message_captures_str_exc(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts.fi[0]
+            .caught_exception
+            .chain
+            .first()
+            .is_some_and(|l| l.message == facts.fi[0].caught_exception.message)
+}
+
+fn node_level_chain_is_single_non_carrier_link(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts.fi[0].caught_exception.chain.len() == 1
+        && !facts.fi[0].caught_exception.chain[0].carrier
+}
+
+fn derived_category_is_outermost_non_carrier_with_category(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1 && {
+        let c = &facts.fi[0].caught_exception;
+        c.category
+            == c.chain
                 .iter()
-                .position(|e| matches!(&**e, ObserverEvent::FailureIsolation(_)));
-            let last_completed_error = all.iter().rposition(|e| {
-                e.as_node()
-                    .is_some_and(|n| n.phase == Phase::Completed && n.error.is_some())
-            });
-            matches!((fi_at, last_completed_error), (Some(f), Some(c)) if f > c)
-        }
-        "on_caught_fires_exactly_once" => {
-            side.values().any(|v| v.as_i64() == Some(1)) && fi.len() == 1
-        }
-        "on_caught_receives_original_exception" => {
-            fi.len() == 1
-                && side
-                    .values()
-                    .any(|v| v.as_str() == Some(fi[0].caught_exception.message.as_str()))
-        }
-        "caught_exception_category_null_for_non_categorized"
-        | "uncategorized_cause_yields_null_derived_category" => {
-            fi.len() == 1 && fi[0].caught_exception.category.is_none()
-        }
-        "caught_exception_message_captures_str_exc" => {
-            fi.len() == 1
-                && fi[0]
-                    .caught_exception
-                    .chain
-                    .first()
-                    .is_some_and(|l| l.message == fi[0].caught_exception.message)
-        }
-        "node_level_chain_is_single_non_carrier_link" => {
-            fi.len() == 1
-                && fi[0].caught_exception.chain.len() == 1
-                && !fi[0].caught_exception.chain[0].carrier
-        }
-        "derived_category_is_outermost_non_carrier_with_category" => {
-            fi.len() == 1 && {
-                let c = &fi[0].caught_exception;
-                c.category
-                    == c.chain
-                        .iter()
-                        .find(|l| !l.carrier && l.category.is_some())
-                        .and_then(|l| l.category.clone())
-            }
-        }
-        "category_not_masked_as_node_exception" => {
-            fi.len() == 1 && {
-                let c = &fi[0].caught_exception.category;
-                c.is_some() && c.as_deref() != Some("node_exception")
-            }
-        }
-        "category_resolves_through_node_exception_wrapper"
-        | "catch_matches_through_node_exception_carrier" => {
-            fi.len() == 1
-                && fi[0]
-                    .caught_exception
-                    .chain
-                    .first()
-                    .is_some_and(|l| l.carrier)
-                && fi[0]
-                    .caught_exception
-                    .category
-                    .as_deref()
-                    .is_some_and(|c| c != "node_exception")
-        }
-        "chain_includes_carrier_and_originating" => {
-            fi.len() == 1 && {
-                let chain = &fi[0].caught_exception.chain;
-                chain.first().is_some_and(|l| l.carrier) && chain.last().is_some_and(|l| !l.carrier)
-            }
-        }
-        "chain_has_two_non_carrier_links" => {
-            fi.len() == 1
-                && fi[0]
-                    .caught_exception
-                    .chain
-                    .iter()
-                    .filter(|l| !l.carrier)
-                    .count()
-                    == 2
-        }
-        "contribution_is_the_degraded_update" | "extra_outputs_read_by_subgraph_field_name" => {
-            // Every value of the degraded update reached the parent state.
-            let state = ctx.outcome.result.as_ref().ok();
-            !fi.is_empty()
-                && state.is_some_and(|s| {
-                    fi.iter().all(|f| {
-                        f.post_state
-                            .as_object()
-                            .is_some_and(|m| m.values().all(|v| contains_value(s, v)))
-                    })
-                })
-        }
-        "degrade_path_does_not_raise"
-        | "fan_in_does_not_raise"
-        | "callable_branch_failure_isolated_and_degraded" => succeeded && !fi.is_empty(),
-        "omitted_collect_field_yields_null_slot"
-        | "absent_collect_field_yields_null_slot"
-        | "extra_outputs_omission_is_null_slot" => {
-            succeeded
-                && ctx
-                    .outcome
-                    .result
-                    .as_ref()
-                    .is_ok_and(|s| contains_value(s, &Value::Null))
-        }
-        "parent_keeps_prior_value" | "uncovered_projected_field_skipped" => {
-            // The degraded branch did not cover a projected field: it keeps its default.
-            let defaults = openarmature_graph::State::to_json(ctx.graph.defaults());
-            succeeded
-                && !fi.is_empty()
-                && ctx.outcome.result.as_ref().is_ok_and(|s| {
-                    s.as_object()
-                        .is_some_and(|m| m.iter().any(|(k, v)| defaults.get(k) == Some(v)))
-                })
-        }
-        "degrade_does_not_suppress_reducer_error" | "strict_reducer_null_slot_raises" => {
-            !fi.is_empty()
-                && ctx
-                    .outcome
-                    .result
-                    .as_ref()
-                    .err()
-                    .is_some_and(|f| f.category == "reducer_error")
-        }
-        "callable_branches_run_without_subgraph" => {
-            succeeded
-                && events
-                    .iter()
-                    .any(|e| e.branch_name.as_deref() == Some(&*e.node_name))
-        }
-        "contributions_merge_via_parent_reducer" => succeeded,
-        "when_false_branch_skipped"
-        | "skipped_branch_emits_no_event"
-        | "skipped_branch_no_contribution" => {
-            branches(&events).is_some_and(|(declared, dispatched, seen)| {
-                dispatched < declared.len()
-                    && declared.iter().filter(|b| !seen.contains(*b)).count()
-                        == declared.len() - dispatched
+                .find(|l| !l.carrier && l.category.is_some())
+                .and_then(|l| l.category.clone())
+    }
+}
+
+fn category_not_masked_as_node_exception(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1 && {
+        let c = &facts.fi[0].caught_exception.category;
+        c.is_some() && c.as_deref() != Some("node_exception")
+    }
+}
+
+fn category_resolves_through_node_exception_wrapper(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts.fi[0]
+            .caught_exception
+            .chain
+            .first()
+            .is_some_and(|l| l.carrier)
+        && facts.fi[0]
+            .caught_exception
+            .category
+            .as_deref()
+            .is_some_and(|c| c != "node_exception")
+}
+
+fn chain_includes_carrier_and_originating(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1 && {
+        let chain = &facts.fi[0].caught_exception.chain;
+        chain.first().is_some_and(|l| l.carrier) && chain.last().is_some_and(|l| !l.carrier)
+    }
+}
+
+fn chain_has_two_non_carrier_links(facts: &Facts<'_, '_>) -> bool {
+    facts.fi.len() == 1
+        && facts.fi[0]
+            .caught_exception
+            .chain
+            .iter()
+            .filter(|l| !l.carrier)
+            .count()
+            == 2
+}
+
+fn contribution_is_the_degraded_update(facts: &Facts<'_, '_>) -> bool {
+    // Every value of the degraded update reached the parent state.
+    let state = facts.ctx.outcome.result.as_ref().ok();
+    !facts.fi.is_empty()
+        && state.is_some_and(|s| {
+            facts.fi.iter().all(|f| {
+                f.post_state
+                    .as_object()
+                    .is_some_and(|m| m.values().all(|v| contains_value(s, v)))
             })
-        }
-        "when_true_branch_dispatches" => {
-            branches(&events).is_some_and(|(declared, dispatched, seen)| {
-                dispatched == declared.len() && declared.iter().all(|b| seen.contains(b))
-            })
-        }
-        "sibling_branch_completed" => {
-            let done: std::collections::BTreeSet<_> = events
+        })
+}
+
+fn degrade_path_does_not_raise(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded && !facts.fi.is_empty()
+}
+
+fn omitted_collect_field_yields_null_slot(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded
+        && facts
+            .ctx
+            .outcome
+            .result
+            .as_ref()
+            .is_ok_and(|s| contains_value(s, &Value::Null))
+}
+
+fn parent_keeps_prior_value(facts: &Facts<'_, '_>) -> bool {
+    // The degraded branch did not cover a projected field: it keeps its default.
+    let defaults = openarmature_graph::State::to_json(facts.ctx.graph.defaults());
+    facts.succeeded
+        && !facts.fi.is_empty()
+        && facts.ctx.outcome.result.as_ref().is_ok_and(|s| {
+            s.as_object()
+                .is_some_and(|m| m.iter().any(|(k, v)| defaults.get(k) == Some(v)))
+        })
+}
+
+fn degrade_does_not_suppress_reducer_error(facts: &Facts<'_, '_>) -> bool {
+    !facts.fi.is_empty()
+        && facts
+            .ctx
+            .outcome
+            .result
+            .as_ref()
+            .err()
+            .is_some_and(|f| f.category == "reducer_error")
+}
+
+fn callable_branches_run_without_subgraph(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded
+        && facts
+            .events
+            .iter()
+            .any(|e| e.branch_name.as_deref() == Some(&*e.node_name))
+}
+
+fn contributions_merge_via_parent_reducer(facts: &Facts<'_, '_>) -> bool {
+    facts.succeeded
+}
+
+fn when_false_branch_skipped(facts: &Facts<'_, '_>) -> bool {
+    branches(&facts.events).is_some_and(|(declared, dispatched, seen)| {
+        dispatched < declared.len()
+            && declared.iter().filter(|b| !seen.contains(*b)).count() == declared.len() - dispatched
+    })
+}
+
+fn when_true_branch_dispatches(facts: &Facts<'_, '_>) -> bool {
+    branches(&facts.events).is_some_and(|(declared, dispatched, seen)| {
+        dispatched == declared.len() && declared.iter().all(|b| seen.contains(b))
+    })
+}
+
+fn sibling_branch_completed(facts: &Facts<'_, '_>) -> bool {
+    let done: std::collections::BTreeSet<_> = facts
+        .events
+        .iter()
+        .filter(|e| e.phase == Phase::Completed && e.error.is_none())
+        .filter_map(|e| e.branch_name.clone())
+        .collect();
+    facts.succeeded && !done.is_empty()
+}
+
+fn drain_covered_all_fan_out_instances_via_shared_invocation_id(facts: &Facts<'_, '_>) -> bool {
+    let count = facts
+        .events
+        .iter()
+        .find_map(|e| e.fan_out_config.as_ref().map(|c| c.item_count));
+    drain_snapshots(facts.ctx).iter().any(|snapshot| {
+        let seen: std::collections::BTreeSet<_> =
+            snapshot.iter().filter_map(|e| e.fan_out_index).collect();
+        count.is_some_and(|n| n > 0 && seen.len() == n)
+            && snapshot
                 .iter()
-                .filter(|e| e.phase == Phase::Completed && e.error.is_none())
-                .filter_map(|e| e.branch_name.clone())
-                .collect();
-            succeeded && !done.is_empty()
-        }
-        "drain_covered_all_fan_out_instances_via_shared_invocation_id" => {
-            let count = events
-                .iter()
-                .find_map(|e| e.fan_out_config.as_ref().map(|c| c.item_count));
-            drain_snapshots(ctx).iter().any(|snapshot| {
-                let seen: std::collections::BTreeSet<_> =
-                    snapshot.iter().filter_map(|e| e.fan_out_index).collect();
-                count.is_some_and(|n| n > 0 && seen.len() == n)
-                    && snapshot
-                        .iter()
-                        .all(|e| *e.invocation_id == ctx.outcome.invocation_id)
-            })
-        }
-        "drain_covered_all_parallel_branches_via_shared_invocation_id" => {
-            let names = events.iter().find_map(|e| {
-                e.parallel_branches_config
-                    .as_ref()
-                    .map(|c| c.branch_names.clone())
-            });
-            drain_snapshots(ctx).iter().any(|snapshot| {
-                names.as_ref().is_some_and(|names| {
-                    !names.is_empty()
-                        && names
-                            .iter()
-                            .all(|n| snapshot.iter().any(|e| e.branch_name.as_deref() == Some(n)))
-                }) && snapshot
+                .all(|e| *e.invocation_id == facts.ctx.outcome.invocation_id)
+    })
+}
+
+fn drain_covered_all_parallel_branches_via_shared_invocation_id(facts: &Facts<'_, '_>) -> bool {
+    let names = facts.events.iter().find_map(|e| {
+        e.parallel_branches_config
+            .as_ref()
+            .map(|c| c.branch_names.clone())
+    });
+    drain_snapshots(facts.ctx).iter().any(|snapshot| {
+        names.as_ref().is_some_and(|names| {
+            !names.is_empty()
+                && names
                     .iter()
-                    .all(|e| *e.invocation_id == ctx.outcome.invocation_id)
-            })
-        }
-        _ => return None,
+                    .all(|n| snapshot.iter().any(|e| e.branch_name.as_deref() == Some(n)))
+        }) && snapshot
+            .iter()
+            .all(|e| *e.invocation_id == facts.ctx.outcome.invocation_id)
     })
 }
 
