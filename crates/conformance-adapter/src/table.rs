@@ -8,6 +8,8 @@
 //! names appear under, so a test can hold the tables and the fixtures to each other
 //! (every name a fixture uses has a check, every check is used).
 
+use serde_json::Value;
+
 use crate::failure::{Check, Failure};
 
 /// Each name a fixture may write, with the check (or the check's description) it
@@ -27,6 +29,17 @@ pub(crate) fn lookup<F: Copy>(table: &Table<F>, name: &str) -> Option<F> {
 pub(crate) fn invariant<F: Copy>(table: &Table<F>, name: &str) -> Check<F> {
     lookup(table, name).ok_or_else(|| {
         Failure::unsupported(format!("fixture_directive_unknown: invariant `{name}`"))
+    })
+}
+
+/// The check `name` maps to in `table`, for an invariant whose value must be `true`:
+/// `None` when `name` is not in `table`, the mismatch "expected `true`, got …" when the
+/// value is not `true`.
+pub(crate) fn flag<F: Copy>(table: &Table<F>, name: &str, v: &Value) -> Option<Check<F>> {
+    let check = lookup(table, name)?;
+    Some(match v {
+        Value::Bool(true) => Ok(check),
+        other => Err(Failure::mismatch(format!("expected `true`, got {other}"))),
     })
 }
 

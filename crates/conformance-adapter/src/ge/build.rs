@@ -682,6 +682,17 @@ fn indexed_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
         return Err(y.invalid("needs fail_when_idx, fail_count_per_idx or fail_count_per_instance"));
     };
     let (category, message) = failure_of(y, "instance failure")?;
+    indexed(y, mode, category, message)
+}
+
+/// The indexed flaky node of `mode`, failing (transiently) with `category` and
+/// `message`, its successes computing `y`'s `success_compute`.
+fn indexed(
+    y: &Y<'_>,
+    mode: IndexedMode,
+    category: Option<String>,
+    message: String,
+) -> Result<IndexedFlaky, AdapterError> {
     let success = match y.get("success_compute") {
         Some(u) if !u.is_null() => json_pairs(&u)?,
         _ => Vec::new(),
@@ -723,20 +734,5 @@ fn per_index_flaky(y: &Y<'_>) -> Result<IndexedFlaky, AdapterError> {
         (None, Some(l)) => IndexedMode::AlwaysIndices(indices(l)?),
         _ => return Err(y.invalid("needs one of fail_first_run_indices / always_fail_indices")),
     };
-    let success = match y.get("success_compute") {
-        Some(u) if !u.is_null() => json_pairs(&u)?,
-        _ => Vec::new(),
-    };
-    Ok(IndexedFlaky {
-        mode,
-        failure: FailSpec {
-            category: None,
-            message: "flaky_per_index failure".into(),
-            transient: true,
-            cause: None,
-        },
-        success,
-        calls: std::sync::Mutex::new(std::collections::HashMap::new()),
-        first_invocation: std::sync::Mutex::new(None),
-    })
+    indexed(y, mode, None, "flaky_per_index failure".into())
 }

@@ -2,7 +2,7 @@
 //! trace and timing records, failure-isolation events, per-attempt events, and the
 //! suite's named invariants.
 
-use openarmature_graph::{FailureIsolationEvent, NodeEvent, ObserverEvent, Phase};
+use openarmature_graph::{CaughtException, FailureIsolationEvent, NodeEvent, ObserverEvent, Phase};
 use serde_json::{json, Value};
 
 use super::assert::Ctx;
@@ -317,6 +317,17 @@ struct Facts<'a, 'c> {
     events: Vec<NodeEvent>,
 }
 
+impl Facts<'_, '_> {
+    /// The caught exception of the run's one failure-isolation event (`None` unless
+    /// there is exactly one).
+    fn caught(&self) -> Option<&CaughtException> {
+        match self.fi.as_slice() {
+            [one] => Some(&one.caught_exception),
+            _ => None,
+        }
+    }
+}
+
 /// The pipeline-utilities named invariants (conformance-adapter §5.9): whether each
 /// holds of the recorded run. Aliases map to the same check.
 const TABLE: &Table<fn(&Facts<'_, '_>) -> bool> = &[
@@ -574,80 +585,60 @@ fn on_caught_fires_exactly_once(facts: &Facts<'_, '_>) -> bool {
 }
 
 fn on_caught_receives_original_exception(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1
-        && facts
+    facts.caught().is_some_and(|c| {
+        facts
             .side
             .values()
-            .any(|v| v.as_str() == Some(facts.fi[0].caught_exception.message.as_str()))
+            .any(|v| v.as_str() == Some(c.message.as_str()))
+    })
 }
 
 fn caught_exception_category_null_for_non_categorized(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1 && facts.fi[0].caught_exception.category.is_none()
+    facts.caught().is_some_and(|c| c.category.is_none())
 }
 
 fn caught_exception_message_captures_str_exc(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1
-        && facts.fi[0]
-            .caught_exception
-            .chain
-            .first()
-            .is_some_and(|l| l.message == facts.fi[0].caught_exception.message)
+    facts
+        .caught()
+        .is_some_and(|c| c.chain.first().is_some_and(|l| l.message == c.message))
 }
 
 fn node_level_chain_is_single_non_carrier_link(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1
-        && facts.fi[0].caught_exception.chain.len() == 1
-        && !facts.fi[0].caught_exception.chain[0].carrier
+    facts
+        .caught()
+        .is_some_and(|c| matches!(c.chain.as_slice(), [only] if !only.carrier))
 }
 
 fn derived_category_is_outermost_non_carrier_with_category(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1 && {
-        let c = &facts.fi[0].caught_exception;
-        c.category
-            == c.chain
-                .iter()
-                .find(|l| !l.carrier && l.category.is_some())
-                .and_then(|l| l.category.clone())
-    }
+    facts.caught().is_some_and(|c| {
+        let outermost = c.chain.iter().find(|l| !l.carrier && l.category.is_some());
+        c.category == outermost.and_then(|l| l.category.clone())
+    })
 }
 
 fn category_not_masked_as_node_exception(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1 && {
-        let c = &facts.fi[0].caught_exception.category;
-        c.is_some() && c.as_deref() != Some("node_exception")
-    }
+    facts
+        .caught()
+        .is_some_and(|c| c.category.as_deref().is_some_and(|k| k != "node_exception"))
 }
 
 fn category_resolves_through_node_exception_wrapper(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1
-        && facts.fi[0]
-            .caught_exception
-            .chain
-            .first()
-            .is_some_and(|l| l.carrier)
-        && facts.fi[0]
-            .caught_exception
-            .category
-            .as_deref()
-            .is_some_and(|c| c != "node_exception")
+    category_not_masked_as_node_exception(facts)
+        && facts
+            .caught()
+            .is_some_and(|c| c.chain.first().is_some_and(|l| l.carrier))
 }
 
 fn chain_includes_carrier_and_originating(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1 && {
-        let chain = &facts.fi[0].caught_exception.chain;
-        chain.first().is_some_and(|l| l.carrier) && chain.last().is_some_and(|l| !l.carrier)
-    }
+    facts.caught().is_some_and(|c| {
+        c.chain.first().is_some_and(|l| l.carrier) && c.chain.last().is_some_and(|l| !l.carrier)
+    })
 }
 
 fn chain_has_two_non_carrier_links(facts: &Facts<'_, '_>) -> bool {
-    facts.fi.len() == 1
-        && facts.fi[0]
-            .caught_exception
-            .chain
-            .iter()
-            .filter(|l| !l.carrier)
-            .count()
-            == 2
+    facts
+        .caught()
+        .is_some_and(|c| c.chain.iter().filter(|l| !l.carrier).count() == 2)
 }
 
 fn contribution_is_the_degraded_update(facts: &Facts<'_, '_>) -> bool {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use openarmature_llm::{
-    AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider,
+    AnthropicProvider, GeminiProvider, ModelCapabilities, OpenAiProvider, Provider, ProviderBuilder,
 };
 use serde_json::Value;
 
@@ -122,23 +122,33 @@ impl Mapping {
             Mapping::StreamingUnsupportedStub => {
                 openai().map(|p| Arc::new(StreamingUnsupportedStub::new(p)) as Arc<dyn Provider>)
             }
-            Mapping::Anthropic => AnthropicProvider::builder(model)
-                .base_url(server.base_url())
-                .api_key("test-key")
-                .transport(crate::http_mock::transport())
-                .capabilities(capabilities)
-                .stream_extension(stream_extension)
-                .build()
-                .map(|p| Arc::new(p) as Arc<dyn Provider>),
-            Mapping::Gemini => GeminiProvider::builder(model)
-                .base_url(format!("{}/v1beta", server.origin()))
-                .api_key("test-key")
-                .transport(crate::http_mock::transport())
-                .capabilities(capabilities)
-                .stream_extension(stream_extension)
-                .build()
-                .map(|p| Arc::new(p) as Arc<dyn Provider>),
+            Mapping::Anthropic => {
+                let builder = AnthropicProvider::builder(model).base_url(server.base_url());
+                pointed(builder, capabilities, stream_extension)
+                    .build()
+                    .map(|p| Arc::new(p) as Arc<dyn Provider>)
+            }
+            Mapping::Gemini => {
+                let base_url = format!("{}/v1beta", server.origin());
+                let builder = GeminiProvider::builder(model).base_url(base_url);
+                pointed(builder, capabilities, stream_extension)
+                    .build()
+                    .map(|p| Arc::new(p) as Arc<dyn Provider>)
+            }
         };
         built.map_err(|e| Failure::setup(format!("cannot build the provider: {e}")))
     }
+}
+
+/// The mock's key, transport, capabilities and extension-0006 flag on a wire builder.
+fn pointed<P>(
+    builder: ProviderBuilder<P>,
+    capabilities: ModelCapabilities,
+    stream_extension: bool,
+) -> ProviderBuilder<P> {
+    builder
+        .api_key("test-key")
+        .transport(crate::http_mock::transport())
+        .capabilities(capabilities)
+        .stream_extension(stream_extension)
 }

@@ -23,7 +23,7 @@ use super::expected::expected_error;
 use super::{invariants, langfuse, Outcome, Run};
 use crate::failure::{Check, Failure};
 use crate::matchers::Bindings;
-use crate::table::{lookup, names, Table};
+use crate::table::{flag, names, Table};
 use crate::yaml::Y;
 use crate::AdapterError;
 
@@ -146,13 +146,12 @@ fn endpoints(run: &Run<'_>, id: &str) -> (Option<StateRef>, Option<StateRef>) {
 
 /// Checks a resumed-run invariant, or `None` when `name` is not one.
 pub(super) fn invariant(name: &str, v: &Value, run: &Run<'_>) -> Option<Check> {
-    let verdict = lookup(TABLE, name)?;
-    Some(verdict(v, run))
+    let verdict = flag(TABLE, name, v)?;
+    Some(verdict.and_then(|verdict| verdict(run)))
 }
 
 /// The resumed-run invariants.
-const TABLE: &Table<fn(&Value, &Run<'_>) -> Check> =
-    &[("hooks_refire_on_resumed_trace", hooks_refire)];
+const TABLE: &Table<fn(&Run<'_>) -> Check> = &[("hooks_refire_on_resumed_trace", hooks_refire)];
 
 /// The names [`TABLE`] knows (for [`crate::table::registry`]).
 pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
@@ -160,10 +159,7 @@ pub(crate) const TABLE_NAMES: fn() -> Vec<&'static str> = || names(TABLE);
 /// `hooks_refire_on_resumed_trace`: the resumed trace's input / output are the
 /// case's hooks over the resumed run's restored and final states, and its input is
 /// not the first trace's.
-fn hooks_refire(v: &Value, run: &Run<'_>) -> Check {
-    if v != &Value::Bool(true) {
-        return Err(format!("expected `true`, got {v}").into());
-    }
+fn hooks_refire(run: &Run<'_>) -> Check {
     let traces = run.langfuse.as_deref().ok_or("no Langfuse observer ran")?;
     let (first, resumed) = match run.invocation_ids.as_slice() {
         [first, resumed, ..] => (first, resumed),

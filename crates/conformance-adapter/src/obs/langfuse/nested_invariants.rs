@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::failure::Check;
 use crate::obs::Run;
-use crate::table::{lookup, names, Table};
+use crate::table::{flag, names, Table};
 use crate::yaml::Y;
 
 type Verdict = Check;
@@ -220,10 +220,10 @@ pub(super) fn check(
     traces: &[LangfuseTrace],
     run: &Run<'_>,
 ) -> Option<Verdict> {
-    let verdict = lookup(TABLE, name)?;
-    if v != &Value::Bool(true) {
-        return Some(Err(format!("expected `true`, got {v}").into()));
-    }
+    let verdict = match flag(TABLE, name, v)? {
+        Ok(verdict) => verdict,
+        Err(failure) => return Some(Err(failure)),
+    };
     let mut keys = BTreeSet::new();
     augmented_keys(run.case, &mut keys);
     if keys.is_empty() {

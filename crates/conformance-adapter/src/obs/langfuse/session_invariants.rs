@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::failure::Check;
 use crate::obs::Run;
-use crate::table::{lookup, names, Table};
+use crate::table::{flag, lookup, names, Table};
 
 type Verdict = Check;
 
@@ -123,11 +123,8 @@ pub(crate) fn check(
     traces: &[LangfuseTrace],
     run: &Run<'_>,
 ) -> Option<Verdict> {
-    if let Some(verdict) = lookup(FLAGS, name) {
-        return Some(match v {
-            Value::Bool(true) => verdict(traces, run),
-            other => Err(format!("expected `true`, got {other}").into()),
-        });
+    if let Some(verdict) = flag(FLAGS, name, v) {
+        return Some(verdict.and_then(|verdict| verdict(traces, run)));
     }
     let verdict = lookup(VALUED, name)?;
     Some(verdict(v, traces))

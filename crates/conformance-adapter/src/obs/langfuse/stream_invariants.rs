@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::failure::{mismatch, Check};
 use crate::obs::Run;
-use crate::table::{lookup, names, Table};
+use crate::table::{flag, names, Table};
 
 type Verdict = Check;
 
@@ -104,9 +104,10 @@ pub(crate) fn check(
     traces: &[LangfuseTrace],
     run: &Run<'_>,
 ) -> Option<Verdict> {
-    let verdict = lookup(TABLE, name)?;
-    if v != &Value::Bool(true) {
-        return Some(mismatch(format!("expected `true`, got {v}")));
-    }
-    Some(streamed_generation(traces, run).and_then(|g| verdict(traces, g, run)))
+    let verdict = flag(TABLE, name, v)?;
+    Some(
+        verdict.and_then(|verdict| {
+            streamed_generation(traces, run).and_then(|g| verdict(traces, g, run))
+        }),
+    )
 }
