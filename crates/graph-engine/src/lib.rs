@@ -108,7 +108,7 @@ pub use metadata::{
     current_node, get_invocation_metadata, set_invocation_metadata, InvocationMetadata,
     MetadataAugmented, MetadataError,
 };
-pub use middleware::{run_chain, ChainTarget, Middleware, Next};
+pub use middleware::{middleware_fn, run_chain, ChainTarget, FnMiddleware, Middleware, Next};
 pub use node::{Boundary, InvokeOptions, Node, NodeCtx, NodeFuture};
 pub use observer::sync_observer_fn;
 pub use observer::{

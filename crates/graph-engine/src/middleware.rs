@@ -35,6 +35,46 @@ impl<S: State, M: Middleware<S> + ?Sized> Middleware<S> for Arc<M> {
     }
 }
 
+/// A [`Middleware`] made from a closure (see [`middleware_fn`]).
+pub struct FnMiddleware<F>(F);
+
+/// Wraps a closure as a [`Middleware`]: it gets the state, the node context and
+/// `next` (the rest of the chain) and returns the boxed future of the attempt's
+/// outcome. The future may hold `next` but not borrow the closure, so clone what it
+/// captures into it.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use openarmature_graph::{middleware_fn, Middleware};
+/// # openarmature_graph::state! { #[derive(Default)] pub struct S => SUpdate { pub n: u64, } }
+/// let calls = Arc::new(AtomicUsize::new(0));
+/// let counting = middleware_fn(move |state: Arc<S>, ctx, next| {
+///     calls.fetch_add(1, Ordering::Relaxed);
+///     Box::pin(async move { next.run(state, ctx).await })
+/// });
+/// # fn registers<M: Middleware<S>>(_: M) {}
+/// # registers(counting);
+/// ```
+pub fn middleware_fn<S, F>(f: F) -> FnMiddleware<F>
+where
+    S: State,
+    F: for<'a> Fn(Arc<S>, NodeCtx, Next<'a, S>) -> NodeFuture<'a, S> + Send + Sync + 'static,
+{
+    FnMiddleware(f)
+}
+
+impl<S, F> Middleware<S> for FnMiddleware<F>
+where
+    S: State,
+    F: for<'a> Fn(Arc<S>, NodeCtx, Next<'a, S>) -> NodeFuture<'a, S> + Send + Sync + 'static,
+{
+    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
+        (self.0)(state, ctx, next)
+    }
+}
+
 /// The target a chain wraps when it is not a graph node: what [`run_chain`] calls
 /// at the inner end (a fan-out instance's subgraph run, a branch's invocation).
 pub type ChainTarget<'a, S> = dyn Fn(Arc<S>, NodeCtx) -> NodeFuture<'a, S> + Send + Sync + 'a;

@@ -4,8 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openarmature_graph::{
-    state, CompiledGraph, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase,
-    END,
+    middleware_fn, state, CompiledGraph, GraphBuilder, Middleware, NodeCtx, NodeError, Phase, END,
 };
 
 use crate::observe::{collector, Events};
@@ -46,38 +45,20 @@ fn observed_single(
 }
 
 /// Records entry and exit around `next`.
-struct Recorder {
-    label: &'static str,
-    log: Log,
-}
-
-impl Middleware<Doc> for Recorder {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
+fn recorder(label: &'static str, log: &Log) -> Arc<dyn Middleware<Doc>> {
+    let log = Arc::clone(log);
+    Arc::new(middleware_fn(move |state, ctx: NodeCtx, next| {
+        let log = Arc::clone(&log);
         Box::pin(async move {
-            self.log
-                .lock()
-                .unwrap()
-                .push(format!("{}>{}", self.label, ctx.node_name()));
+            let entry = format!("{label}>{}", ctx.node_name());
+            log.lock().unwrap().push(entry);
             let out = next.run(state, ctx.clone()).await;
-            self.log
-                .lock()
+            log.lock()
                 .unwrap()
-                .push(format!("{}<{}", self.label, ctx.node_name()));
+                .push(format!("{label}<{}", ctx.node_name()));
             out
         })
-    }
-}
-
-fn recorder(label: &'static str, log: &Log) -> Arc<dyn Middleware<Doc>> {
-    Arc::new(Recorder {
-        label,
-        log: Arc::clone(log),
-    })
+    }))
 }
 
 fn logging_node(
@@ -248,29 +229,22 @@ async fn reattempts_exhausted_surface_the_last_error() {
 
 /// Calls `next` twice, both succeeding, and keeps the second update
 /// (e.g. a "run twice, keep the latest" middleware).
-struct RunTwice;
-
-impl Middleware<Doc> for RunTwice {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
+fn run_twice() -> impl Middleware<Doc> {
+    middleware_fn(|state: Arc<Doc>, ctx: NodeCtx, next| {
         Box::pin(async move {
             let _first = next
                 .run(Arc::clone(&state), ctx.with_attempt_index(0))
                 .await?;
             next.run(state, ctx.with_attempt_index(1)).await
         })
-    }
+    })
 }
 
 #[tokio::test]
 async fn every_attempt_gets_exactly_one_terminal_event() {
     // graph-engine §6: "Each node attempt produces exactly one `started` event
     // followed by exactly one terminal event".
-    let (graph, events) = observed_single("twice", Arc::new(RunTwice));
+    let (graph, events) = observed_single("twice", Arc::new(run_twice()));
     let out = graph.invoke(Doc::default()).await.unwrap();
     assert_eq!(out.log, vec!["twice"]);
     graph.drain(None).await;
@@ -288,21 +262,13 @@ async fn every_attempt_gets_exactly_one_terminal_event() {
 }
 
 /// Never calls `next`: answers from a "cache".
-struct ShortCircuit;
-
-impl Middleware<Doc> for ShortCircuit {
-    fn call<'a>(
-        &'a self,
-        _state: Arc<Doc>,
-        _ctx: NodeCtx,
-        _next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
-        Box::pin(async move {
-            Ok(DocUpdate::default()
-                .log(vec!["cached".into()])
-                .note("from cache".into()))
-        })
-    }
+fn short_circuit() -> impl Middleware<Doc> {
+    middleware_fn(|_state: Arc<Doc>, _ctx, _next| {
+        let cached = DocUpdate::default()
+            .log(vec!["cached".into()])
+            .note("from cache".into());
+        Box::pin(async move { Ok(cached) })
+    })
 }
 
 #[tokio::test]
@@ -316,7 +282,7 @@ async fn short_circuiting_middleware_emits_no_events_and_its_update_is_merged() 
         .add_edge("a", "cached")
         .add_edge("cached", "c")
         .entry("a")
-        .node_middleware("cached", Arc::new(ShortCircuit))
+        .node_middleware("cached", short_circuit())
         .observer(collector("collector", &events))
         .compile()
         .unwrap();
@@ -341,15 +307,8 @@ async fn short_circuiting_middleware_emits_no_events_and_its_update_is_merged() 
 }
 
 /// Rewrites the state going in and the update coming out.
-struct Transform;
-
-impl Middleware<Doc> for Transform {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
+fn transform() -> impl Middleware<Doc> {
+    middleware_fn(|state: Arc<Doc>, ctx, next| {
         Box::pin(async move {
             let mut modified = (*state).clone();
             modified.note = "seen-by-middleware".into();
@@ -359,7 +318,7 @@ impl Middleware<Doc> for Transform {
             }
             Ok(update)
         })
-    }
+    })
 }
 
 #[tokio::test]
@@ -374,7 +333,7 @@ async fn middleware_can_transform_input_state_and_output_update() {
             ))
         })
         .entry("a")
-        .graph_middleware(Arc::new(Transform))
+        .graph_middleware(transform())
         .compile()
         .unwrap();
     let out = graph.invoke(Doc::default()).await.unwrap();
@@ -385,25 +344,18 @@ async fn middleware_can_transform_input_state_and_output_update() {
 }
 
 /// Fails after the node succeeded (a post-phase failure).
-struct FailAfter;
-
-impl Middleware<Doc> for FailAfter {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Doc>,
-        ctx: NodeCtx,
-        next: Next<'a, Doc>,
-    ) -> NodeFuture<'a, Doc> {
+fn fail_after() -> impl Middleware<Doc> {
+    middleware_fn(|state: Arc<Doc>, ctx, next| {
         Box::pin(async move {
             let _ = next.run(state, ctx).await?;
             Err("post-phase failed".into())
         })
-    }
+    })
 }
 
 #[tokio::test]
 async fn middleware_post_phase_failure_completes_the_attempt_with_an_error() {
-    let (graph, events) = observed_single("a", Arc::new(FailAfter));
+    let (graph, events) = observed_single("a", Arc::new(fail_after()));
     let err = graph.invoke(Doc::default()).await.unwrap_err();
     assert_eq!(err.category().as_str(), "node_exception");
     assert_eq!(err.original_message(), "post-phase failed");

@@ -13,8 +13,8 @@ use openarmature_graph::suspension::{
     suspend, suspend_with, OnResume, SignalDescriptor, Suspended,
 };
 use openarmature_graph::{
-    state, BoxError, CompiledGraph, Completed, GraphBuilder, InvokeOptions, Middleware, Next,
-    NodeCtx, NodeFuture, RuntimeCategory, SubgraphNode, END,
+    middleware_fn, state, BoxError, CompiledGraph, Completed, GraphBuilder, InvokeOptions,
+    Middleware, NodeCtx, RuntimeCategory, SubgraphNode, END,
 };
 use serde_json::json;
 
@@ -33,22 +33,17 @@ state! {
 
 /// A middleware that tries everything to swallow its node's outcome: it catches the
 /// error, and returns an update instead. It logs whether code after `next()` ran.
-struct Swallow(Arc<Mutex<Vec<&'static str>>>);
-
-impl Middleware<Job> for Swallow {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Job>,
-        ctx: NodeCtx,
-        next: Next<'a, Job>,
-    ) -> NodeFuture<'a, Job> {
+fn swallow(log: &Arc<Mutex<Vec<&'static str>>>) -> impl Middleware<Job> {
+    let log = Arc::clone(log);
+    middleware_fn(move |state: Arc<Job>, ctx, next| {
+        let log = Arc::clone(&log);
         Box::pin(async move {
-            self.0.lock().unwrap().push("pre");
+            log.lock().unwrap().push("pre");
             let result = next.run(state, ctx).await;
-            self.0.lock().unwrap().push("post");
+            log.lock().unwrap().push("post");
             Ok(result.unwrap_or_default())
         })
-    }
+    })
 }
 
 fn gated(on_resume: OnResume, runs: Arc<AtomicUsize>) -> GraphBuilder<Job> {
@@ -96,7 +91,7 @@ async fn middleware_cannot_swallow_a_suspension_and_its_post_next_code_never_run
     let log = Arc::new(Mutex::new(Vec::new()));
     let runs = Arc::new(AtomicUsize::new(0));
     let graph = gated(OnResume::ContinueAfter, Arc::clone(&runs))
-        .node_middleware("gate", Swallow(Arc::clone(&log)))
+        .node_middleware("gate", swallow(&log))
         .compile()
         .unwrap();
     let outcome = graph
@@ -194,23 +189,15 @@ async fn invoke_reports_a_suspension_as_a_typed_error_and_the_record_is_kept() {
 
 #[tokio::test]
 async fn suspend_from_middleware_or_outside_an_invocation_is_unsupported_context() {
-    struct Suspends;
-    impl Middleware<Job> for Suspends {
-        fn call<'a>(
-            &'a self,
-            state: Arc<Job>,
-            ctx: NodeCtx,
-            next: Next<'a, Job>,
-        ) -> NodeFuture<'a, Job> {
-            Box::pin(async move {
-                // Even swallowed, the refused call fails the invocation.
-                let _ = suspend::<()>(SignalDescriptor::new("nope"));
-                next.run(state, ctx).await
-            })
-        }
-    }
+    let suspends = middleware_fn(|state: Arc<Job>, ctx, next| {
+        Box::pin(async move {
+            // Even swallowed, the refused call fails the invocation.
+            let _ = suspend::<()>(SignalDescriptor::new("nope"));
+            next.run(state, ctx).await
+        })
+    });
     let graph = gated(OnResume::ContinueAfter, Arc::default())
-        .node_middleware("finish", Suspends)
+        .node_middleware("finish", suspends)
         .compile()
         .unwrap();
     let paused = paused(&graph).await;

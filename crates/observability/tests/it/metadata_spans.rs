@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use openarmature_graph::{
-    set_invocation_metadata, state, CompiledGraph, GraphBuilder, InvokeOptions, Middleware, Next,
-    NodeCtx, NodeError, END,
+    middleware_fn, set_invocation_metadata, state, CompiledGraph, GraphBuilder, InvokeOptions,
+    Middleware, NodeCtx, END,
 };
 use openarmature_observability::OtelObserver;
 use openarmature_pipeline::FanOutNode;
@@ -145,20 +144,13 @@ async fn instance_writes_stay_on_their_instance_path() {
 }
 
 /// Instance middleware tagging each instance with its item before it runs.
-struct TagItem;
-
-impl Middleware<Item> for TagItem {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Item>,
-        ctx: NodeCtx,
-        next: Next<'a, Item>,
-    ) -> BoxFuture<'a, Result<ItemUpdate, NodeError>> {
+fn tag_item() -> impl Middleware<Item> {
+    middleware_fn(|state: Arc<Item>, ctx, next| {
         Box::pin(async move {
             set_invocation_metadata([("productId", json!(state.x))])?;
             next.run(state, ctx).await
         })
-    }
+    })
 }
 
 #[tokio::test]
@@ -166,8 +158,8 @@ async fn instance_middleware_writes_skip_the_shared_fan_out_node_span() {
     let worker = single_node::<Item>("work", |s: Arc<Item>, _c: NodeCtx| async move {
         Ok(ItemUpdate::default().y(s.x))
     });
-    let fan =
-        FanOutNode::over_items(worker, "xs", "x", "y", "ys").instance_middleware(Arc::new(TagItem));
+    let fan = FanOutNode::over_items(worker, "xs", "x", "y", "ys")
+        .instance_middleware(Arc::new(tag_item()));
     let spans = fan_spans(fan).await;
     let index = |s: &SpanData| int(s, FAN_OUT_INDEX);
     let mut instances = 0;

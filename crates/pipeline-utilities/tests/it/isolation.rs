@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openarmature_graph::{
-    category_of, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState, DynUpdate,
-    FieldType, GraphBuilder, Middleware, Next, NodeCtx, NodeError, NodeFuture, Phase, State,
-    StateView, SubgraphFailure, SubgraphNode, END,
+    category_of, middleware_fn, CategorizedError, CauseLink, CompiledGraph, DynSchema, DynState,
+    DynUpdate, FieldType, GraphBuilder, Middleware, NodeCtx, NodeError, Phase, State, StateView,
+    SubgraphFailure, SubgraphNode, END,
 };
 use openarmature_pipeline::FailureIsolationMiddleware;
 use serde_json::json;
@@ -439,17 +439,15 @@ async fn derived_category_is_the_outermost_categorised_non_carrier_link() {
 }
 
 /// Catches any failure of `next` and returns `result = "recovered"`.
-struct Recover;
-
-impl Middleware<S> for Recover {
-    fn call<'a>(&'a self, state: Arc<S>, ctx: NodeCtx, next: Next<'a, S>) -> NodeFuture<'a, S> {
+fn recover() -> impl Middleware<S> {
+    middleware_fn(|state: Arc<S>, ctx, next| {
         Box::pin(async move {
             match next.run(state, ctx).await {
                 Ok(update) => Ok(update),
                 Err(_) => Ok(SUpdate::default().result("recovered".into())),
             }
         })
-    }
+    })
 }
 
 #[tokio::test(start_paused = true)]
@@ -457,7 +455,7 @@ async fn a_recovered_node_completes_with_post_state_and_no_error() {
     let calls = counter();
     let (graph, events) = pipeline(
         failing(&calls, Some("provider_unavailable")),
-        Arc::new(Recover),
+        Arc::new(recover()),
     );
     let out = graph.invoke(S::default()).await.unwrap();
     graph.drain(None).await;

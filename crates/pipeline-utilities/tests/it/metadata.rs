@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::common::single_node;
 use openarmature_graph::{
-    get_invocation_metadata, set_invocation_metadata, CategorizedError, CompiledGraph,
-    GraphBuilder, InvokeOptions, Middleware, Next, NodeCtx, NodeFuture, END,
+    get_invocation_metadata, middleware_fn, set_invocation_metadata, CategorizedError,
+    CompiledGraph, GraphBuilder, InvokeOptions, Middleware, NodeCtx, END,
 };
 use openarmature_pipeline::retry::{Constant, RetryConfig};
 use openarmature_pipeline::{
@@ -56,20 +56,13 @@ fn options() -> InvokeOptions {
 
 /// Instance middleware: augments with the instance's item, like the §3.4 per-item
 /// identifier pattern.
-struct TagItem;
-
-impl Middleware<Item> for TagItem {
-    fn call<'a>(
-        &'a self,
-        state: Arc<Item>,
-        ctx: NodeCtx,
-        next: Next<'a, Item>,
-    ) -> NodeFuture<'a, Item> {
+fn tag_item() -> impl Middleware<Item> {
+    middleware_fn(|state: Arc<Item>, ctx, next| {
         Box::pin(async move {
             set_invocation_metadata([("item", json!(state.x))])?;
             next.run(state, ctx).await
         })
-    }
+    })
 }
 
 fn parent(node: impl openarmature_graph::Node<Batch>) -> CompiledGraph<Batch> {
@@ -110,7 +103,7 @@ async fn fan_out_instances_get_isolated_copies_and_failed_attempts_roll_back() {
         .backoff(Constant(Duration::ZERO));
     let fan = FanOutNode::over_items(worker, "xs", "x", "seen", "seen")
         .instance_middleware(Arc::new(RetryMiddleware::new(retry)))
-        .instance_middleware(Arc::new(TagItem));
+        .instance_middleware(Arc::new(tag_item()));
     let done = parent(fan)
         .invoke_with(
             Batch {
