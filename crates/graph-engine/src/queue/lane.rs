@@ -8,8 +8,11 @@
 //! or its run not yet started and delivers on its own task (it waits anyway; taking
 //! the events itself saves two thread wake-ups: the run's and its own).
 //!
-//! A run is spawned after the lane's lock is released: a worker woken by the spawn
-//! would otherwise find the lock held and block on it.
+//! A run is spawned after the lane's lock is released (a worker woken by the spawn
+//! would otherwise find the lock held and block on it), and events dispatched while
+//! the invocation itself is being polled are held back until that poll ends
+//! ([`Lane::push`]'s `hold_back`, [`Lane::flush`]): one run then delivers the batch
+//! instead of one run, and one worker wake-up, per event.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -102,8 +105,10 @@ impl Lane {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues one event; spawns a run when nobody is delivering. Never waits.
-    pub(super) fn push(self: &Arc<Self>, envelope: Envelope) {
+    /// Queues one event; spawns a run when nobody is delivering, unless `hold_back`
+    /// (the event was dispatched by the invocation's own poll, whose end calls
+    /// [`Lane::flush`]). Never waits.
+    pub(super) fn push(self: &Arc<Self>, envelope: Envelope, hold_back: bool) {
         let launch = {
             let mut state = self.lock();
             if state.closed || matches!(state.runner, Runner::Finished) {
@@ -111,7 +116,19 @@ impl Lane {
             }
             self.emitted.fetch_add(1, Ordering::SeqCst);
             state.pending.push_back(envelope);
-            if !matches!(state.runner, Runner::Idle) {
+            if hold_back || !matches!(state.runner, Runner::Idle) {
+                return;
+            }
+            self.schedule(&mut state)
+        };
+        Launch::start(launch);
+    }
+
+    /// Spawns a run for held-back events when nobody is delivering them.
+    pub(super) fn flush(self: &Arc<Self>) {
+        let launch = {
+            let mut state = self.lock();
+            if !matches!(state.runner, Runner::Idle) || state.pending.is_empty() {
                 return;
             }
             self.schedule(&mut state)
@@ -142,7 +159,8 @@ impl Lane {
     }
 
     /// The invocation ended: a lane with nothing left finishes now; queued events
-    /// nobody delivers get a run; otherwise the deliverer finishes it after the last event.
+    /// nobody delivers (held back) get a run; otherwise the deliverer finishes it
+    /// after the last event.
     pub(super) fn close(self: &Arc<Self>) {
         let launch = {
             let mut state = self.lock();
