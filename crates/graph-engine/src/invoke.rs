@@ -157,117 +157,122 @@ impl<S: State> CompiledGraph<S> {
             resume: cursor,
             pending: crate::suspension::PendingSlot::default(),
         });
-        let _close = CloseOnDrop(Arc::clone(&inv));
-        let attached = self.inner.observers_at(started_seq);
-        let scope = Arc::new(Scope {
-            recipients: Scope::recipients_for(&attached, &inv),
-            attached,
-            metadata: MetadataCell::new(inv.metadata.clone()),
-            inv,
-            namespace_prefix: Arc::from([]),
-            parent_states: Arc::from([]),
-            fan_out_chain: Arc::from([]),
-            branch_chain: Arc::from([]),
-            inherited_attempt: 0,
-            suspension_forbidden: None,
-            namespaces: None,
-        });
-        // Lifecycle events are opt-in: dispatch them only when someone asked.
-        let listening = scope.recipients.iter().any(|r| r.invocation_events);
-        if listening {
-            let entry = Arc::clone(&self.inner.nodes[self.inner.entry].name);
-            let initial_state: Option<StateRef> = if resuming {
-                scope.inv.resume.as_ref().and_then(|cursor| {
-                    let restored = cursor.restored_state()?.clone();
-                    crate::checkpoint::runtime::state_from_json(&self.inner.defaults, restored)
-                        .ok()
-                        .map(|s| Arc::new(s) as StateRef)
-                })
-            } else {
-                Some(Arc::new(initial.clone()))
-            };
-            let started = InvocationStarted {
-                invocation_id: Arc::clone(&id),
-                correlation_id: correlation,
-                metadata: Arc::clone(scope.inv.metadata.as_arc()),
-                session_id: scope.inv.session_id.clone(),
-                entry,
-                initial_state,
-                resumed_from: options.resume_invocation.as_deref().map(Arc::from),
-                at: std::time::SystemTime::now(),
-            };
-            scope.inv.queue.dispatch(
-                ObserverEvent::InvocationStarted(started),
-                Arc::clone(&scope.recipients),
-            );
-        }
-        // On resume the caller's initial state is not used: the restored one is checked
-        // when it is rebuilt from the record.
-        let checked = if resuming { Ok(()) } else { initial.validate() };
-        let result = match checked {
-            Err(err) => Err(GraphError {
-                category: RuntimeCategory::StateValidationError,
-                node: String::new(),
-                namespace: Vec::new(),
-                state: initial,
-                invocation_id: id.to_string(),
-                source: Box::new(err),
-            }),
-            Ok(()) => {
-                let run = self.inner.run_level(Arc::new(initial), Arc::clone(&scope));
-                let entry = &self.inner.nodes[self.inner.entry].name;
-                let correlation = scope.inv.correlation_id.as_deref().unwrap_or_default();
-                crate::spans::invocation(
-                    &id,
+        // The invocation's own events are delivered per poll, not per event.
+        let batch = Arc::clone(&inv);
+        crate::queue::batch_events(&batch.queue, async move {
+            let _close = CloseOnDrop(Arc::clone(&inv));
+            let attached = self.inner.observers_at(started_seq);
+            let scope = Arc::new(Scope {
+                recipients: Scope::recipients_for(&attached, &inv),
+                attached,
+                metadata: MetadataCell::new(inv.metadata.clone()),
+                inv,
+                namespace_prefix: Arc::from([]),
+                parent_states: Arc::from([]),
+                fan_out_chain: Arc::from([]),
+                branch_chain: Arc::from([]),
+                inherited_attempt: 0,
+                suspension_forbidden: None,
+                namespaces: None,
+            });
+            // Lifecycle events are opt-in: dispatch them only when someone asked.
+            let listening = scope.recipients.iter().any(|r| r.invocation_events);
+            if listening {
+                let entry = Arc::clone(&self.inner.nodes[self.inner.entry].name);
+                let initial_state: Option<StateRef> = if resuming {
+                    scope.inv.resume.as_ref().and_then(|cursor| {
+                        let restored = cursor.restored_state()?.clone();
+                        crate::checkpoint::runtime::state_from_json(&self.inner.defaults, restored)
+                            .ok()
+                            .map(|s| Arc::new(s) as StateRef)
+                    })
+                } else {
+                    Some(Arc::new(initial.clone()))
+                };
+                let started = InvocationStarted {
+                    invocation_id: Arc::clone(&id),
+                    correlation_id: correlation,
+                    metadata: Arc::clone(scope.inv.metadata.as_arc()),
+                    session_id: scope.inv.session_id.clone(),
                     entry,
-                    correlation,
-                    GraphError::<S>::category_name,
-                    run,
-                )
-                .await
+                    initial_state,
+                    resumed_from: options.resume_invocation.as_deref().map(Arc::from),
+                    at: std::time::SystemTime::now(),
+                };
+                scope.inv.queue.dispatch(
+                    ObserverEvent::InvocationStarted(started),
+                    Arc::clone(&scope.recipients),
+                );
             }
-        };
-        // A suspension is persisted before anyone hears of it: a failed persist makes
-        // the outcome an error (suspension §8.6).
-        let result = match result {
-            Err(e) if e.category == RuntimeCategory::InvocationSuspended => {
-                self.inner.persist_suspension(&scope.inv, e).await
-            }
-            Err(e) => Err(e),
-            Ok(state) => Ok(Ok(state)),
-        };
-        if listening {
-            let completed = InvocationCompleted {
-                invocation_id: Arc::clone(&id),
-                error: result
-                    .as_ref()
-                    .err()
-                    .map(|e| (e.category_name().to_owned(), e.original_message())),
-                suspended: match &result {
-                    Ok(Err(paused)) => Some(Arc::new(paused.descriptor.clone())),
-                    _ => None,
-                },
-                at: std::time::SystemTime::now(),
+            // On resume the caller's initial state is not used: the restored one is checked
+            // when it is rebuilt from the record.
+            let checked = if resuming { Ok(()) } else { initial.validate() };
+            let result = match checked {
+                Err(err) => Err(GraphError {
+                    category: RuntimeCategory::StateValidationError,
+                    node: String::new(),
+                    namespace: Vec::new(),
+                    state: initial,
+                    invocation_id: id.to_string(),
+                    source: Box::new(err),
+                }),
+                Ok(()) => {
+                    let run = self.inner.run_level(Arc::new(initial), Arc::clone(&scope));
+                    let entry = &self.inner.nodes[self.inner.entry].name;
+                    let correlation = scope.inv.correlation_id.as_deref().unwrap_or_default();
+                    crate::spans::invocation(
+                        &id,
+                        entry,
+                        correlation,
+                        GraphError::<S>::category_name,
+                        run,
+                    )
+                    .await
+                }
             };
-            scope.inv.queue.dispatch(
-                ObserverEvent::InvocationCompleted(completed),
-                Arc::clone(&scope.recipients),
-            );
-        }
-        let state = match result? {
-            Ok(state) => state,
-            Err(paused) => return Ok(Outcome::Suspended(paused)),
-        };
-        let state = self.inner.finish_session(&scope.inv, state).await?;
-        if signal_resumed {
-            // The resumed run completed: its paused record is spent (suspension §8.5).
-            // Best effort: the record is already `resumed`, so it cannot resume again.
-            let _ = self.inner.paused.delete_paused(&id).await;
-        }
-        Ok(Outcome::Completed(Completed {
-            state: unwrap_arc(state),
-            invocation_id: id.to_string(),
-        }))
+            // A suspension is persisted before anyone hears of it: a failed persist makes
+            // the outcome an error (suspension §8.6).
+            let result = match result {
+                Err(e) if e.category == RuntimeCategory::InvocationSuspended => {
+                    self.inner.persist_suspension(&scope.inv, e).await
+                }
+                Err(e) => Err(e),
+                Ok(state) => Ok(Ok(state)),
+            };
+            if listening {
+                let completed = InvocationCompleted {
+                    invocation_id: Arc::clone(&id),
+                    error: result
+                        .as_ref()
+                        .err()
+                        .map(|e| (e.category_name().to_owned(), e.original_message())),
+                    suspended: match &result {
+                        Ok(Err(paused)) => Some(Arc::new(paused.descriptor.clone())),
+                        _ => None,
+                    },
+                    at: std::time::SystemTime::now(),
+                };
+                scope.inv.queue.dispatch(
+                    ObserverEvent::InvocationCompleted(completed),
+                    Arc::clone(&scope.recipients),
+                );
+            }
+            let state = match result? {
+                Ok(state) => state,
+                Err(paused) => return Ok(Outcome::Suspended(paused)),
+            };
+            let state = self.inner.finish_session(&scope.inv, state).await?;
+            if signal_resumed {
+                // The resumed run completed: its paused record is spent (suspension §8.5).
+                // Best effort: the record is already `resumed`, so it cannot resume again.
+                let _ = self.inner.paused.delete_paused(&id).await;
+            }
+            Ok(Outcome::Completed(Completed {
+                state: unwrap_arc(state),
+                invocation_id: id.to_string(),
+            }))
+        })
+        .await
     }
 
     /// Resumes the suspended invocation `invocation_id` with `signal_payload` merged

@@ -7,12 +7,19 @@
 //! task and ending the invocation wakes nobody), or a drain that found the lane idle
 //! or its run not yet started and delivers on its own task (it waits anyway; taking
 //! the events itself saves two thread wake-ups: the run's and its own).
+//!
+//! A run is spawned after the lane's lock is released (a worker woken by the spawn
+//! would otherwise find the lock held and block on it), and events dispatched while
+//! the invocation itself is being polled are held back until that poll ends
+//! ([`Lane::push`]'s `hold_back`, [`Lane::flush`]): one run then delivers the batch
+//! instead of one run, and one worker wake-up, per event.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use futures::future::{AbortHandle, AbortRegistration, Abortable};
 use futures::FutureExt;
 use tokio::sync::watch;
 
@@ -56,7 +63,7 @@ struct LaneState {
     closed: bool,
     next_ticket: u64,
     /// The latest spawned run (a process-wide drain's timeout aborts it).
-    abort: Option<tokio::task::AbortHandle>,
+    abort: Option<AbortHandle>,
 }
 
 /// One invocation's delivery lane, registered for drains while it has work.
@@ -98,42 +105,76 @@ impl Lane {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues one event; spawns a run when nobody is delivering. Never waits.
-    pub(super) fn push(self: &Arc<Self>, envelope: Envelope) {
-        let mut state = self.lock();
-        if state.closed || matches!(state.runner, Runner::Finished) {
-            return;
-        }
-        self.emitted.fetch_add(1, Ordering::SeqCst);
-        state.pending.push_back(envelope);
-        if matches!(state.runner, Runner::Idle) {
-            self.schedule(&mut state);
-        }
+    /// Queues one event; spawns a run when nobody is delivering, unless `hold_back`
+    /// (the event was dispatched by the invocation's own poll, whose end calls
+    /// [`Lane::flush`]). Never waits.
+    pub(super) fn push(self: &Arc<Self>, envelope: Envelope, hold_back: bool) {
+        let launch = {
+            let mut state = self.lock();
+            if state.closed || matches!(state.runner, Runner::Finished) {
+                return;
+            }
+            self.emitted.fetch_add(1, Ordering::SeqCst);
+            state.pending.push_back(envelope);
+            if hold_back || !matches!(state.runner, Runner::Idle) {
+                return;
+            }
+            self.schedule(&mut state)
+        };
+        Launch::start(launch);
     }
 
-    /// Spawns a run for the queued events (the caller holds the lock). Outside a
-    /// runtime (a future dropped at shutdown) the lane stays idle with its events
-    /// queued: the next event or a drain delivers them.
-    fn schedule(self: &Arc<Self>, state: &mut LaneState) {
+    /// Spawns a run for held-back events when nobody is delivering them.
+    pub(super) fn flush(self: &Arc<Self>) {
+        let launch = {
+            let mut state = self.lock();
+            if !matches!(state.runner, Runner::Idle) || state.pending.is_empty() {
+                return;
+            }
+            self.schedule(&mut state)
+        };
+        Launch::start(launch);
+    }
+
+    /// Prepares a run for the queued events (the caller holds the lock and starts
+    /// the returned run once it has released it). Outside a runtime (a future
+    /// dropped at shutdown) the lane stays idle with its events queued: the next
+    /// event or a drain delivers them.
+    fn schedule(self: &Arc<Self>, state: &mut LaneState) -> Option<Launch> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             state.runner = Runner::Idle;
-            return;
+            return None;
         };
         let ticket = state.next_ticket;
         state.next_ticket += 1;
         state.runner = Runner::Scheduled(ticket);
-        let handle = runtime.spawn(run(Arc::clone(self), ticket));
-        state.abort = Some(handle.abort_handle());
+        let (abort, registration) = AbortHandle::new_pair();
+        state.abort = Some(abort);
+        Some(Launch {
+            runtime,
+            lane: Arc::clone(self),
+            ticket,
+            registration,
+        })
     }
 
-    /// The invocation ended: a lane with nothing left finishes now; otherwise the
-    /// deliverer finishes it after the last event.
-    pub(super) fn close(&self) {
-        let mut state = self.lock();
-        state.closed = true;
-        if matches!(state.runner, Runner::Idle) && state.pending.is_empty() {
-            self.finish(&mut state);
-        }
+    /// The invocation ended: a lane with nothing left finishes now; queued events
+    /// nobody delivers (held back) get a run; otherwise the deliverer finishes it
+    /// after the last event.
+    pub(super) fn close(self: &Arc<Self>) {
+        let launch = {
+            let mut state = self.lock();
+            state.closed = true;
+            if !matches!(state.runner, Runner::Idle) {
+                return;
+            }
+            if state.pending.is_empty() {
+                self.finish(&mut state);
+                return;
+            }
+            self.schedule(&mut state)
+        };
+        Launch::start(launch);
     }
 
     fn finish(&self, state: &mut LaneState) {
@@ -194,7 +235,9 @@ impl Lane {
                     Some(envelope) if !reached => envelope,
                     Some(envelope) => {
                         state.pending.push_front(envelope);
-                        self.schedule(&mut state);
+                        let launch = self.schedule(&mut state);
+                        drop(state);
+                        Launch::start(launch);
                         return;
                     }
                     None if state.closed => {
@@ -245,12 +288,39 @@ impl Drop for Hold<'_> {
         let Some(envelope) = self.current.take() else {
             return;
         };
-        let mut state = self.lane.lock();
-        if matches!(state.runner, Runner::Finished) {
+        let launch = {
+            let mut state = self.lane.lock();
+            if matches!(state.runner, Runner::Finished) {
+                return;
+            }
+            state.pending.push_front(envelope);
+            self.lane.schedule(&mut state)
+        };
+        Launch::start(launch);
+    }
+}
+
+/// A delivery run prepared under the lane's lock, spawned after it is released.
+struct Launch {
+    runtime: tokio::runtime::Handle,
+    lane: Arc<Lane>,
+    ticket: u64,
+    registration: AbortRegistration,
+}
+
+impl Launch {
+    fn start(launch: Option<Launch>) {
+        let Some(Launch {
+            runtime,
+            lane,
+            ticket,
+            registration,
+        }) = launch
+        else {
             return;
-        }
-        state.pending.push_front(envelope);
-        self.lane.schedule(&mut state);
+        };
+        // An abort that came first (a drain's timeout) ends the run before it starts.
+        runtime.spawn(Abortable::new(run(lane, ticket), registration));
     }
 }
 

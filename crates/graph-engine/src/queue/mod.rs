@@ -5,10 +5,17 @@
 //! The graph's execution loop only enqueues; it never awaits an observer. A drain
 //! waits for the lanes it covers, and delivers their queued events itself when
 //! nobody else is delivering them yet.
+//!
+//! The events an invocation dispatches while its own future is being polled
+//! ([`batch_events`]) are delivered by one run spawned when that poll ends, not by
+//! a run per event: an idle worker is woken at most once per poll, and a drain that
+//! follows finds the batch not started yet and delivers it itself.
 
 mod lane;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -152,6 +159,52 @@ pub(crate) struct EventQueue {
     registry: Arc<Registry>,
     invocation_id: Arc<str>,
     sink: ObserverErrorSink,
+    /// Events were held back during the current poll of the invocation (set and
+    /// cleared by the polling thread only).
+    held_back: AtomicBool,
+}
+
+thread_local! {
+    /// The queue whose invocation this thread is polling (its address; 0: none).
+    static POLLING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Polls `invocation` with its events held back in `queue` until the end of each
+/// poll, when one delivery run is spawned for them (if nobody is delivering). Events
+/// dispatched elsewhere (another task or thread) are scheduled at once, as before.
+pub(crate) async fn batch_events<F: Future>(queue: &EventQueue, invocation: F) -> F::Output {
+    let mut invocation = std::pin::pin!(invocation);
+    std::future::poll_fn(|cx| {
+        let _poll = Polling::enter(queue);
+        invocation.as_mut().poll(cx)
+    })
+    .await
+}
+
+/// One poll of an invocation: marks its queue as the thread's, and on the way out
+/// (a panic included) restores the previous mark and spawns the held-back events'
+/// run.
+struct Polling<'q> {
+    queue: &'q EventQueue,
+    previous: usize,
+}
+
+impl<'q> Polling<'q> {
+    fn enter(queue: &'q EventQueue) -> Self {
+        let previous = POLLING.with(|p| p.replace(queue.address()));
+        Polling { queue, previous }
+    }
+}
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        POLLING.with(|p| p.set(self.previous));
+        if self.queue.held_back.swap(false, Ordering::Relaxed) {
+            if let Some(lane) = self.queue.current() {
+                lane.flush();
+            }
+        }
+    }
 }
 
 /// The lane: not opened yet, open, or closed at the end of the invocation.
@@ -174,7 +227,12 @@ impl EventQueue {
             registry: Arc::clone(registry),
             invocation_id,
             sink,
+            held_back: AtomicBool::new(false),
         }
+    }
+
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
     }
 
     /// Opens and registers the lane (the first event).
@@ -215,11 +273,19 @@ impl EventQueue {
         // After a process-wide drain cancelled the lane the event is dropped (and
         // not counted): what that drain reported undelivered never will be.
         if let Opening::Open(lane) = &*opening {
-            lane.push(Envelope {
-                event: Arc::new(event),
-                recipients,
-                next: 0,
-            });
+            // Dispatched by the invocation's own poll: its end spawns the run.
+            let hold_back = POLLING.with(Cell::get) == self.address();
+            if hold_back {
+                self.held_back.store(true, Ordering::Relaxed);
+            }
+            lane.push(
+                Envelope {
+                    event: Arc::new(event),
+                    recipients,
+                    next: 0,
+                },
+                hold_back,
+            );
         }
     }
 

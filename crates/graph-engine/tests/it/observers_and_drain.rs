@@ -788,3 +788,88 @@ async fn a_drain_given_up_mid_delivery_loses_nothing_and_keeps_the_order() {
         "every event once per observer, in order"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_events_of_one_poll_of_the_invocation_are_delivered_by_one_run() {
+    // The whole run completes in one poll of the invocation (no node waits). Its six
+    // events are held back until that poll ends and then delivered by one delivery
+    // run, not a run per event racing the graph on the other worker. The drain only
+    // waits (a timeout: it never delivers inline), so the run delivers them all.
+    let tasks: Arc<Mutex<Vec<Option<tokio::task::Id>>>> = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&tasks);
+    let graph = builder()
+        .observer(Registration::new(
+            "task",
+            observer_fn(move |_e: Arc<ObserverEvent>| {
+                let recorded = Arc::clone(&recorded);
+                async move {
+                    recorded.lock().unwrap().push(tokio::task::try_id());
+                    Ok(())
+                }
+            }),
+        ))
+        .compile()
+        .unwrap();
+    for round in 0..20 {
+        tasks.lock().unwrap().clear();
+        let id = invoke_as(&graph, &format!("poll-{round}")).await;
+        let summary = graph
+            .drain_events_for(&id, Some(Duration::from_secs(30)))
+            .await;
+        assert_eq!(summary, CLEAN);
+        let tasks = tasks.lock().unwrap();
+        assert_eq!(tasks.len(), 6);
+        assert!(tasks[0].is_some(), "delivered by a run");
+        assert!(
+            tasks.iter().all(|t| *t == tasks[0]),
+            "one run for the poll's events: {tasks:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_dispatched_from_another_task_are_delivered_without_the_invocation_yielding() {
+    // A task the node spawned dispatches while the invocation's poll is busy (the node
+    // blocks its thread until the event was delivered): that event is not held back.
+    let delivered = Arc::new(std::sync::Barrier::new(2));
+    let in_observer = Arc::clone(&delivered);
+    let graph = GraphBuilder::new(Trail::default())
+        .add_node("a", move |_s: Arc<Trail>, ctx: NodeCtx| {
+            let delivered = Arc::clone(&delivered);
+            async move {
+                let from_task = ctx.clone();
+                tokio::spawn(async move {
+                    let ping = openarmature_graph::ExtensionEvent::new(
+                        &from_task,
+                        "test.ping",
+                        serde_json::Map::new(),
+                    );
+                    from_task.dispatch_event(ObserverEvent::Extension(ping));
+                });
+                tokio::task::block_in_place(|| delivered.wait());
+                Ok(TrailUpdate::default().log(vec!["a".into()]))
+            }
+        })
+        .add_edge("a", END)
+        .entry("a")
+        .observer(Registration::new(
+            "ping",
+            observer_fn(move |e: Arc<ObserverEvent>| {
+                let in_observer = Arc::clone(&in_observer);
+                async move {
+                    if matches!(&*e, ObserverEvent::Extension(_)) {
+                        in_observer.wait();
+                    }
+                    Ok(())
+                }
+            }),
+        ))
+        .compile()
+        .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), graph.invoke(Trail::default()))
+        .await
+        .expect("the spawned task's event reached the observer while the node blocked")
+        .unwrap();
+    assert_eq!(out.log, vec!["a"]);
+    assert_eq!(graph.drain(None).await, CLEAN);
+}
