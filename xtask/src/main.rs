@@ -87,14 +87,15 @@ Commands:
         categories, rust-version, [package.metadata.docs.rs]) and run `cargo
         package --list`, failing when README.md or LICENSE is not in the package.
 
-  fuzz [--seconds N] [--build-only] [FILTER]
+  fuzz [--seconds N] [--build-only] [--dev] [FILTER]
         Build every libFuzzer target of fuzz/ (cargo fuzz, AddressSanitizer),
         then run each (or those whose name contains FILTER) for N seconds
         (default 20) on its seed corpus fuzz/corpus/<target>/, new inputs going
         to a scratch directory. Fails on any crash, leak, out-of-memory (2 GiB)
         or per-input timeout (10 s); the failing input is left under
         fuzz/artifacts/<target>/. Runs on the active toolchain with
-        RUSTC_BOOTSTRAP=1. Needs
+        RUSTC_BOOTSTRAP=1. --dev builds and runs unoptimised (half the
+        build time; what CI runs). Needs
         cargo-fuzz (`cargo install cargo-fuzz --locked`).
   soak [--seconds N] [--release]
         Run the resilient_extraction example's soak for N seconds (default 60):
