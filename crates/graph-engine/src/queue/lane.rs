@@ -180,7 +180,12 @@ impl Lane {
     fn finish(&self, state: &mut LaneState) {
         state.runner = Runner::Finished;
         state.pending.clear();
-        self.progress.send_modify(|p| p.finished = true);
+        // As for the delivered count: waiters are notified only when there are any (a
+        // drain subscribing later reads `finished` before it waits).
+        self.progress.send_if_modified(|p| {
+            p.finished = true;
+            self.progress.receiver_count() > 0
+        });
         self.registry.remove(self.key);
     }
 
