@@ -180,12 +180,7 @@ impl Lane {
     fn finish(&self, state: &mut LaneState) {
         state.runner = Runner::Finished;
         state.pending.clear();
-        // As for the delivered count: waiters are notified only when there are any (a
-        // drain subscribing later reads `finished` before it waits).
-        self.progress.send_if_modified(|p| {
-            p.finished = true;
-            self.progress.receiver_count() > 0
-        });
+        self.record(|p| p.finished = true);
         self.registry.remove(self.key);
     }
 
@@ -202,6 +197,16 @@ impl Lane {
         let undelivered = self.undelivered(self.emitted.load(Ordering::SeqCst));
         self.finish(&mut state);
         undelivered
+    }
+
+    /// Updates the progress; waiters are notified only while a drain waits (counting
+    /// and finishing cost no wake-up otherwise; a drain subscribing later reads the
+    /// value before it waits).
+    fn record(&self, update: impl FnOnce(&mut Progress)) {
+        self.progress.send_if_modified(|p| {
+            update(p);
+            self.progress.receiver_count() > 0
+        });
     }
 
     /// Events up to `target` not delivered yet.
@@ -257,12 +262,7 @@ impl Lane {
             };
             deliver_one(hold.current.insert(envelope), &self.sink).await;
             hold.current = None;
-            // Waiters are only notified while a drain waits: counting costs no
-            // wake-up otherwise.
-            self.progress.send_if_modified(|p| {
-                p.delivered += 1;
-                self.progress.receiver_count() > 0
-            });
+            self.record(|p| p.delivered += 1);
         }
     }
 
