@@ -21,6 +21,26 @@ pub(crate) type ErrorMapper = fn(u16, &HeaderMap, &[u8]) -> LlmError;
 
 const JSON: &str = "application/json";
 
+/// A mapping's endpoint, parsed once when its provider is built: a request takes a
+/// clone of the parsed URL instead of parsing the text again on every call.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint(reqwest::Url);
+
+impl Endpoint {
+    /// `url` parsed.
+    ///
+    /// # Errors
+    /// `provider_invalid_request` when it is not an `http(s)` URL.
+    pub(crate) fn new(url: &str) -> Result<Self, LlmError> {
+        Ok(Endpoint(openarmature_http::parse_base_url(url)?))
+    }
+
+    /// The URL as text.
+    pub(crate) fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
 /// How a mapping sends its API key.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum KeyHeader {
@@ -94,8 +114,11 @@ impl WireClient {
     }
 
     /// A JSON POST of `body` to `url`, not yet sent.
-    fn post(&self, url: &str, body: Vec<u8>) -> reqwest::RequestBuilder {
-        self.http.post(url).header(CONTENT_TYPE, JSON).body(body)
+    fn post(&self, url: &Endpoint, body: Vec<u8>) -> reqwest::RequestBuilder {
+        self.http
+            .post(url.0.clone())
+            .header(CONTENT_TYPE, JSON)
+            .body(body)
     }
 
     /// GETs `url` and reads the answer (capped).
@@ -103,10 +126,10 @@ impl WireClient {
     /// # Errors
     /// The transport's (`provider_unavailable`, `provider_invalid_response` over the
     /// cap).
-    pub(crate) async fn get(&self, url: &str) -> Result<Reply, LlmError> {
+    pub(crate) async fn get(&self, url: &Endpoint) -> Result<Reply, LlmError> {
         Ok(self
             .http
-            .execute(self.headers(self.http.get(url), JSON))
+            .execute(self.headers(self.http.get(url.0.clone()), JSON))
             .await?)
     }
 
@@ -114,7 +137,7 @@ impl WireClient {
     ///
     /// # Errors
     /// As [`WireClient::get`].
-    pub(crate) async fn post_json(&self, url: &str, body: Vec<u8>) -> Result<Reply, LlmError> {
+    pub(crate) async fn post_json(&self, url: &Endpoint, body: Vec<u8>) -> Result<Reply, LlmError> {
         Ok(self
             .http
             .execute(self.headers(self.post(url, body), JSON))
@@ -128,7 +151,7 @@ impl WireClient {
     /// As [`crate::sse::exchange`].
     pub(crate) async fn post_stream(
         &self,
-        url: &str,
+        url: &Endpoint,
         body: Vec<u8>,
         on_error: ErrorMapper,
         assembler: &mut dyn Assemble,

@@ -3,7 +3,7 @@
 
 use crate::builder::ProviderBuilder;
 use crate::error::LlmError;
-use crate::wire_client::{KeyHeader, WireClient};
+use crate::wire_client::{Endpoint, KeyHeader, WireClient};
 
 use super::{AnthropicProvider, DEFAULT_ANTHROPIC_VERSION, DEFAULT_BASE_URL};
 
@@ -46,8 +46,8 @@ impl ProviderBuilder<AnthropicProvider> {
                 KeyHeader::Named("x-api-key"),
                 vec![("anthropic-version", version)],
             )?,
-            messages_url: format!("{base}/messages"),
-            model_url: format!("{base}/models/{model_segment}"),
+            messages_url: Endpoint::new(&format!("{base}/messages"))?,
+            model_url: Endpoint::new(&format!("{base}/models/{model_segment}"))?,
             model: self.model.into(),
             capabilities: self.capabilities,
             streaming: self.stream_extension,

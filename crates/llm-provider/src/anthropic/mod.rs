@@ -72,7 +72,7 @@ use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
-use crate::wire_client::{success, WireClient};
+use crate::wire_client::{success, Endpoint, WireClient};
 
 /// The hosted Anthropic API, version prefix included.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -106,8 +106,8 @@ pub enum StructuredOutputPath {
 pub struct AnthropicProvider {
     /// The client; `anthropic-version` is one of its fixed headers.
     client: WireClient,
-    messages_url: String,
-    model_url: String,
+    messages_url: Endpoint,
+    model_url: Endpoint,
     model: std::sync::Arc<str>,
     capabilities: ModelCapabilities,
     /// Extension 0006 switched on.

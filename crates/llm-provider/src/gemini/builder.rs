@@ -4,7 +4,7 @@
 use super::{GeminiProvider, API_KEY_HEADER};
 use crate::builder::ProviderBuilder;
 use crate::error::LlmError;
-use crate::wire_client::{KeyHeader, WireClient};
+use crate::wire_client::{Endpoint, KeyHeader, WireClient};
 
 /// The hosted Gemini API, version included.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
@@ -50,10 +50,10 @@ impl ProviderBuilder<GeminiProvider> {
                 KeyHeader::Named(API_KEY_HEADER),
                 Vec::new(),
             )?,
-            generate_url: format!("{model_url}:generateContent"),
-            stream_url: format!("{model_url}:streamGenerateContent?alt=sse"),
+            generate_url: Endpoint::new(&format!("{model_url}:generateContent"))?,
+            stream_url: Endpoint::new(&format!("{model_url}:streamGenerateContent?alt=sse"))?,
             streaming: self.stream_extension,
-            model_url,
+            model_url: Endpoint::new(&model_url)?,
             model: model.into(),
             capabilities: self.capabilities,
             provider_name: self.provider_name.into(),

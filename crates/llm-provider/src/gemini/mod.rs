@@ -64,7 +64,7 @@ use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
-use crate::wire_client::{success, WireClient};
+use crate::wire_client::{success, Endpoint, WireClient};
 
 pub use builder::{GeminiBuilder, DEFAULT_BASE_URL};
 
@@ -77,12 +77,12 @@ pub(super) const API_KEY_HEADER: &str = "x-goog-api-key";
 #[derive(Debug, Clone)]
 pub struct GeminiProvider {
     pub(super) client: WireClient,
-    pub(super) generate_url: String,
+    pub(super) generate_url: Endpoint,
     /// `…:streamGenerateContent?alt=sse` (extension 0006).
-    pub(super) stream_url: String,
+    pub(super) stream_url: Endpoint,
     /// Extension 0006 switched on.
     pub(super) streaming: bool,
-    pub(super) model_url: String,
+    pub(super) model_url: Endpoint,
     pub(super) model: std::sync::Arc<str>,
     pub(super) capabilities: ModelCapabilities,
     pub(super) provider_name: std::sync::Arc<str>,
@@ -97,7 +97,7 @@ impl GeminiProvider {
 
     /// The URL `complete()` posts to.
     pub fn generate_url(&self) -> &str {
-        &self.generate_url
+        self.generate_url.as_str()
     }
 
     /// Which structured-output path a `response_schema` call takes.

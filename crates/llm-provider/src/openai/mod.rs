@@ -65,7 +65,7 @@ use crate::provider::{ModelCapabilities, Provider, WireRequest};
 use crate::response::Response;
 use crate::stream::{DeltaKind, DeltaSink};
 use crate::validate;
-use crate::wire_client::{success, KeyHeader, WireClient};
+use crate::wire_client::{success, Endpoint, KeyHeader, WireClient};
 
 /// The default response size cap (8 MiB).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
@@ -88,8 +88,8 @@ impl ProviderBuilder<OpenAiProvider> {
         let base = openarmature_http::base_url(&self.base_url)?;
         Ok(OpenAiProvider {
             client: WireClient::new(self.transport, self.api_key, KeyHeader::Bearer, Vec::new())?,
-            chat_url: format!("{base}/chat/completions"),
-            models_url: format!("{base}/models"),
+            chat_url: Endpoint::new(&format!("{base}/chat/completions"))?,
+            models_url: Endpoint::new(&format!("{base}/models"))?,
             model: self.model.into(),
             capabilities: self.capabilities,
             provider_name: self.provider_name.into(),
@@ -104,8 +104,8 @@ impl ProviderBuilder<OpenAiProvider> {
 #[derive(Debug, Clone)]
 pub struct OpenAiProvider {
     client: WireClient,
-    chat_url: String,
-    models_url: String,
+    chat_url: Endpoint,
+    models_url: Endpoint,
     model: std::sync::Arc<str>,
     capabilities: ModelCapabilities,
     provider_name: std::sync::Arc<str>,
