@@ -123,8 +123,9 @@ mod message;
 #[cfg(feature = "providers")]
 pub mod openai;
 mod provider;
-pub mod resilience;
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
+mod raw;
+pub mod resilience;
 mod response;
 mod retry;
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
@@ -180,6 +181,7 @@ pub use openarmature_core::vocab::tool::{
 #[cfg(feature = "providers")]
 pub use openarmature_http::{EnvError, Transport};
 pub use provider::{CompletionRequest, ModelCapabilities, Provider, WireRequest};
+pub use raw::RawBody;
 pub use resilience::HonorRetryAfter;
 pub use response::{FinishReason, Response, Usage};
 pub use retry::{LlmRetryConfig, ReaskBuilder};

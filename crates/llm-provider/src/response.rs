@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::error::{LlmError, StructuredOutputInvalid};
 use crate::message::{AssistantMessage, Content};
+use crate::raw::RawBody;
 use crate::schema::parse_structured;
 use crate::validate::Prepared;
 
@@ -58,8 +59,10 @@ pub struct Response {
     pub finish_reason: FinishReason,
     /// Token usage.
     pub usage: Usage,
-    /// The provider's parsed response body, verbatim (extensions included).
-    pub raw: Value,
+    /// The provider's response body, verbatim (extensions included): dereferences to
+    /// the parsed JSON value, which a mapping that read the body's text directly
+    /// builds only when it is first read.
+    pub raw: RawBody,
     /// The schema-validated value, when the call supplied a `response_schema` and the
     /// model returned content (never on a `tool_calls` response).
     pub parsed: Option<Value>,
@@ -88,14 +91,14 @@ impl Response {
         message: AssistantMessage,
         finish_reason: FinishReason,
         usage: Usage,
-        raw: Value,
+        raw: impl Into<RawBody>,
         parsed: Option<Value>,
     ) -> Self {
         Response {
             message,
             finish_reason,
             usage,
-            raw,
+            raw: raw.into(),
             parsed,
         }
     }
@@ -107,17 +110,13 @@ impl Response {
 
     /// The provider's response id (`raw.id`; Gemini: `raw.responseId`), if any.
     pub fn response_id(&self) -> Option<&str> {
-        ["id", "responseId"]
-            .iter()
-            .find_map(|k| self.raw.get(k).and_then(Value::as_str))
+        self.raw.ids().0
     }
 
     /// The model the provider reported (`raw.model`; Gemini: `raw.modelVersion`),
     /// if any.
     pub fn response_model(&self) -> Option<&str> {
-        ["model", "modelVersion"]
-            .iter()
-            .find_map(|k| self.raw.get(k).and_then(Value::as_str))
+        self.raw.ids().1
     }
 }
 
@@ -188,16 +187,38 @@ impl<'a> Answer<'a> {
         response_schema: Option<&Value>,
         message: &AssistantMessage,
     ) -> Result<Option<Value>, LlmError> {
-        match (prepared.response_schema.as_ref(), response_schema) {
-            (Some(validator), Some(schema)) if self.finish != FinishReason::ToolCalls => {
-                let text = message.text().unwrap_or_default();
-                match parse_structured(validator, &text) {
-                    Ok(value) => Ok(Some(value)),
-                    Err(error_message) => Err(self.output_invalid(schema, text, error_message)),
-                }
+        match structured_output(prepared, response_schema, self.finish, message) {
+            None => Ok(None),
+            Some((_, Ok(value))) => Ok(Some(value)),
+            Some((schema, Err((text, error_message)))) => {
+                Err(self.output_invalid(schema, text, error_message))
             }
-            _ => Ok(None),
         }
+    }
+}
+
+/// A structured-output step's outcome: the validated value, or the text and what is
+/// wrong with it.
+pub(crate) type Structured = Result<Value, (String, String)>;
+
+/// The §6 structured-output step of an answer finishing with `finish`: `None` without
+/// a `response_schema` or for tool calls; otherwise the schema and `message`'s text
+/// parsed and validated.
+pub(crate) fn structured_output<'s>(
+    prepared: &Prepared,
+    response_schema: Option<&'s Value>,
+    finish: FinishReason,
+    message: &AssistantMessage,
+) -> Option<(&'s Value, Structured)> {
+    match (prepared.response_schema.as_ref(), response_schema) {
+        (Some(validator), Some(schema)) if finish != FinishReason::ToolCalls => {
+            let text = message.text().unwrap_or_default();
+            Some((
+                schema,
+                parse_structured(validator, &text).map_err(|error| (text, error)),
+            ))
+        }
+        _ => None,
     }
 }
 

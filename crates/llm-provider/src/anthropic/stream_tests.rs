@@ -60,7 +60,7 @@ fn text_and_thinking_deltas_assemble_like_the_atomic_body() {
     assert_eq!(r.raw["content"][1]["text"], "Hello, world.");
     assert_eq!(r.raw["id"], "msg_1");
     // The same body parsed atomically gives the same response.
-    let atomic = parse_value(r.raw.clone(), &prepared(), None, None).unwrap();
+    let atomic = parse_value(r.raw.clone().into_value(), &prepared(), None, None).unwrap();
     assert_eq!(atomic, r);
 }
 

@@ -53,7 +53,7 @@ fn text_parts_join_and_the_last_chunk_gives_finish_and_usage() {
         (r.usage.prompt_tokens, r.usage.total_tokens),
         (Some(4), Some(7))
     );
-    let atomic = parse_value(r.raw.clone(), &prepared(), None).unwrap();
+    let atomic = parse_value(r.raw.clone().into_value(), &prepared(), None).unwrap();
     assert_eq!(atomic, r);
 }
 

@@ -47,6 +47,7 @@
 
 pub mod context_window;
 pub(crate) mod errors;
+mod fast;
 mod request;
 mod response;
 mod stream;
@@ -193,7 +194,7 @@ impl OpenAiProvider {
         reply: &Reply,
     ) -> Result<Response, LlmError> {
         let (prepared, _) = self.prepare(request)?;
-        answer(reply, &prepared, request.response_schema)
+        answer(reply.clone(), &prepared, request.response_schema)
     }
 
     /// What a streamed `send()` makes of a 2xx Server-Sent Events body arriving in
@@ -228,7 +229,7 @@ impl OpenAiProvider {
         }
         let (prepared, body) = self.prepare(&request)?;
         let reply = self.client.post_json(&self.chat_url, body).await?;
-        answer(&reply, &prepared, request.response_schema)
+        answer(reply, &prepared, request.response_schema)
     }
 
     async fn ready_once(&self) -> Result<(), LlmError> {
@@ -270,12 +271,12 @@ impl OpenAiProvider {
 
 /// One non-streamed answer: its §8.1.3 error, or the §8.1.2 response.
 fn answer(
-    reply: &Reply,
+    reply: Reply,
     prepared: &validate::Prepared,
     response_schema: Option<&Value>,
 ) -> Result<Response, LlmError> {
-    success(reply, errors::from_status)?;
-    response::parse(&reply.body, prepared, response_schema)
+    success(&reply, errors::from_status)?;
+    response::parse(reply.body, prepared, response_schema)
 }
 
 impl Provider for OpenAiProvider {

@@ -16,19 +16,23 @@ use crate::validate::Prepared;
 /// Where the answer's id and model stand.
 const IDS: (&str, &str) = ("id", "model");
 
-/// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`).
+/// Maps a 2xx body to a [`Response`] (or `structured_output_invalid`): a plain
+/// answer is read from the text (`super::fast`), anything else from the body's value.
 ///
 /// # Errors
 /// `provider_invalid_response` for a body outside the §6 shape, or for a non-error
 /// response whose tool calls do not match the declared tools;
 /// `structured_output_invalid` for content that fails `response_schema`.
 pub(crate) fn parse(
-    body: &[u8],
+    body: Vec<u8>,
     prepared: &Prepared,
     response_schema: Option<&Value>,
 ) -> Result<Response, LlmError> {
-    let raw = json_body(body)?;
-    parse_value(raw, prepared, response_schema)
+    // The common answer straight from the text; anything else through the value.
+    match super::fast::parse(body, prepared, response_schema) {
+        Ok(response) => Ok(response),
+        Err(body) => parse_value(json_body(&body)?, prepared, response_schema),
+    }
 }
 
 /// [`parse`] for a body already decoded (a stream's assembled completion).
@@ -223,7 +227,7 @@ mod tests {
     #[test]
     fn maps_the_happy_path_and_counters() {
         let r = parse(
-            &body(
+            body(
                 json!({"id": "x", "choices": [{"message": {"role": "assistant", "content": "hi"},
                 "finish_reason": "stop"}], "usage": {"prompt_tokens": "abc", "completion_tokens": 5,
                 "total_tokens": true, "prompt_tokens_details": {"cached_tokens": 0}}}),
@@ -244,7 +248,7 @@ mod tests {
     fn tool_calls_strict_and_lenient() {
         let with = |args: &str, finish: &str| {
             parse(
-                &body(
+                body(
                     json!({"choices": [{"message": {"role": "assistant", "content": null,
                     "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": args}}]},
                     "finish_reason": finish}]}),
@@ -283,10 +287,10 @@ mod tests {
             json!({"choices": [{"message": {"content": 7}, "finish_reason": "stop"}]}),
             json!({"error": {"message": "overloaded"}}),
         ] {
-            let e = parse(&body(bad.clone()), &prepared(), None).unwrap_err();
+            let e = parse(body(bad.clone()), &prepared(), None).unwrap_err();
             assert_eq!(e.category().as_str(), "provider_invalid_response", "{bad}");
         }
-        assert!(parse(b"{\"choices\": [", &prepared(), None).is_err());
+        assert!(parse(b"{\"choices\": [".to_vec(), &prepared(), None).is_err());
     }
 
     mod props {
@@ -331,25 +335,25 @@ mod tests {
 
             #[test]
             fn never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
-                let _ = parse(&bytes, &prepared(), None);
+                let _ = parse(bytes.clone(), &prepared(), None);
                 let _ = crate::openai::errors::from_status(500, &reqwest::header::HeaderMap::new(), &bytes);
             }
 
             #[test]
             fn never_panics_on_json(value in json()) {
                 let bytes = serde_json::to_vec(&value).unwrap();
-                let _ = parse(&bytes, &prepared(), None);
+                let _ = parse(bytes.clone(), &prepared(), None);
             }
 
             #[test]
             fn never_panics_on_completion_shapes(value in completion_like(), status in 100u16..600) {
                 let bytes = serde_json::to_vec(&value).unwrap();
                 let schema = serde_json::json!({"type": "object"});
-                if let Ok(r) = parse(&bytes, &with_schema(), Some(&schema)) {
+                if let Ok(r) = parse(bytes.clone(), &with_schema(), Some(&schema)) {
                     // A successful parse keeps the body verbatim.
                     prop_assert_eq!(&r.raw, &value);
                 }
-                let _ = parse(&bytes, &prepared(), None);
+                let _ = parse(bytes.clone(), &prepared(), None);
                 let _ = crate::openai::errors::from_status(status, &reqwest::header::HeaderMap::new(), &bytes);
             }
         }

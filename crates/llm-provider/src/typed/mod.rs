@@ -152,7 +152,7 @@ fn undeserializable(schema: Option<Value>, response: Response, message: String) 
         usage: response.usage,
         response_id: response.response_id().map(str::to_owned),
         response_model: response.response_model().map(str::to_owned),
-        raw: response.raw,
+        raw: response.raw.into_value(),
     }))
 }
 
