@@ -14,15 +14,21 @@
 //! `CONCURRENCY=1` or `CONCURRENCY=64` runs that concurrency alone.
 //! `provider_flaky` (concurrency 1 only) is one retrying call that needs three requests
 //! (`503`, `503`, `200`); its rate against `provider`'s is the issue-19 figure (ideal 33%).
+//! `ON_WORKER=1` runs each block of calls, every variant's, inside a task spawned on the
+//! runtime (as a service's handler runs) instead of `block_on` from the main thread
+//! (as a `#[tokio::main]` loop does): a task a call spawns then starts on the same
+//! worker when the caller waits, without waking another thread.
 
 #![allow(clippy::expect_used, missing_docs)]
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use common::{client_runtime, run_node, Fixture};
+use common::{client_runtime, run_node, Calls, Fixture};
+use openarmature_graph::CompiledGraph;
 
 const VARIANTS: [&str; 7] = [
     "bare",
@@ -33,6 +39,22 @@ const VARIANTS: [&str; 7] = [
     "provider_flaky",
     "node_reading",
 ];
+
+/// The three graphs of a concurrency: observed, plain, reading.
+type Graphs = [CompiledGraph<Calls>; 3];
+
+/// One call of variant `v` at concurrency `n`.
+async fn call(v: usize, n: usize, fx: &Fixture, graphs: &Graphs) {
+    match v {
+        0 => drop(fx.bare(n).await),
+        1 => drop(fx.complete(n, false).await),
+        2 => drop(fx.complete(n, true).await),
+        3 => drop(run_node(&graphs[0]).await),
+        4 => drop(run_node(&graphs[1]).await),
+        5 => drop(fx.flaky().await),
+        _ => drop(run_node(&graphs[2]).await),
+    }
+}
 
 fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
@@ -49,19 +71,24 @@ fn main() {
     let concurrency: Option<usize> = std::env::var("CONCURRENCY")
         .ok()
         .and_then(|v| v.parse().ok());
+    let on_worker = std::env::var_os("ON_WORKER").is_some();
     let rt = client_runtime();
-    let fx = Fixture::new(&rt);
+    let fx = Arc::new(Fixture::new(&rt));
     println!(
         "{rounds} rounds (8x as many, 8x shorter, at concurrency 1); wall time per call \
-         (median) and ratio to bare (median of the per-round ratios)"
+         (median) and ratio to bare (median of the per-round ratios); calls {}",
+        if on_worker {
+            "on a runtime worker"
+        } else {
+            "from block_on"
+        }
     );
     for n in [1usize, 64] {
         if concurrency.is_some_and(|c| c != n) {
             continue;
         }
-        let observed = fx.graph(n, true);
-        let plain = fx.graph(n, false);
-        let reading = fx.graph_reading(n);
+        let graphs: Arc<Graphs> =
+            Arc::new([fx.graph(n, true), fx.graph(n, false), fx.graph_reading(n)]);
         // Blocks of about 4,000 calls at concurrency 64; short blocks, more of them, at
         // concurrency 1, whose latency drifts with the machine's idle state.
         let (iterations, blocks) = if n == 1 {
@@ -82,15 +109,26 @@ fn main() {
                     continue;
                 }
                 let started = Instant::now();
-                for _ in 0..iterations {
-                    match v {
-                        0 => drop(rt.block_on(fx.bare(n))),
-                        1 => drop(rt.block_on(fx.complete(n, false))),
-                        2 => drop(rt.block_on(fx.complete(n, true))),
-                        3 => drop(rt.block_on(run_node(&observed))),
-                        4 => drop(rt.block_on(run_node(&plain))),
-                        5 => drop(rt.block_on(fx.flaky())),
-                        _ => drop(rt.block_on(run_node(&reading))),
+                if on_worker {
+                    let (fx, graphs) = (Arc::clone(&fx), Arc::clone(&graphs));
+                    rt.block_on(rt.spawn(async move {
+                        for _ in 0..iterations {
+                            call(v, n, &fx, &graphs).await;
+                        }
+                    }))
+                    .expect("block");
+                } else {
+                    // One `block_on` per variant: each moves only its own future.
+                    for _ in 0..iterations {
+                        match v {
+                            0 => drop(rt.block_on(fx.bare(n))),
+                            1 => drop(rt.block_on(fx.complete(n, false))),
+                            2 => drop(rt.block_on(fx.complete(n, true))),
+                            3 => drop(rt.block_on(run_node(&graphs[0]))),
+                            4 => drop(rt.block_on(run_node(&graphs[1]))),
+                            5 => drop(rt.block_on(fx.flaky())),
+                            _ => drop(rt.block_on(run_node(&graphs[2]))),
+                        }
                     }
                 }
                 if round > 0 {

@@ -19,9 +19,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures::future::{AbortHandle, AbortRegistration, Abortable};
 use futures::FutureExt;
 use tokio::sync::watch;
+use tokio::task::AbortHandle;
 
 use super::Registry;
 use crate::error::BoxError;
@@ -62,8 +62,9 @@ struct LaneState {
     /// The invocation ended: no event follows.
     closed: bool,
     next_ticket: u64,
-    /// The latest spawned run (a process-wide drain's timeout aborts it).
-    abort: Option<AbortHandle>,
+    /// The latest spawned run and its ticket (a process-wide drain's timeout aborts
+    /// it).
+    abort: Option<(u64, AbortHandle)>,
 }
 
 /// One invocation's delivery lane, registered for drains while it has work.
@@ -148,13 +149,10 @@ impl Lane {
         let ticket = state.next_ticket;
         state.next_ticket += 1;
         state.runner = Runner::Scheduled(ticket);
-        let (abort, registration) = AbortHandle::new_pair();
-        state.abort = Some(abort);
         Some(Launch {
             runtime,
             lane: Arc::clone(self),
             ticket,
-            registration,
         })
     }
 
@@ -191,7 +189,7 @@ impl Lane {
         if matches!(state.runner, Runner::Finished) {
             return 0;
         }
-        if let Some(abort) = state.abort.take() {
+        if let Some((_, abort)) = state.abort.take() {
             abort.abort();
         }
         let undelivered = self.undelivered(self.emitted.load(Ordering::SeqCst));
@@ -310,7 +308,6 @@ struct Launch {
     runtime: tokio::runtime::Handle,
     lane: Arc<Lane>,
     ticket: u64,
-    registration: AbortRegistration,
 }
 
 impl Launch {
@@ -319,13 +316,19 @@ impl Launch {
             runtime,
             lane,
             ticket,
-            registration,
         }) = launch
         else {
             return;
         };
-        // An abort that came first (a drain's timeout) ends the run before it starts.
-        runtime.spawn(Abortable::new(run(lane, ticket), registration));
+        let abort = runtime.spawn(run(Arc::clone(&lane), ticket)).abort_handle();
+        // Kept for a process-wide drain's timeout, unless a later run's is kept
+        // already; a cancel that came first (the lane finished) aborts the run now.
+        let mut state = lane.lock();
+        if matches!(state.runner, Runner::Finished) {
+            abort.abort();
+        } else if state.abort.as_ref().is_none_or(|(kept, _)| *kept < ticket) {
+            state.abort = Some((ticket, abort));
+        }
     }
 }
 
