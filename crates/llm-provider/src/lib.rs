@@ -126,6 +126,7 @@ mod provider;
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod raw;
 pub mod resilience;
+#[cfg_attr(not(feature = "providers"), allow(dead_code))]
 mod response;
 mod retry;
 #[cfg_attr(not(feature = "providers"), allow(dead_code))]
