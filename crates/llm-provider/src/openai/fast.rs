@@ -121,8 +121,10 @@ fn tool_call(call: WireCall<'_>, prepared: &Prepared) -> Option<ToolCall> {
 /// building them, and skipping is more lenient than building in three ways: an
 /// escaped surrogate (`\ud800`) need not be paired, a number need not fit an `f64`,
 /// and nesting is not limited (building stops at 128 levels). A text that could hit
-/// one of them (a `\uD…` escape, an exponent of three or more digits, a run of 300
-/// digits, 128 opening brackets) is left to the general mapping.
+/// one of them (a `\uD…` escape, an exponent of three or more digits, a run of 200
+/// digits, 128 opening brackets) is left to the general mapping: a number overflows
+/// an `f64` only past 308 integer digits plus exponent, which a two-digit exponent
+/// reaches only after 209 digits.
 fn value_safe(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut brackets = 0usize;
@@ -130,7 +132,7 @@ fn value_safe(text: &str) -> bool {
     for (i, &b) in bytes.iter().enumerate() {
         if b.is_ascii_digit() {
             digits += 1;
-            if digits >= 300 {
+            if digits >= 200 {
                 return false;
             }
             continue;

@@ -177,9 +177,26 @@ fn every_text_the_guard_passes_builds_a_value() {
         assert!(value_safe(text), "{text}");
         assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
     }
-    for text in ["1e400", "[1E+999]", "\"\\uD800\"", "\"\\ud83d\""] {
+    let long = format!("[{}e99]", "9".repeat(250));
+    let longer = format!("[{}.5]", "9".repeat(320));
+    let deep = format!("{}{}", "[".repeat(130), "]".repeat(130));
+    for text in [
+        "1e400",
+        "[1E+999]",
+        "\"\\uD800\"",
+        "{\"a\":[\"\\udc00\"]}",
+        long.as_str(),
+        longer.as_str(),
+        deep.as_str(),
+    ] {
+        // Each is a text building a value refuses; the guard turns them all away.
+        assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
         assert!(!value_safe(text), "{text}");
     }
+    assert!(
+        !value_safe("\"\\ud83d\\ude00\""),
+        "a pair is turned away too"
+    );
 }
 
 /// Bodies shaped like chat completions: mostly plain (read here), with arbitrary
