@@ -61,14 +61,11 @@ fn read(text: &str, prepared: &Prepared, response_schema: Option<&Value>) -> Opt
         model: wire.model.or(wire.model_version).map(|s| s.into()),
     };
     let choice = wire.choices.0;
-    let finish = match choice.finish_reason.as_deref() {
-        Some("stop") => FinishReason::Stop,
-        Some("length") => FinishReason::Length,
-        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        Some("content_filter") => FinishReason::ContentFilter,
+    let finish = super::response::finish_reason(choice.finish_reason.as_deref());
+    if finish == FinishReason::Error {
         // `error` and unknown values are read leniently: the general mapping's.
-        _ => return None,
-    };
+        return None;
+    }
     let message = choice.message.0;
     if message.role.is_some_and(|r| r != "assistant") {
         return None;

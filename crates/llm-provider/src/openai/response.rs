@@ -63,13 +63,7 @@ pub(crate) fn parse_value(
         .and_then(|c| c.first())
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("`choices` must be a non-empty list of objects"))?;
-    let finish_reason = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some("stop") => FinishReason::Stop,
-        Some("length") => FinishReason::Length,
-        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
-        Some("content_filter") => FinishReason::ContentFilter,
-        _ => FinishReason::Error,
-    };
+    let finish_reason = finish_reason(choice.get("finish_reason").and_then(Value::as_str));
     let lenient = finish_reason == FinishReason::Error;
     let message = choice
         .get("message")
@@ -120,6 +114,18 @@ pub(crate) fn parse_value(
         &message,
     )?;
     Ok(Response::new(message, finish_reason, usage, raw, parsed))
+}
+
+/// §8.1.2 `finish_reason`: the wire's value mapped; an unknown or absent value is
+/// `error` (read leniently).
+pub(super) fn finish_reason(wire: Option<&str>) -> FinishReason {
+    match wire {
+        Some("stop") => FinishReason::Stop,
+        Some("length") => FinishReason::Length,
+        Some("tool_calls" | "function_call") => FinishReason::ToolCalls,
+        Some("content_filter") => FinishReason::ContentFilter,
+        _ => FinishReason::Error,
+    }
 }
 
 /// Content given as an array of `{type: "text", text}` parts, concatenated.
