@@ -10,6 +10,9 @@
 //! `node_reading` is `node_observed` with an observer that reads the events' request
 //! messages, parameters and response text (so the payload parts built on first read
 //! are built, on the delivery worker).
+//! `node_undrained` is `node_observed` without a drain after each call (as a service
+//! handler runs): the events are delivered by runs the graph's pacer starts on the
+//! workers, and one drain at the end of the block waits for the last of them.
 //! `ONLY=<variant>` runs that variant alone (for a profiler; no ratios);
 //! `CONCURRENCY=1` or `CONCURRENCY=64` runs that concurrency alone.
 //! `provider_flaky` (concurrency 1 only) is one retrying call that needs three requests
@@ -27,10 +30,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{client_runtime, run_node, Calls, Fixture};
+use common::{client_runtime, invoke_node, run_node, Calls, Fixture};
 use openarmature_graph::CompiledGraph;
 
-const VARIANTS: [&str; 7] = [
+const VARIANTS: [&str; 8] = [
     "bare",
     "provider",
     "provider_retry",
@@ -38,6 +41,7 @@ const VARIANTS: [&str; 7] = [
     "node_plain",
     "provider_flaky",
     "node_reading",
+    "node_undrained",
 ];
 
 /// The three graphs of a concurrency: observed, plain, reading.
@@ -52,7 +56,16 @@ async fn call(v: usize, n: usize, fx: &Fixture, graphs: &Graphs) {
         3 => drop(run_node(&graphs[0]).await),
         4 => drop(run_node(&graphs[1]).await),
         5 => drop(fx.flaky().await),
-        _ => drop(run_node(&graphs[2]).await),
+        6 => drop(run_node(&graphs[2]).await),
+        _ => drop(invoke_node(&graphs[0]).await),
+    }
+}
+
+/// After a block of `v`'s calls: `node_undrained` drains once (its events were
+/// delivered by runs on the workers meanwhile; the drain waits for the last ones).
+async fn end_block(v: usize, graphs: &Graphs) {
+    if v == 7 {
+        graphs[0].drain(None).await;
     }
 }
 
@@ -115,6 +128,7 @@ fn main() {
                         for _ in 0..iterations {
                             call(v, n, &fx, &graphs).await;
                         }
+                        end_block(v, &graphs).await;
                     }))
                     .expect("block");
                 } else {
@@ -127,9 +141,11 @@ fn main() {
                             3 => drop(rt.block_on(run_node(&graphs[0]))),
                             4 => drop(rt.block_on(run_node(&graphs[1]))),
                             5 => drop(rt.block_on(fx.flaky())),
-                            _ => drop(rt.block_on(run_node(&graphs[2]))),
+                            6 => drop(rt.block_on(run_node(&graphs[2]))),
+                            _ => drop(rt.block_on(invoke_node(&graphs[0]))),
                         }
                     }
+                    rt.block_on(end_block(v, &graphs));
                 }
                 if round > 0 {
                     let calls = (iterations * n) as f64;

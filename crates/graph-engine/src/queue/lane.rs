@@ -2,17 +2,19 @@
 //!
 //! One invocation's delivery lane: the queued events, who is delivering them, and
 //! the counters drains read. Delivery is strictly serial: at most one deliverer holds
-//! the lane at a time — a *delivery run* (a task spawned when an event arrives and
-//! nobody is delivering; it ends when the queue is empty, so an idle lane parks no
+//! the lane at a time — a *delivery run* (a task prepared when an event arrives and
+//! nobody is delivering, started by the graph's pacer at its next tick
+//! ([`super::pacer`]); it ends when the queue is empty, so an idle lane parks no
 //! task and ending the invocation wakes nobody), or a drain that found the lane idle
-//! or its run not yet started and delivers on its own task (it waits anyway; taking
+//! or its run not started yet and delivers on its own task (it waits anyway; taking
 //! the events itself saves two thread wake-ups: the run's and its own).
 //!
-//! A run is spawned after the lane's lock is released (a worker woken by the spawn
+//! A run is started after the lane's lock is released (a worker woken by the spawn
 //! would otherwise find the lock held and block on it), and events dispatched while
 //! the invocation itself is being polled are held back until that poll ends
 //! ([`Lane::push`]'s `hold_back`, [`Lane::flush`]): one run then delivers the batch
-//! instead of one run, and one worker wake-up, per event.
+//! instead of one run per event. A run that continues a delivery (past a drain's
+//! target, or after a drain gave up mid-event) starts at once.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -44,10 +46,11 @@ pub(super) struct Envelope {
 
 /// Who holds the lane.
 enum Runner {
-    /// Nobody: the next event spawns a run.
+    /// Nobody: the next event prepares a run.
     Idle,
-    /// A run was spawned and has not started; a drain may take its place (the run
-    /// then finds its ticket stale and ends).
+    /// A run was prepared (waiting for the pacer, or spawned) and has not started;
+    /// a drain may take its place (the pacer then skips it, or the run finds its
+    /// ticket stale and ends).
     Scheduled(u64),
     /// A run or a drain is delivering.
     Delivering,
@@ -106,7 +109,7 @@ impl Lane {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues one event; spawns a run when nobody is delivering, unless `hold_back`
+    /// Queues one event; prepares a run when nobody is delivering, unless `hold_back`
     /// (the event was dispatched by the invocation's own poll, whose end calls
     /// [`Lane::flush`]). Never waits.
     pub(super) fn push(self: &Arc<Self>, envelope: Envelope, hold_back: bool) {
@@ -122,10 +125,10 @@ impl Lane {
             }
             self.schedule(&mut state)
         };
-        Launch::start(launch);
+        self.registry.pacer.defer(launch);
     }
 
-    /// Spawns a run for held-back events when nobody is delivering them.
+    /// Prepares a run for held-back events when nobody is delivering them.
     pub(super) fn flush(self: &Arc<Self>) {
         let launch = {
             let mut state = self.lock();
@@ -134,7 +137,7 @@ impl Lane {
             }
             self.schedule(&mut state)
         };
-        Launch::start(launch);
+        self.registry.pacer.defer(launch);
     }
 
     /// Prepares a run for the queued events (the caller holds the lock and starts
@@ -172,7 +175,7 @@ impl Lane {
             }
             self.schedule(&mut state)
         };
-        Launch::start(launch);
+        self.registry.pacer.defer(launch);
     }
 
     fn finish(&self, state: &mut LaneState) {
@@ -245,7 +248,7 @@ impl Lane {
                         state.pending.push_front(envelope);
                         let launch = self.schedule(&mut state);
                         drop(state);
-                        Launch::start(launch);
+                        Launch::start_now(launch);
                         return;
                     }
                     None if state.closed => {
@@ -299,27 +302,48 @@ impl Drop for Hold<'_> {
             state.pending.push_front(envelope);
             self.lane.schedule(&mut state)
         };
-        Launch::start(launch);
+        Launch::start_now(launch);
     }
 }
 
-/// A delivery run prepared under the lane's lock, spawned after it is released.
-struct Launch {
+/// A delivery run prepared under the lane's lock, spawned after it is released (by
+/// the pacer at its next tick, or at once where a delivery continues).
+pub(super) struct Launch {
     runtime: tokio::runtime::Handle,
     lane: Arc<Lane>,
     ticket: u64,
 }
 
 impl Launch {
-    fn start(launch: Option<Launch>) {
-        let Some(Launch {
+    /// The runtime the run is spawned on.
+    pub(super) fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    fn start_now(launch: Option<Launch>) {
+        if let Some(launch) = launch {
+            launch.start();
+        }
+    }
+
+    /// Spawns the run unless a drain took the lane over meanwhile (or it finished).
+    pub(super) fn start_if_scheduled(self) {
+        let scheduled = matches!(
+            self.lane.lock().runner,
+            Runner::Scheduled(ticket) if ticket == self.ticket
+        );
+        if scheduled {
+            self.start();
+        }
+    }
+
+    /// Spawns the run.
+    pub(super) fn start(self) {
+        let Launch {
             runtime,
             lane,
             ticket,
-        }) = launch
-        else {
-            return;
-        };
+        } = self;
         let abort = runtime.spawn(run(Arc::clone(&lane), ticket)).abort_handle();
         // Kept for a process-wide drain's timeout, unless a later run's is kept
         // already; a cancel that came first (the lane finished) aborts the run now.

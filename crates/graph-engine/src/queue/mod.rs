@@ -7,11 +7,14 @@
 //! nobody else is delivering them yet.
 //!
 //! The events an invocation dispatches while its own future is being polled
-//! ([`batch_events`]) are delivered by one run spawned when that poll ends, not by
-//! a run per event: an idle worker is woken at most once per poll, and a drain that
-//! follows finds the batch not started yet and delivers it itself.
+//! ([`batch_events`]) are delivered by one run prepared when that poll ends, not by
+//! a run per event, and the graph's [`pacer`] starts the runs prepared during a
+//! tick together: idle workers are woken about once per tick, not twice per
+//! invocation, and a drain that follows an invocation finds its batch not started
+//! yet and delivers it itself.
 
 mod lane;
+mod pacer;
 
 use std::cell::Cell;
 use std::future::Future;
@@ -93,6 +96,8 @@ async fn drain_to(lanes: &[Arc<Lane>], targets: &[u64], timeout: Option<Duration
 pub(crate) struct Registry {
     next_key: AtomicU64,
     active: Mutex<Vec<Arc<Lane>>>,
+    /// Starts the lanes' delivery runs once per tick.
+    pacer: Arc<pacer::Pacer>,
 }
 
 impl Registry {
@@ -170,8 +175,8 @@ thread_local! {
 }
 
 /// Polls `invocation` with its events held back in `queue` until the end of each
-/// poll, when one delivery run is spawned for them (if nobody is delivering). Events
-/// dispatched elsewhere (another task or thread) are scheduled at once, as before.
+/// poll, when one delivery run is prepared for them (if nobody is delivering). Events
+/// dispatched elsewhere (another task or thread) prepare their run at once.
 pub(crate) async fn batch_events<F: Future>(queue: &EventQueue, invocation: F) -> F::Output {
     let mut invocation = std::pin::pin!(invocation);
     std::future::poll_fn(|cx| {
@@ -182,7 +187,7 @@ pub(crate) async fn batch_events<F: Future>(queue: &EventQueue, invocation: F) -
 }
 
 /// One poll of an invocation: marks its queue as the thread's, and on the way out
-/// (a panic included) restores the previous mark and spawns the held-back events'
+/// (a panic included) restores the previous mark and prepares the held-back events'
 /// run.
 struct Polling<'q> {
     queue: &'q EventQueue,

@@ -873,3 +873,36 @@ async fn events_dispatched_from_another_task_are_delivered_without_the_invocatio
     assert_eq!(out.log, vec!["a"]);
     assert_eq!(graph.drain(None).await, CLEAN);
 }
+
+#[tokio::test(start_paused = true)]
+async fn delivery_runs_start_at_the_next_tick_and_a_drain_does_not_wait_for_it() {
+    // Five invocations end before the test yields; their runs wait for the graph's
+    // pacer, which starts them together one tick (1 ms) later.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let graph = builder()
+        .observer(task_recorder(Arc::clone(&log)))
+        .compile()
+        .unwrap();
+    for _ in 0..5 {
+        graph.invoke(Trail::default()).await.unwrap();
+    }
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(log.lock().unwrap().is_empty(), "no run before the tick");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(*log.lock().unwrap(), vec![true; 30], "delivered by runs");
+    // A drain right after an invocation delivers its events itself: no time passes.
+    let before = tokio::time::Instant::now();
+    graph.invoke(Trail::default()).await.unwrap();
+    assert_eq!(graph.drain(None).await, CLEAN);
+    assert_eq!(tokio::time::Instant::now(), before);
+    assert_eq!(
+        log.lock().unwrap()[30..],
+        [false; 6],
+        "on the drain's caller"
+    );
+    // The run the drain took over is not started at the tick.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(log.lock().unwrap().len(), 36);
+}

@@ -348,6 +348,11 @@ pub async fn run_node(graph: &CompiledGraph<Calls>) -> u64 {
     out.n
 }
 
+/// One invocation of `graph`, without a drain (its events are delivered meanwhile).
+pub async fn invoke_node(graph: &CompiledGraph<Calls>) -> u64 {
+    graph.invoke(Calls::default()).await.expect("run").n
+}
+
 state! {
     /// The node's state: how many calls it made.
     #[derive(Default)]
