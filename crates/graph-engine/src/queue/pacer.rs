@@ -15,18 +15,28 @@
 //! its run starts.
 //!
 //! The pacer is a task that sleeps one tick at a time while runs keep arriving and
-//! ends after a tick with none. On a runtime without timers (`enable_time` not
+//! ends after a tick with none. It lives on the runtime of the run that started it;
+//! when it has not ticked for [`STALLED`] (that runtime is no longer driven, say a
+//! current-thread runtime whose `block_on` returned, while the graph goes on being
+//! invoked on another), the next run hands the pacer a new task on its own runtime
+//! and the old one ends when it wakes. On a runtime without timers (`enable_time` not
 //! called) its first sleep panics (tokio prints why); from then on runs start at once
 //! in the whole process, as they do on a runtime the pacer's task outlived.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::lane::Launch;
 
 /// How long a prepared delivery run may wait before the pacer starts it.
 pub(super) const TICK: Duration = Duration::from_millis(1);
+
+/// How long the pacer's task may go without a tick before a new run hands the pacer
+/// a task of its own on the run's runtime: the old task's runtime may not be driven
+/// any more (a current-thread runtime whose `block_on` returned), while the graph's
+/// invocations go on elsewhere.
+const STALLED: Duration = Duration::from_millis(20);
 
 /// Set when a pacer found the runtime without timers: runs start at once.
 static TIMERS_UNAVAILABLE: AtomicBool = AtomicBool::new(false);
@@ -40,8 +50,21 @@ pub(super) struct Pacer {
 #[derive(Default)]
 struct PacerState {
     due: Vec<Launch>,
-    /// A pacer task is sleeping towards the next tick.
-    ticking: bool,
+    /// The pacer task that ticks now (`None`: none is); a task that finds another's
+    /// number here was superseded and ends.
+    ticker: Option<u64>,
+    /// The number the next pacer task gets.
+    next_ticker: u64,
+    /// When the ticking task last ticked (or was spawned).
+    ticked_at: Option<Instant>,
+}
+
+impl PacerState {
+    /// Whether a run handed over now needs a new pacer task: none ticks, or the one
+    /// that does has not ticked for [`STALLED`].
+    fn needs_ticker(&self) -> bool {
+        self.ticker.is_none() || self.ticked_at.is_some_and(|at| at.elapsed() > STALLED)
+    }
 }
 
 impl Pacer {
@@ -58,45 +81,58 @@ impl Pacer {
             launch.start();
             return;
         }
-        let runtime = {
+        let spawn = {
             let mut state = self.lock();
-            let first = !state.ticking;
-            state.ticking = true;
-            let runtime = first.then(|| launch.runtime().clone());
+            let spawn = state.needs_ticker().then(|| {
+                let number = state.next_ticker;
+                state.next_ticker += 1;
+                state.ticker = Some(number);
+                state.ticked_at = Some(Instant::now());
+                (number, launch.runtime().clone())
+            });
             state.due.push(launch);
-            runtime
+            spawn
         };
-        if let Some(runtime) = runtime {
-            runtime.spawn(tick(Arc::clone(self)));
+        if let Some((number, runtime)) = spawn {
+            runtime.spawn(tick(Arc::clone(self), number));
         }
     }
 
-    /// Takes the runs due; with none, the pacer stops ticking.
-    fn take_due(&self) -> Vec<Launch> {
+    /// Takes the runs due for pacer task `number`: `None` when another task took its
+    /// place; with none due, the pacer stops ticking.
+    fn take_due(&self, number: u64) -> Option<Vec<Launch>> {
         let mut state = self.lock();
+        if state.ticker != Some(number) {
+            return None;
+        }
+        state.ticked_at = Some(Instant::now());
         let due = std::mem::take(&mut state.due);
         if due.is_empty() {
-            state.ticking = false;
+            state.ticker = None;
         }
-        due
+        Some(due)
     }
 }
 
-/// The pacer's task: one tick at a time while runs keep arriving.
-async fn tick(pacer: Arc<Pacer>) {
+/// Pacer task `number`: one tick at a time while runs keep arriving.
+async fn tick(pacer: Arc<Pacer>, number: u64) {
     let mut ticking = Ticking {
         pacer: &pacer,
+        number,
         armed: true,
     };
     loop {
         tokio::time::sleep(TICK).await;
-        let due = pacer.take_due();
-        if due.is_empty() {
-            ticking.armed = false;
-            return;
-        }
-        for launch in due {
-            launch.start_if_scheduled();
+        match pacer.take_due(number) {
+            Some(due) if !due.is_empty() => {
+                for launch in due {
+                    launch.start_if_scheduled();
+                }
+            }
+            _ => {
+                ticking.armed = false;
+                return;
+            }
         }
     }
 }
@@ -106,6 +142,7 @@ async fn tick(pacer: Arc<Pacer>) {
 /// handed to the pacer spawns a new task.
 struct Ticking<'a> {
     pacer: &'a Pacer,
+    number: u64,
     armed: bool,
 }
 
@@ -119,7 +156,9 @@ impl Drop for Ticking<'_> {
         }
         let due = {
             let mut state = self.pacer.lock();
-            state.ticking = false;
+            if state.ticker == Some(self.number) {
+                state.ticker = None;
+            }
             std::mem::take(&mut state.due)
         };
         for launch in due {

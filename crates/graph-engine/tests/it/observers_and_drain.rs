@@ -906,3 +906,49 @@ async fn delivery_runs_start_at_the_next_tick_and_a_drain_does_not_wait_for_it()
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(log.lock().unwrap().len(), 36);
 }
+
+#[test]
+fn a_pacer_left_on_an_idle_runtime_does_not_hold_up_another_runtimes_runs() {
+    // The graph's pacer task is first spawned on `idle`, a current-thread runtime that
+    // nobody drives after its `block_on` returns: that task sleeps there for good. An
+    // invocation on `busy` afterwards must still have its events delivered by a run,
+    // without a drain, once the stalled pacer is noticed.
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let busy = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let graph = builder()
+        .observer(task_recorder(Arc::clone(&log)))
+        .compile()
+        .unwrap();
+    idle.block_on(graph.invoke(Trail::default())).unwrap();
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "idle's events wait for idle"
+    );
+    busy.block_on(async {
+        // Long enough for the pacer on `idle` to count as stalled.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        graph.invoke(Trail::default()).await.unwrap();
+        for _ in 0..400 {
+            if log.lock().unwrap().len() >= 6 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![true; 6],
+        "busy's events delivered by a run on busy"
+    );
+    // idle's own events are delivered once idle is driven again.
+    assert_eq!(idle.block_on(graph.drain(None)), CLEAN);
+    assert_eq!(log.lock().unwrap().len(), 12);
+}
