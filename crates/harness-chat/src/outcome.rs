@@ -84,6 +84,15 @@ impl ChatTurnOutcome {
         }
     }
 
+    /// The invocation that ran the turn (none when an error came before any ran).
+    pub fn invocation_id(&self) -> Option<&str> {
+        match self {
+            ChatTurnOutcome::Completed(c) => Some(&c.invocation_id),
+            ChatTurnOutcome::Errored(e) => e.invocation_id.as_deref(),
+            ChatTurnOutcome::Suspended(s) => Some(&s.invocation_id),
+        }
+    }
+
     /// The messages a chat UI shows for this turn: the replies, the pending messages,
     /// or the error reply.
     pub fn messages(&self) -> Vec<Message> {

@@ -151,8 +151,12 @@ async fn send_stream<S: State>(
         let turn = turn_app.chat.send_json_with(&session_id, &message, options);
         let event = match turn_app.timed(turn).await {
             Ok(outcome) => {
-                // Token events are delivered by the graph's queue; let them land first.
-                turn_app.chat.graph().drain(None).await;
+                // Token events are delivered by the graph's queue; let this turn's land
+                // first (its own invocation's only: a graph-wide drain would also wait
+                // for every other session's turn in flight).
+                if let Some(id) = outcome.invocation_id() {
+                    turn_app.chat.graph().drain_events_for(id, None).await;
+                }
                 turn_event(&outcome)
             }
             Err(e) => Event::default()

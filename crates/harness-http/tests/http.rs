@@ -49,14 +49,27 @@ async fn start(router: axum::Router, shutdown: Shutdown) -> Server {
     }
 }
 
+/// A turn whose message is "hold" adds a permit here when its node starts...
+static HOLD_ENTERED: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+/// ...and waits for one here before it goes on.
+static HOLD_RELEASE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
 /// Replies "seen N" (N user messages so far) after `delay`, streaming two tokens;
-/// a message containing "approve" instead asks and suspends until approved.
+/// a message containing "approve" instead asks and suspends until approved; a
+/// message "hold" waits for `HOLD_RELEASE` first.
 fn chat_graph(delay: Duration, peak: Arc<AtomicUsize>) -> CompiledGraph<Chat> {
     let running = Arc::new(AtomicUsize::new(0));
     GraphBuilder::new(Chat::default())
         .add_node("reply", move |s: Arc<Chat>, ctx: NodeCtx| {
             let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
             async move {
+                if s.messages
+                    .last()
+                    .is_some_and(|m| m.to_json()["content"] == "hold")
+                {
+                    HOLD_ENTERED.add_permits(1);
+                    HOLD_RELEASE.acquire().await.unwrap().forget();
+                }
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(delay).await;
@@ -361,6 +374,39 @@ async fn a_streamed_turn_sends_its_tokens_then_the_outcome() {
     let first = next_event(&mut resp, &mut buf, "token").await;
     assert_eq!(first, json!({"kind": "content", "text": "seen "}));
     let turn = next_event(&mut resp, &mut buf, "turn").await;
+    assert_eq!(turn["replies"][0]["content"], "seen 1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_turn_ends_without_waiting_for_another_sessions_turn() {
+    let (server, _) = chat_server(Duration::ZERO, Limits::default()).await;
+    let client = reqwest::Client::new();
+    let stream = |session: &str, text: &str| {
+        client
+            .post(format!("{}/chat/{session}/messages/stream", server.base))
+            .body(user(text))
+            .send()
+    };
+    // Session `held`'s turn is running (its events have a listener) and waits.
+    let mut held = stream("held", "hold").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), HOLD_ENTERED.acquire())
+        .await
+        .unwrap_or_else(|_| panic!("the held turn never started"))
+        .unwrap()
+        .forget();
+    // Another session's streamed turn ends with its own events, not everyone's.
+    let mut quick = stream("quick", "hi").await.unwrap();
+    let mut buf = String::new();
+    assert_eq!(
+        next_event(&mut quick, &mut buf, "token").await,
+        json!({"kind": "content", "text": "seen "})
+    );
+    let turn = next_event(&mut quick, &mut buf, "turn").await;
+    assert_eq!(turn["replies"][0]["content"], "seen 1");
+    // The held turn then finishes as usual.
+    HOLD_RELEASE.add_permits(1);
+    let mut buf = String::new();
+    let turn = next_event(&mut held, &mut buf, "turn").await;
     assert_eq!(turn["replies"][0]["content"], "seen 1");
 }
 
