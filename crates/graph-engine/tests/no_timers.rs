@@ -1,9 +1,10 @@
-//! A runtime built without timers (`enable_time` not called): the delivery pacer
-//! cannot sleep, so runs start at once and no event is lost. Its own test binary:
-//! the fallback is process-wide once a pacer met such a runtime.
+//! A multi-thread runtime built without timers (`enable_time` not called): the
+//! delivery pacer cannot sleep, so runs start at once and no event is lost. Its own
+//! test binary: the fallback is process-wide once a pacer met such a runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use openarmature_graph::{
     observer_fn, state, GraphBuilder, NodeCtx, NodeError, ObserverEvent, Registration, END,
@@ -20,7 +21,8 @@ state! {
 
 #[test]
 fn without_timers_delivery_runs_start_at_once() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .build()
         .expect("runtime");
     let delivered: Arc<Mutex<Vec<bool>>> = Arc::new(Mutex::new(Vec::new()));
@@ -43,21 +45,22 @@ fn without_timers_delivery_runs_start_at_once() {
         ))
         .compile()
         .expect("graph");
-    runtime.block_on(async {
-        for round in 1..=3 {
-            graph.invoke(Count::default()).await.expect("run");
-            // No drain: only a delivery run can deliver, and nothing can sleep.
-            for _ in 0..100 {
-                if delivered.lock().unwrap().len() == 2 * round {
-                    break;
-                }
-                tokio::task::yield_now().await;
+    for round in 1..=3 {
+        runtime
+            .block_on(graph.invoke(Count::default()))
+            .expect("run");
+        // No drain: only a delivery run on the worker can deliver, and nothing there
+        // can sleep (this thread waits with std's sleep).
+        for _ in 0..2000 {
+            if delivered.lock().unwrap().len() == 2 * round {
+                break;
             }
-            assert_eq!(
-                *delivered.lock().unwrap(),
-                vec![true; 2 * round],
-                "round {round}: every event delivered by a run"
-            );
+            std::thread::sleep(Duration::from_millis(1));
         }
-    });
+        assert_eq!(
+            *delivered.lock().unwrap(),
+            vec![true; 2 * round],
+            "round {round}: every event delivered by a run"
+        );
+    }
 }

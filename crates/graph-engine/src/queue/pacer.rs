@@ -15,17 +15,23 @@
 //! its run starts.
 //!
 //! The pacer is a task that sleeps one tick at a time while runs keep arriving and
-//! ends after a tick with none. It lives on the runtime of the run that started it;
-//! when it has not ticked for [`STALLED`] (that runtime is no longer driven, say a
-//! current-thread runtime whose `block_on` returned, while the graph goes on being
-//! invoked on another), the next run hands the pacer a new task on its own runtime
-//! and the old one ends when it wakes. On a runtime without timers (`enable_time` not
-//! called) its first sleep panics (tokio prints why); from then on runs start at once
-//! in the whole process, as they do on a runtime the pacer's task outlived.
+//! ends after a tick with none. It paces multi-thread runtimes only: on a
+//! current-thread runtime a spawn wakes no other thread, so a run starts at once
+//! there (and a pacer task never waits on a runtime nobody drives any more, say one
+//! whose `block_on` returned). When the pacer's task has not ticked for [`STALLED`]
+//! (its runtime's workers are all blocked, say), the next run hands the pacer a new
+//! task on its own runtime and the old one ends when it wakes; a task dropped with
+//! its runtime, polled or not, starts what was due. On a runtime without timers
+//! (`enable_time` not called) the pacer's first sleep fails (tokio's panic, caught;
+//! its message is printed once) and runs start at once from then on, process-wide;
+//! so they do in a build with `panic = "abort"`, where that panic could not be
+//! caught.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+use tokio::runtime::RuntimeFlavor;
 
 use super::lane::Launch;
 
@@ -72,12 +78,15 @@ impl Pacer {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts `launch` at the next tick (at once where the pacer cannot tick).
+    /// Starts `launch` at the next tick (at once where the pacer does not tick).
     pub(super) fn defer(self: &Arc<Self>, launch: Option<Launch>) {
         let Some(launch) = launch else {
             return;
         };
-        if TIMERS_UNAVAILABLE.load(Ordering::Relaxed) {
+        if cfg!(panic = "abort")
+            || TIMERS_UNAVAILABLE.load(Ordering::Relaxed)
+            || launch.runtime().runtime_flavor() == RuntimeFlavor::CurrentThread
+        {
             launch.start();
             return;
         }
@@ -94,7 +103,13 @@ impl Pacer {
             spawn
         };
         if let Some((number, runtime)) = spawn {
-            runtime.spawn(tick(Arc::clone(self), number));
+            // The guard exists before the task is first polled: a task dropped
+            // unpolled (its runtime shut down) still hands on what is due.
+            runtime.spawn(tick(Ticking {
+                pacer: Arc::clone(self),
+                number,
+                armed: true,
+            }));
         }
     }
 
@@ -114,16 +129,16 @@ impl Pacer {
     }
 }
 
-/// Pacer task `number`: one tick at a time while runs keep arriving.
-async fn tick(pacer: Arc<Pacer>, number: u64) {
-    let mut ticking = Ticking {
-        pacer: &pacer,
-        number,
-        armed: true,
-    };
+/// A pacer task: one tick at a time while runs keep arriving.
+async fn tick(mut ticking: Ticking) {
     loop {
-        tokio::time::sleep(TICK).await;
-        match pacer.take_due(number) {
+        // Creating the sleep panics on a runtime without timers.
+        let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep(TICK)) else {
+            TIMERS_UNAVAILABLE.store(true, Ordering::Relaxed);
+            return;
+        };
+        sleep.await;
+        match ticking.pacer.take_due(ticking.number) {
             Some(due) if !due.is_empty() => {
                 for launch in due {
                     launch.start_if_scheduled();
@@ -137,22 +152,19 @@ async fn tick(pacer: Arc<Pacer>, number: u64) {
     }
 }
 
-/// The pacer's task ended before its last tick: it panicked (a runtime without
-/// timers) or its runtime shut down. What was due starts now, and the next run
-/// handed to the pacer spawns a new task.
-struct Ticking<'a> {
-    pacer: &'a Pacer,
+/// A pacer task, armed until it ends after a tick with nothing due (or superseded).
+/// Dropped armed (its runtime shut down, or it could not sleep), it starts what is
+/// due now, and the next run handed to the pacer spawns a new task.
+struct Ticking {
+    pacer: Arc<Pacer>,
     number: u64,
     armed: bool,
 }
 
-impl Drop for Ticking<'_> {
+impl Drop for Ticking {
     fn drop(&mut self) {
         if !self.armed {
             return;
-        }
-        if std::thread::panicking() {
-            TIMERS_UNAVAILABLE.store(true, Ordering::Relaxed);
         }
         let due = {
             let mut state = self.pacer.lock();

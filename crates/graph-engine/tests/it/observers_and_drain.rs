@@ -875,44 +875,94 @@ async fn events_dispatched_from_another_task_are_delivered_without_the_invocatio
 }
 
 #[tokio::test(start_paused = true)]
-async fn delivery_runs_start_at_the_next_tick_and_a_drain_does_not_wait_for_it() {
-    // Five invocations end before the test yields; their runs wait for the graph's
-    // pacer, which starts them together one tick (1 ms) later.
+async fn on_a_current_thread_runtime_delivery_runs_start_without_waiting_for_a_tick() {
+    // A spawn wakes no other thread here, so runs are not paced: five invocations'
+    // runs deliver as soon as the test yields, with no time passing.
     let log = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
         .observer(task_recorder(Arc::clone(&log)))
         .compile()
         .unwrap();
+    let before = tokio::time::Instant::now();
     for _ in 0..5 {
         graph.invoke(Trail::default()).await.unwrap();
     }
     for _ in 0..10 {
         tokio::task::yield_now().await;
     }
-    assert!(log.lock().unwrap().is_empty(), "no run before the tick");
-    tokio::time::sleep(Duration::from_millis(2)).await;
     assert_eq!(*log.lock().unwrap(), vec![true; 30], "delivered by runs");
-    // A drain right after an invocation delivers its events itself: no time passes.
-    let before = tokio::time::Instant::now();
+    // A drain right after an invocation delivers its events itself.
     graph.invoke(Trail::default()).await.unwrap();
     assert_eq!(graph.drain(None).await, CLEAN);
-    assert_eq!(tokio::time::Instant::now(), before);
     assert_eq!(
         log.lock().unwrap()[30..],
         [false; 6],
         "on the drain's caller"
     );
-    // The run the drain took over is not started at the tick.
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    assert_eq!(log.lock().unwrap().len(), 36);
+    assert_eq!(tokio::time::Instant::now(), before, "no tick waited for");
+}
+
+#[test]
+fn a_pacer_task_stuck_on_a_blocked_runtime_is_replaced() {
+    // `stuck` has one worker, blocked below, so the pacer task an invocation there
+    // spawns never runs. An invocation on `other` later must still be delivered by
+    // a run, without a drain: its run replaces the stalled pacer task.
+    let stuck = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let other = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let graph = builder()
+        .observer(task_recorder(Arc::clone(&log)))
+        .compile()
+        .unwrap();
+    let (blocked_tx, blocked_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    stuck.spawn(async move {
+        blocked_tx.send(()).unwrap();
+        let _ = release_rx.recv();
+    });
+    blocked_rx.recv().unwrap();
+    stuck.block_on(graph.invoke(Trail::default())).unwrap();
+    other.block_on(async {
+        // Long enough for the pacer task on `stuck` to count as stalled.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        graph.invoke(Trail::default()).await.unwrap();
+        for _ in 0..400 {
+            if log.lock().unwrap().len() >= 6 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec![true; 6],
+        "other's events delivered by a run"
+    );
+    // Once `stuck`'s worker is free, its own run delivers there.
+    release_tx.send(()).unwrap();
+    for _ in 0..400 {
+        if log.lock().unwrap().len() >= 12 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(*log.lock().unwrap(), vec![true; 12]);
 }
 
 #[test]
 fn a_pacer_left_on_an_idle_runtime_does_not_hold_up_another_runtimes_runs() {
-    // The graph's pacer task is first spawned on `idle`, a current-thread runtime that
-    // nobody drives after its `block_on` returns: that task sleeps there for good. An
-    // invocation on `busy` afterwards must still have its events delivered by a run,
-    // without a drain, once the stalled pacer is noticed.
+    // `idle` is a current-thread runtime nobody drives after its `block_on` returns:
+    // its invocation's run waits there (no pacer task does: current-thread runtimes
+    // are not paced). An invocation on `busy` afterwards must still have its events
+    // delivered by a run, without a drain.
     let idle = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -933,8 +983,6 @@ fn a_pacer_left_on_an_idle_runtime_does_not_hold_up_another_runtimes_runs() {
         "idle's events wait for idle"
     );
     busy.block_on(async {
-        // Long enough for the pacer on `idle` to count as stalled.
-        tokio::time::sleep(Duration::from_millis(50)).await;
         graph.invoke(Trail::default()).await.unwrap();
         for _ in 0..400 {
             if log.lock().unwrap().len() >= 6 {
