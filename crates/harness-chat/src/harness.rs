@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use openarmature_core::Category;
 use openarmature_graph::session::LoadedSession;
-use openarmature_graph::suspension::Outcome;
+use openarmature_graph::suspension::{Outcome, PausedStatus};
 use openarmature_graph::{CompiledGraph, GraphError, InvokeOptions, State};
 use openarmature_harness::{
     register_suspension, DispatchPath, HarnessError, PausedStoreCoordinator, SignalCoordinator,
@@ -284,6 +284,23 @@ impl<S: State> ChatHarness<S> {
         let session_id = record.session_id.clone().unwrap_or_default();
         let tail_from = record.states.first().map_or(0, history_len);
         let _turn = self.inner.locks.hold(&session_id).await;
+        // A resume of the same turn (a duplicated callback) may have run while this
+        // one waited for the session: with nothing left to resume this signal is
+        // refused as unknown, and the listeners hear of no turn (§8.2: once per
+        // resumed turn).
+        match self.inner.graph.paused_record(&invocation_id).await {
+            Ok(Some(r)) if r.status == PausedStatus::Suspended => {}
+            Ok(_) => {
+                let e = correlation(format!(
+                    "the paused turn `{invocation_id}` was already resumed"
+                ));
+                return self.errored(Some(DispatchPath::SignalResume), &e);
+            }
+            Err(err) => {
+                let e = HarnessError::new(Category::SUSPENSION_RECORD_INVALID, err.to_string());
+                return self.errored(Some(DispatchPath::SignalResume), &e);
+            }
+        }
         let options = self
             .base_options()
             .resume_invocation(&invocation_id)

@@ -116,6 +116,11 @@ async fn sends_on_different_sessions_run_in_parallel() {
 }
 
 fn approval_graph() -> CompiledGraph<Chat> {
+    approval_graph_acting_after(Duration::ZERO)
+}
+
+/// [`approval_graph`] whose `act` node takes `delay`.
+fn approval_graph_acting_after(delay: Duration) -> CompiledGraph<Chat> {
     GraphBuilder::new(Chat::default())
         .add_node("ask", |_s: Arc<Chat>, _c: NodeCtx| async {
             Ok(ChatUpdate::default().messages(vec![Message::assistant("May I?")]))
@@ -127,7 +132,8 @@ fn approval_graph() -> CompiledGraph<Chat> {
                 suspend(SignalDescriptor::new("approve"))
             }
         })
-        .add_node("act", |_s: Arc<Chat>, _c: NodeCtx| async {
+        .add_node("act", move |_s: Arc<Chat>, _c: NodeCtx| async move {
+            tokio::time::sleep(delay).await;
             Ok(ChatUpdate::default().messages(vec![Message::assistant("Done.")]))
         })
         .add_edge("ask", "gate")
@@ -184,6 +190,31 @@ async fn a_suspended_turn_resumes_into_the_listener_once() {
         panic!()
     };
     assert_eq!(e.error_category, "harness_signal_correlation_failed");
+}
+
+#[tokio::test]
+async fn a_duplicated_signal_resumes_the_turn_once_and_the_listener_hears_it_once() {
+    // The second delivery reads the paused record while the first resume runs (its
+    // `act` node takes 50 ms), then waits for the session: by then nothing is left
+    // to resume, and it is refused without a turn for the listeners.
+    let chat = ChatHarness::new(approval_graph_acting_after(Duration::from_millis(50))).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&heard);
+    chat.subscribe("s", move |o| sink.lock().unwrap().push(o.clone()));
+    let ChatTurnOutcome::Suspended(p) = chat.send("s", Message::user("do it")).await else {
+        panic!()
+    };
+    let target = || SignalTarget::Invocation(p.invocation_id.clone());
+    let (first, second) = tokio::join!(
+        chat.signal(target(), json!({"approved": true})),
+        chat.signal(target(), json!({"approved": true})),
+    );
+    assert_eq!(replies(&first), ["Done."]);
+    let ChatTurnOutcome::Errored(e) = &second else {
+        panic!("the duplicate ran: {second:?}")
+    };
+    assert_eq!(e.error_category, "harness_signal_correlation_failed");
+    assert_eq!(*heard.lock().unwrap(), vec![first]);
 }
 
 #[tokio::test]

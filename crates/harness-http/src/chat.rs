@@ -95,7 +95,12 @@ async fn callback<S: State>(
     app.accepting()?;
     let payload = json_body(body, &app.limits).await?;
     let target = SignalTarget::Invocation(invocation_id);
-    let outcome = app.timed(app.chat.signal(target, payload)).await?;
+    let chat = app.chat.clone();
+    let resume = async move { chat.signal(target, payload).await };
+    let outcome = app
+        .limits
+        .within_turn_timeout_detached(&app.shutdown, resume)
+        .await?;
     Ok(outcome_response(&outcome))
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use tokio::sync::{watch, Notify};
 
-use crate::error::{ApiError, SERVER_SHUTTING_DOWN, TURN_TIMEOUT};
+use crate::error::{ApiError, SERVER_SHUTTING_DOWN, TURN_PANICKED, TURN_TIMEOUT};
 
 /// Limits applied to every request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,7 +16,8 @@ pub struct Limits {
     /// The largest request body accepted (413 past it). Default 256 KiB.
     pub max_body_bytes: usize,
     /// How long one turn may run before the request fails with 504 `turn_timeout`
-    /// (the turn is cancelled; nothing it had not committed is kept). Default 120 s.
+    /// (the turn is cancelled; nothing it had not committed is kept; a signal resume
+    /// is not cancelled, it goes on to its end). Default 120 s.
     pub turn_timeout: Duration,
     /// How long a client may take to send a request body (408 `request_timeout` past
     /// it: a client trickling bytes cannot hold a turn open). Default 10 s.
@@ -51,6 +52,38 @@ impl Limits {
 
     /// Runs `turn` within [`Limits::turn_timeout`]: 504 `turn_timeout` past it (the
     /// turn is dropped).
+    /// Runs a signal resume to its end on a task of its own, tracked by `shutdown`,
+    /// and waits for its result within the turn timeout. Its paused record is claimed
+    /// as soon as the resume starts, so a resume dropped half-way (a client that left,
+    /// the timeout) could never run again: neither cancels it.
+    pub(crate) async fn within_turn_timeout_detached<T: Send + 'static>(
+        &self,
+        shutdown: &Shutdown,
+        resume: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let in_flight = shutdown.track();
+        let task = tokio::spawn(async move {
+            let _in_flight = in_flight;
+            resume.await
+        });
+        self.within_turn_timeout(task)
+            .await
+            .map_err(|mut e| {
+                e.message = format!(
+                    "the resumed turn did not finish within {:?}; it goes on to its end",
+                    self.turn_timeout
+                );
+                e
+            })?
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    TURN_PANICKED,
+                    format!("the resumed turn's task failed: {e}"),
+                )
+            })
+    }
+
     pub(crate) async fn within_turn_timeout<T>(
         &self,
         turn: impl std::future::Future<Output = T>,

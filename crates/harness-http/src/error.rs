@@ -15,8 +15,11 @@ pub const REQUEST_JSON_MALFORMED: Category = Category::new("request_json_malform
 /// The request body did not arrive in time (408).
 pub const REQUEST_TIMEOUT: Category = Category::new("request_timeout");
 /// The turn did not finish within the configured timeout (504); nothing it wrote was
-/// committed.
+/// committed, except by a signal resume, which goes on to its end (its paused record
+/// was already claimed).
 pub const TURN_TIMEOUT: Category = Category::new("turn_timeout");
+/// The task running a signal resume panicked (500).
+pub const TURN_PANICKED: Category = Category::new("turn_panicked");
 /// The server is shutting down and takes no new turn (503).
 pub const SERVER_SHUTTING_DOWN: Category = Category::new("server_shutting_down");
 

@@ -41,7 +41,7 @@ pub use chat::{chat_router, outcome_response};
 pub use config::{Limits, Shutdown, TurnGuard};
 pub use error::{
     status_of, ApiError, REQUEST_BODY_TOO_LARGE, REQUEST_JSON_MALFORMED, REQUEST_TIMEOUT,
-    SERVER_SHUTTING_DOWN, TURN_TIMEOUT,
+    SERVER_SHUTTING_DOWN, TURN_PANICKED, TURN_TIMEOUT,
 };
 pub use serve::{serve, serve_io, serve_with};
 pub use workflow::{outbound_response, workflow_router};

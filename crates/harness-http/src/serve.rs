@@ -2,6 +2,7 @@
 //! cap, and graceful shutdown.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use hyper::server::conn::http1;
@@ -45,8 +46,14 @@ pub async fn serve_with(
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let builder = connection_builder(limits);
     loop {
-        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-            break;
+        // Waiting for a free slot (every connection busy) still notices a shutdown.
+        let slot = tokio::select! {
+            biased;
+            () = shutdown.triggered() => break,
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
         };
         let accepted = tokio::select! {
             biased;
@@ -55,9 +62,17 @@ pub async fn serve_with(
         };
         let stream = match accepted {
             Ok((stream, _)) => stream,
-            // A connection-level failure (reset before accept, fd pressure): keep serving.
-            Err(e) if is_transient(&e) => continue,
-            Err(e) => return Err(e),
+            Err(e) => match after_accept_error(&e) {
+                None => return Err(e),
+                Some(pause) if pause.is_zero() => continue,
+                Some(pause) => {
+                    tokio::select! {
+                        biased;
+                        () = shutdown.triggered() => break,
+                        () = tokio::time::sleep(pause) => continue,
+                    }
+                }
+            },
         };
         let service = TowerToHyperService::new(router.clone());
         // No upgrades (WebSocket) are served: plain HTTP/1.1 requests and SSE.
@@ -105,10 +120,41 @@ where
         .await
 }
 
-fn is_transient(e: &std::io::Error) -> bool {
+/// How long the accept loop pauses when the process has no file descriptor left.
+const FD_EXHAUSTED_PAUSE: Duration = Duration::from_millis(100);
+
+/// What the accept loop does after `accept` failed with `e`: go on at once (a
+/// connection reset or aborted before it was accepted), go on after a pause (no file
+/// descriptor left: the connection still queued keeps the listener ready, so an
+/// immediate retry would fail the same way and spin a core until a descriptor is
+/// freed), or stop serving (`None`: the listener itself failed).
+fn after_accept_error(e: &std::io::Error) -> Option<Duration> {
     use std::io::ErrorKind::*;
+    const EMFILE: i32 = 24;
+    const ENFILE: i32 = 23;
+    if e.raw_os_error().is_some_and(|c| c == EMFILE || c == ENFILE) {
+        return Some(FD_EXHAUSTED_PAUSE);
+    }
     matches!(
         e.kind(),
         ConnectionAborted | ConnectionReset | Interrupted | WouldBlock
-    ) || e.raw_os_error().is_some_and(|c| c == 24 || c == 23) // EMFILE / ENFILE
+    )
+    .then_some(Duration::ZERO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_go_on_at_once_pause_or_stop() {
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(after_accept_error(&reset), Some(Duration::ZERO));
+        for fd_exhausted in [24, 23] {
+            let e = std::io::Error::from_raw_os_error(fd_exhausted);
+            assert_eq!(after_accept_error(&e), Some(FD_EXHAUSTED_PAUSE), "{e}");
+        }
+        let broken = std::io::Error::from_raw_os_error(9); // EBADF
+        assert_eq!(after_accept_error(&broken), None);
+    }
 }

@@ -87,8 +87,17 @@ async fn callback<S: State>(
     Path(invocation_id): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
-    app.turn(body, |payload| {
-        Transmission::signal_for(invocation_id, payload)
-    })
-    .await
+    app.shutdown.accepting()?;
+    let payload = json_body(body, &app.limits).await?;
+    let harness = app.harness.clone();
+    let resume = async move {
+        harness
+            .handle(Transmission::signal_for(invocation_id, payload))
+            .await
+    };
+    let turn = app
+        .limits
+        .within_turn_timeout_detached(&app.shutdown, resume)
+        .await?;
+    Ok(outbound_response(&turn.outbound))
 }

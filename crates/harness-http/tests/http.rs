@@ -102,6 +102,13 @@ fn chat_graph(delay: Duration, peak: Arc<AtomicUsize>) -> CompiledGraph<Chat> {
             suspend::<ChatUpdate>(SignalDescriptor::new("approval"))
         })
         .add_node("act", |s: Arc<Chat>, _c: NodeCtx| async move {
+            let slowly = s
+                .messages
+                .iter()
+                .any(|m| m.to_json()["content"] == "please approve slowly");
+            if slowly {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+            }
             let text = if s.approved { "Done." } else { "Denied." };
             Ok(ChatUpdate::default().messages(vec![Message::assistant(text)]))
         })
@@ -281,6 +288,41 @@ async fn a_suspended_turn_is_resumed_by_the_callback_from_a_second_client() {
     .await;
     assert_eq!(status, 404, "{again}");
     assert_eq!(again["error_category"], "harness_signal_correlation_failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_past_the_turn_timeout_still_finishes_the_resumed_turn() {
+    // The resumed run takes 400 ms, the turn timeout is 100 ms: the callback answers
+    // 504, and the resume (whose paused record is already claimed) goes on to its end
+    // instead of being dropped half-way; the session's listener hears it.
+    let limits = Limits::default().turn_timeout(Duration::from_millis(100));
+    let (server, _) = chat_server(Duration::ZERO, limits).await;
+    let client = reqwest::Client::new();
+    let mut events = client
+        .get(format!("{}/chat/slow/events", server.base))
+        .send()
+        .await
+        .unwrap();
+    let (status, paused) = post(
+        &client,
+        format!("{}/chat/slow/messages", server.base),
+        user("please approve slowly"),
+    )
+    .await;
+    assert_eq!(status, 202, "{paused}");
+    let id = paused["invocation_id"].as_str().unwrap();
+    let (status, late) = post(
+        &client,
+        format!("{}/callback/{id}", server.base),
+        r#"{"approved": true}"#,
+    )
+    .await;
+    assert_eq!(status, 504, "{late}");
+    assert_eq!(late["error"]["category"], "turn_timeout");
+    let mut buf = String::new();
+    let heard = next_event(&mut events, &mut buf, "turn").await;
+    assert_eq!(heard["outcome"], "completed", "{heard}");
+    assert_eq!(heard["replies"][0]["content"], "Done.");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
