@@ -27,8 +27,8 @@ impl ErrorBucket {
     }
 
     /// The bucket of an error category: the session-corruption categories terminate;
-    /// transient categories (and the session save / subscription failures, §7.2) are
-    /// retryable; everything else — a bad request, a bad signal payload, a node's own
+    /// transient categories (and the session save / subscription / suspension persist /
+    /// checkpoint save failures, §7.2) are retryable; everything else — a bad request, a bad signal payload, a node's own
     /// failure — needs the caller to act.
     pub fn of(category: &str) -> ErrorBucket {
         const TERMINATING: &[Category] = &[
@@ -43,6 +43,9 @@ impl ErrorBucket {
             Category::new("session_write_conflict"),
             Category::HARNESS_SIGNAL_SUBSCRIPTION_FAILED,
             Category::new("suspension_persistence_failed"),
+            // A checkpoint store that failed to write (§7 lets implementations refine
+            // the buckets): the same inputs may succeed once the store is back.
+            Category::CHECKPOINT_SAVE_FAILED,
         ];
         let c = Category::from_name(category);
         if TERMINATING.iter().any(|t| t.as_str() == category) {
@@ -66,6 +69,7 @@ mod tests {
             ("provider_unavailable", ErrorBucket::RetryableTransient),
             ("provider_rate_limit", ErrorBucket::RetryableTransient),
             ("session_save_failed", ErrorBucket::RetryableTransient),
+            ("checkpoint_save_failed", ErrorBucket::RetryableTransient),
             ("provider_invalid_request", ErrorBucket::UserCorrectable),
             (
                 "suspension_resume_payload_invalid",
