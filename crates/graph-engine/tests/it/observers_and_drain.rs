@@ -902,21 +902,32 @@ async fn on_a_current_thread_runtime_delivery_runs_start_without_waiting_for_a_t
     assert_eq!(tokio::time::Instant::now(), before, "no tick waited for");
 }
 
+/// A multi-thread runtime with one worker (its delivery runs are paced).
+fn one_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Waits, up to 2 s, until `log` holds `n` entries (delivered by runs elsewhere).
+async fn logged(log: &Mutex<Vec<bool>>, n: usize) {
+    for _ in 0..400 {
+        if log.lock().unwrap().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[test]
 fn a_pacer_task_stuck_on_a_blocked_runtime_is_replaced() {
     // `stuck` has one worker, blocked below, so the pacer task an invocation there
     // spawns never runs. An invocation on `other` later must still be delivered by
     // a run, without a drain: its run replaces the stalled pacer task.
-    let stuck = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let other = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let stuck = one_worker_runtime();
+    let other = one_worker_runtime();
     let log = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
         .observer(task_recorder(Arc::clone(&log)))
@@ -934,12 +945,7 @@ fn a_pacer_task_stuck_on_a_blocked_runtime_is_replaced() {
         // Long enough for the pacer task on `stuck` to count as stalled.
         tokio::time::sleep(Duration::from_millis(50)).await;
         graph.invoke(Trail::default()).await.unwrap();
-        for _ in 0..400 {
-            if log.lock().unwrap().len() >= 6 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        logged(&log, 6).await;
     });
     assert_eq!(
         *log.lock().unwrap(),
@@ -967,11 +973,7 @@ fn a_pacer_left_on_an_idle_runtime_does_not_hold_up_another_runtimes_runs() {
         .enable_all()
         .build()
         .unwrap();
-    let busy = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let busy = one_worker_runtime();
     let log = Arc::new(Mutex::new(Vec::new()));
     let graph = builder()
         .observer(task_recorder(Arc::clone(&log)))
@@ -984,12 +986,7 @@ fn a_pacer_left_on_an_idle_runtime_does_not_hold_up_another_runtimes_runs() {
     );
     busy.block_on(async {
         graph.invoke(Trail::default()).await.unwrap();
-        for _ in 0..400 {
-            if log.lock().unwrap().len() >= 6 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        logged(&log, 6).await;
     });
     assert_eq!(
         *log.lock().unwrap(),
