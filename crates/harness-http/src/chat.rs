@@ -158,9 +158,11 @@ async fn send_stream<S: State>(
             Ok(outcome) => {
                 // Token events are delivered by the graph's queue; let this turn's land
                 // first (its own invocation's only: a graph-wide drain would also wait
-                // for every other session's turn in flight).
+                // for every other session's turn in flight), for at most the turn
+                // timeout (an observer that hangs must not hold the outcome back).
                 if let Some(id) = outcome.invocation_id() {
-                    turn_app.chat.graph().drain_events_for(id, None).await;
+                    let limit = Some(turn_app.limits.turn_timeout);
+                    turn_app.chat.graph().drain_events_for(id, limit).await;
                 }
                 turn_event(&outcome)
             }

@@ -8,7 +8,10 @@ use std::time::Duration;
 use openarmature_core::vocab::llm::{LlmDeltaKind, LlmTokenEvent};
 use openarmature_graph::session::{InMemorySessionStore, SessionConfig};
 use openarmature_graph::suspension::{suspend, SignalDescriptor};
-use openarmature_graph::{state, CompiledGraph, GraphBuilder, NodeCtx, ObserverEvent, Target, END};
+use openarmature_graph::{
+    observer_fn, state, CompiledGraph, GraphBuilder, NodeCtx, ObserverEvent, Registration, Target,
+    END,
+};
 use openarmature_harness::Harness;
 use openarmature_harness_chat::ChatHarness;
 use openarmature_harness_http::{chat_router, serve, workflow_router, Limits, Shutdown};
@@ -450,6 +453,37 @@ async fn a_streamed_turn_ends_without_waiting_for_another_sessions_turn() {
     let mut buf = String::new();
     let turn = next_event(&mut held, &mut buf, "turn").await;
     assert_eq!(turn["replies"][0]["content"], "seen 1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_turn_ends_within_the_turn_timeout_when_an_observer_hangs() {
+    // A graph-attached observer that never returns from the first token holds that
+    // invocation's delivery (observers are served in order): the turn's tokens never
+    // reach the stream, and its outcome is sent once the turn timeout is spent.
+    let graph = chat_graph(Duration::ZERO, Arc::new(AtomicUsize::new(0)));
+    graph.attach_observer(Registration::new(
+        "stuck",
+        observer_fn(|e: Arc<ObserverEvent>| async move {
+            if matches!(&*e, ObserverEvent::LlmToken(_)) {
+                std::future::pending::<()>().await;
+            }
+            Ok(())
+        }),
+    ));
+    let shutdown = Shutdown::new();
+    let limits = Limits::default().turn_timeout(Duration::from_millis(200));
+    let chat = ChatHarness::new(graph).unwrap();
+    let server = start(chat_router(chat, limits, shutdown.clone()), shutdown).await;
+    let mut resp = reqwest::Client::new()
+        .post(format!("{}/chat/h/messages/stream", server.base))
+        .body(user("hi"))
+        .send()
+        .await
+        .unwrap();
+    let mut buf = String::new();
+    let turn = next_event(&mut resp, &mut buf, "turn").await;
+    assert_eq!(turn["replies"][0]["content"], "seen 1");
+    assert!(!buf.contains("event: token"), "{buf}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
