@@ -154,11 +154,18 @@ impl<'a> ResponseStream<'a> {
         provider: &'a P,
         request: &'a CompletionRequest,
     ) -> Self {
+        ResponseStream::start_with(move |sender| {
+            Box::pin(async move { crate::call::run(provider, request, true, Some(&sender)).await })
+        })
+    }
+
+    /// A stream over the call `call` makes of the sending side of its delta channel.
+    pub(crate) fn start_with(
+        call: impl FnOnce(UnboundedSender<StreamEvent>) -> BoxFuture<'a, Result<Response, LlmError>>,
+    ) -> Self {
         let (sender, events) = unbounded();
-        let call =
-            Box::pin(async move { crate::call::run(provider, request, true, Some(&sender)).await });
         ResponseStream {
-            call: Some(call),
+            call: Some(call(sender)),
             finished: None,
             events,
         }

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use openarmature_llm::{ErrorCategory, LlmError, Provider, ProviderFailure, Response, WireRequest};
+use openarmature_llm::{
+    DeltaSink, ErrorCategory, LlmError, Provider, ProviderFailure, Response, WireRequest,
+};
 
 use crate::limiter::{RateLimitError, RateLimiter, RATE_LIMIT_EXCEEDED};
 
@@ -77,22 +79,50 @@ impl<P: Provider> Provider for RateLimitedProvider<P> {
     }
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(async move {
-            let reservation = self
-                .limiter
-                .acquire(&self.key, estimate(&request))
-                .await
-                .map_err(into_llm)?;
-            let result = self.inner.send(request).await;
-            let used = result.as_ref().ok().and_then(|r| {
-                r.usage.total_tokens.or_else(|| {
-                    Some(r.usage.prompt_tokens? + r.usage.completion_tokens.unwrap_or(0))
-                })
-            });
-            if let Some(used) = used {
-                reservation.reconcile(used).await;
-            }
-            result
-        })
+        let tokens = estimate(&request);
+        Box::pin(self.limited(tokens, move || self.inner.send(request)))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        self.inner.supports_streaming()
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        let tokens = estimate(&request);
+        Box::pin(self.limited(tokens, move || self.inner.send_stream(request, sink)))
+    }
+}
+
+impl<P: Provider> RateLimitedProvider<P> {
+    /// One wire attempt, `send` (plain or streamed), started once the limiter grants
+    /// `tokens`; the reservation is reconciled with the tokens the answer reports.
+    async fn limited<'a>(
+        &self,
+        tokens: u64,
+        send: impl FnOnce() -> BoxFuture<'a, Result<Response, LlmError>>,
+    ) -> Result<Response, LlmError> {
+        let reservation = self
+            .limiter
+            .acquire(&self.key, tokens)
+            .await
+            .map_err(into_llm)?;
+        let result = send().await;
+        let used = result.as_ref().ok().and_then(|r| {
+            r.usage.total_tokens.or_else(|| {
+                Some(
+                    r.usage
+                        .prompt_tokens?
+                        .saturating_add(r.usage.completion_tokens.unwrap_or(0)),
+                )
+            })
+        });
+        if let Some(used) = used {
+            reservation.reconcile(used).await;
+        }
+        result
     }
 }

@@ -6,13 +6,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use openarmature_core::Categorized;
 use openarmature_llm::resilience::breaker::Admission;
 use openarmature_llm::resilience::{BreakerPolicy, BreakerState, BreakerStore};
+use openarmature_llm::testing::ScriptedProvider;
+use openarmature_llm::{
+    AssistantMessage, CompletionRequest, ErrorCategory, Message, Provider, StreamEvent,
+};
 use openarmature_pipeline::retry::{RetryBudget, TokenBucketConfig};
 use openarmature_redis::{
-    OnRedisDown, OverLimit, RateLimit, RateLimiter, RedisBreakerStore, RedisRetryBudget,
-    RedisShared, SharedOptions, RATE_LIMITER_UNAVAILABLE, RATE_LIMIT_EXCEEDED,
+    OnRedisDown, OverLimit, RateLimit, RateLimitedProvider, RateLimiter, RedisBreakerStore,
+    RedisRetryBudget, RedisShared, SharedOptions, RATE_LIMITER_UNAVAILABLE, RATE_LIMIT_EXCEEDED,
 };
 use openarmature_testkit::services::{unique_name, url, Service};
 
@@ -221,4 +226,40 @@ async fn with_redis_down_fail_closed_refuses() {
     let err = limiter.acquire("k", 0).await.unwrap_err();
     assert_eq!(err.category(), Some(RATE_LIMITER_UNAVAILABLE));
     assert!(err.category.is_transient());
+}
+
+#[tokio::test]
+async fn streamed_calls_pass_the_rate_limited_provider_and_its_limit() {
+    // Redis down, local fallback: half of 4 requests a minute, so two calls pass.
+    let limiter = RateLimiter::new(
+        down(OnRedisDown::Local),
+        RateLimit::per_minute(Some(4), None),
+    )
+    .local_share(0.5)
+    .over_limit(OverLimit::FailFast);
+    let inner = ScriptedProvider::replying([
+        AssistantMessage::from_text("one"),
+        AssistantMessage::from_text("two"),
+        AssistantMessage::from_text("three"),
+    ])
+    .streaming(true);
+    let provider = RateLimitedProvider::new(inner, Arc::new(limiter), "k");
+    assert!(provider.supports_streaming());
+    let request = CompletionRequest::new(vec![Message::user("hi")]).stream(true);
+    let first = provider.complete(&request).await.unwrap();
+    assert_eq!(first.message.text().unwrap(), "one");
+    let mut deltas = String::new();
+    let mut stream = provider.stream(&request);
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Delta(delta) = event.unwrap() {
+            deltas.push_str(&delta.text);
+        }
+    }
+    drop(stream);
+    assert_eq!(deltas, "two");
+    let over = provider.complete(&request).await.unwrap_err();
+    assert_eq!(over.category(), ErrorCategory::ProviderRateLimit);
+    let sent = provider.inner().requests();
+    assert_eq!(sent.len(), 2, "the refused call sent nothing");
+    assert!(sent.iter().all(|r| r.stream));
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::channel::mpsc::UnboundedSender;
 use futures::future::BoxFuture;
 use openarmature_graph::{ExtensionEvent, NodeCtx, ObserverEvent};
 use serde_json::{Map, Value};
@@ -13,6 +14,7 @@ use crate::error::LlmError;
 use crate::provider::{CompletionRequest, Provider, WireRequest};
 use crate::response::Response;
 use crate::retry::LlmRetryConfig;
+use crate::stream::{DeltaSink, ResponseStream, StreamEvent};
 
 /// Wraps a provider with its [`Endpoint`]'s breaker and budget.
 ///
@@ -63,21 +65,40 @@ impl<P: Provider> ResilientProvider<P> {
         &self.endpoint
     }
 
-    async fn guarded_send(
+    /// One wire attempt, `send` (plain or streamed), behind the breaker: started only
+    /// once the breaker admits it, its outcome recorded.
+    async fn guarded<'a>(
         &self,
         ctx: Option<&NodeCtx>,
-        request: WireRequest<'_>,
+        send: impl FnOnce() -> BoxFuture<'a, Result<Response, LlmError>>,
     ) -> Result<Response, LlmError> {
         let Some(breaker) = self.endpoint.circuit_breaker() else {
-            return self.inner.send(request).await;
+            return send().await;
         };
         let (permit, t) = breaker.acquire().await;
         dispatch(ctx, breaker, t);
         let permit = permit?;
-        let result = self.inner.send(request).await;
+        let result = send().await;
         let t = permit.finish(result.as_ref().map(|_| ())).await;
         dispatch(ctx, breaker, t);
         result
+    }
+
+    /// The call-level loop over `request` with the endpoint's budget and breaker
+    /// ([`Self::prepared`], [`Scoped`]); `stream` and `caller` as [`crate::call::run`].
+    async fn run(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+        caller: Option<&UnboundedSender<StreamEvent>>,
+    ) -> Result<Response, LlmError> {
+        let owned = self.prepared(request);
+        let request = owned.as_ref().unwrap_or(request);
+        let scoped = Scoped {
+            provider: self,
+            ctx: request.node.clone(),
+        };
+        crate::call::run(&scoped, request, stream, caller).await
     }
 
     /// The request with the endpoint's budget (and, with a breaker, a sleeper that
@@ -151,7 +172,27 @@ impl<P: Provider> Provider for Scoped<'_, P> {
     }
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(self.provider.guarded_send(self.ctx.as_ref(), request))
+        let inner = &self.provider.inner;
+        Box::pin(
+            self.provider
+                .guarded(self.ctx.as_ref(), move || inner.send(request)),
+        )
+    }
+
+    fn supports_streaming(&self) -> bool {
+        self.provider.inner.supports_streaming()
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        let inner = &self.provider.inner;
+        Box::pin(
+            self.provider
+                .guarded(self.ctx.as_ref(), move || inner.send_stream(request, sink)),
+        )
     }
 }
 
@@ -173,21 +214,102 @@ impl<P: Provider> Provider for ResilientProvider<P> {
     }
 
     fn send<'a>(&'a self, request: WireRequest<'a>) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(self.guarded_send(None, request))
+        Box::pin(self.guarded(None, move || self.inner.send(request)))
+    }
+
+    fn supports_streaming(&self) -> bool {
+        self.inner.supports_streaming()
+    }
+
+    fn send_stream<'a>(
+        &'a self,
+        request: WireRequest<'a>,
+        sink: &'a dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<Response, LlmError>> {
+        Box::pin(self.guarded(None, move || self.inner.send_stream(request, sink)))
     }
 
     fn complete<'a>(
         &'a self,
         request: &'a CompletionRequest,
     ) -> BoxFuture<'a, Result<Response, LlmError>> {
-        Box::pin(async move {
-            let owned = self.prepared(request);
-            let request = owned.as_ref().unwrap_or(request);
-            let scoped = Scoped {
-                provider: self,
-                ctx: request.node.clone(),
-            };
-            crate::call::complete(&scoped, request).await
+        Box::pin(self.run(request, request.stream, None))
+    }
+
+    fn stream<'a>(&'a self, request: &'a CompletionRequest) -> ResponseStream<'a> {
+        ResponseStream::start_with(move |sender| {
+            Box::pin(async move { self.run(request, true, Some(&sender)).await })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::error::ErrorCategory;
+    use crate::message::{AssistantMessage, Message};
+    use crate::resilience::breaker::BreakerPolicy;
+    use crate::testing::ScriptedProvider;
+
+    /// A streaming provider behind a breaker that opens on the first failure.
+    fn resilient(script: Vec<Result<Response, LlmError>>) -> ResilientProvider<ScriptedProvider> {
+        let inner = ScriptedProvider::new(script).streaming(true);
+        let policy = BreakerPolicy {
+            consecutive_failures: 1,
+            ..BreakerPolicy::default()
+        };
+        let endpoint =
+            Arc::new(Endpoint::new("scripted").breaker(CircuitBreaker::new("scripted", policy)));
+        ResilientProvider::new(inner, endpoint)
+    }
+
+    fn ok(text: &str) -> Result<Response, LlmError> {
+        Ok(Response::of(AssistantMessage::from_text(text)))
+    }
+
+    fn ask() -> CompletionRequest {
+        CompletionRequest::new(vec![Message::user("hi")])
+    }
+
+    #[tokio::test]
+    async fn streamed_calls_reach_the_wrapped_provider() {
+        let provider = resilient(vec![ok("hello"), ok("again")]);
+        assert!(provider.supports_streaming());
+        let response = provider.complete(&ask().stream(true)).await.unwrap();
+        assert_eq!(response.message.text().unwrap(), "hello");
+        let mut deltas = String::new();
+        let request = ask();
+        let mut stream = provider.stream(&request);
+        while let Some(event) = stream.next().await {
+            if let StreamEvent::Delta(delta) = event.unwrap() {
+                deltas.push_str(&delta.text);
+            }
+        }
+        drop(stream);
+        assert_eq!(deltas, "again");
+        let sent = provider.inner().requests();
+        assert_eq!(sent.len(), 2);
+        assert!(sent.iter().all(|r| r.stream), "both attempts streamed");
+    }
+
+    #[tokio::test]
+    async fn streamed_attempts_are_behind_the_breaker() {
+        let failed = LlmError::new(ErrorCategory::ProviderUnavailable, "down");
+        let provider = resilient(vec![Err(failed), ok("never sent")]);
+        let first = provider.complete(&ask().stream(true)).await.unwrap_err();
+        assert_eq!(first.category(), ErrorCategory::ProviderUnavailable);
+        let request = ask();
+        let mut stream = provider.stream(&request);
+        let refused = loop {
+            if let Err(e) = stream.next().await.unwrap() {
+                break e;
+            }
+        };
+        assert_eq!(refused.category(), ErrorCategory::ProviderCircuitOpen);
+        assert_eq!(provider.inner().sends(), 1, "the open breaker sent nothing");
     }
 }
