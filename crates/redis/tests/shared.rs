@@ -263,3 +263,41 @@ async fn streamed_calls_pass_the_rate_limited_provider_and_its_limit() {
     assert_eq!(sent.len(), 2, "the refused call sent nothing");
     assert!(sent.iter().all(|r| r.stream));
 }
+
+#[tokio::test]
+async fn a_lost_probe_slot_is_freed_after_twice_the_cooldown() {
+    let Some(redis) = url(
+        Service::Redis,
+        "a_lost_probe_slot_is_freed_after_twice_the_cooldown",
+    ) else {
+        return;
+    };
+    let (a, b) = two(&redis);
+    let (a, b) = (RedisBreakerStore::new(a), RedisBreakerStore::new(b));
+    let policy = BreakerPolicy {
+        consecutive_failures: 1,
+        cooldown: Duration::from_millis(100),
+        ..BreakerPolicy::default()
+    };
+    let now = Duration::ZERO;
+    let _ = a.acquire_async("ep", &policy, now).await;
+    a.record_async("ep", &policy, false, true, now).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // `a` takes the one probe slot and is never heard of again (its process died).
+    let (probe, _) = a.acquire_async("ep", &policy, now).await;
+    assert_eq!(probe, Admission::Admitted { probe: true });
+    let (refused, _) = b.acquire_async("ep", &policy, now).await;
+    assert!(
+        matches!(refused, Admission::Rejected { .. }),
+        "the slot is taken"
+    );
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let (freed, _) = b.acquire_async("ep", &policy, now).await;
+    assert_eq!(
+        freed,
+        Admission::Admitted { probe: true },
+        "the lost slot was freed"
+    );
+    let closed = b.record_async("ep", &policy, true, false, now).await;
+    assert_eq!(closed.map(|t| t.to), Some(BreakerState::Closed));
+}
