@@ -14,10 +14,23 @@ if op == 'reconcile' then
   return {0, 0, 0, 0}
 end
 local est, maxr, maxt, win = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+-- Runs `cmd` on `key` with `list` as its arguments, 1000 at a time (Lua's unpack stops at
+-- a few thousand values: a busy window holds more reservations); returns the replies
+-- joined in order.
+local function chunked(cmd, key, list)
+  local out = {}
+  for i = 1, #list, 1000 do
+    local part = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    if type(part) == 'table' then
+      for j = 1, #part do out[i + j - 1] = part[j] end
+    end
+  end
+  return out
+end
 local old = redis.call('ZRANGEBYSCORE', z, '-inf', now - win)
 if #old > 0 then
   redis.call('ZREMRANGEBYSCORE', z, '-inf', now - win)
-  redis.call('HDEL', h, unpack(old))
+  chunked('HDEL', h, old)
 end
 local live = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
 local n = #live / 2
@@ -25,7 +38,7 @@ local used, toks = 0, {}
 if maxt > 0 and n > 0 then
   local ids = {}
   for i = 1, #live, 2 do ids[#ids + 1] = live[i] end
-  local vals = redis.call('HMGET', h, unpack(ids))
+  local vals = chunked('HMGET', h, ids)
   for i = 1, n do
     local x = tonumber(vals[i] or '0') or 0
     toks[i] = x

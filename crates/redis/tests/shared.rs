@@ -301,3 +301,59 @@ async fn a_lost_probe_slot_is_freed_after_twice_the_cooldown() {
     let closed = b.record_async("ep", &policy, true, false, now).await;
     assert_eq!(closed.map(|t| t.to), Some(BreakerState::Closed));
 }
+
+#[tokio::test]
+async fn the_limiter_works_with_more_reservations_than_lua_can_unpack() {
+    let Some(redis) = url(
+        Service::Redis,
+        "the_limiter_works_with_more_reservations_than_lua_can_unpack",
+    ) else {
+        return;
+    };
+    let prefix = unique_name("oa_it");
+    let shared = Arc::new(
+        RedisShared::new(
+            &redis,
+            SharedOptions::default()
+                .prefix(&prefix)
+                .on_down(OnRedisDown::FailClosed),
+        )
+        .unwrap(),
+    );
+    // 9,000 expired and 9,000 live reservations of one token each, written directly.
+    let (log, tokens) = (
+        format!("{prefix}:ratelimit:k:log"),
+        format!("{prefix}:ratelimit:k:tokens"),
+    );
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let mut zadd = redis::cmd("ZADD");
+    let mut hset = redis::cmd("HSET");
+    zadd.arg(&log);
+    hset.arg(&tokens);
+    for i in 0..18_000u64 {
+        let at = if i < 9_000 { 1 } else { now_ms - 1_000 };
+        zadd.arg(at).arg(format!("r{i}"));
+        hset.arg(format!("r{i}")).arg(1);
+    }
+    let client = redis::Client::open(redis.as_str()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    zadd.query_async::<()>(&mut con).await.unwrap();
+    hset.query_async::<()>(&mut con).await.unwrap();
+
+    let limiter = RateLimiter::new(shared, RateLimit::per_minute(None, Some(100_000)))
+        .over_limit(OverLimit::FailFast);
+    let granted = limiter.acquire("k", 10).await;
+    assert!(granted.is_ok(), "{:?}", granted.err());
+    let left: u64 = redis::cmd("HLEN")
+        .arg(&tokens)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(
+        left, 9_001,
+        "the expired reservations are gone, the new one is in"
+    );
+}
