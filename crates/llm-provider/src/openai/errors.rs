@@ -160,7 +160,9 @@ pub(crate) fn status_error(
 
 /// The wait a rate-limited answer asks for: `retry-after-ms` (milliseconds), else
 /// `Retry-After` as delta-seconds or an HTTP date (relative to `now`; a past date
-/// is zero). Unparseable or negative values are ignored.
+/// is zero). Unparseable or negative values are ignored; one too large for a
+/// [`Duration`] is [`Duration::MAX`] (longer than any cap: the call stops with
+/// `retry_after_exceeded` rather than retrying on its own backoff).
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let header = |name: &str| {
         headers
@@ -170,19 +172,20 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     };
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {
-            return Duration::try_from_secs_f64(ms / 1000.0).ok();
+            return Some(saturating_secs(ms / 1000.0));
         }
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return if secs.is_finite() && secs >= 0.0 {
-            Duration::try_from_secs_f64(secs).ok()
-        } else {
-            None
-        };
+        return (secs.is_finite() && secs >= 0.0).then(|| saturating_secs(secs));
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// `secs` (finite, not negative) as a [`Duration`], [`Duration::MAX`] past its range.
+fn saturating_secs(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 #[cfg(test)]
@@ -248,5 +251,14 @@ mod tests {
         assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
+        // Past a Duration's range: longer than any cap, not ignored.
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1e20")]), now),
+            Some(Duration::MAX)
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "1e30")]), now),
+            Some(Duration::MAX)
+        );
     }
 }
